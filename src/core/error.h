@@ -1,0 +1,52 @@
+// The one error vocabulary of berth: a kind, a message that names the field and the rule, and
+// context. Modules return Result<T> across their boundaries; exceptions never cross them.
+#pragma once
+
+#include <boost/system/result.hpp>
+#include <string>
+#include <string_view>
+
+namespace berth {
+
+// Canonical kinds (after Abseil's status codes). Each maps once to an HTTP status.
+enum class ErrorKind {
+  kInvalidArgument,     // bad input: the message names the field and the rule
+  kNotFound,
+  kAlreadyExists,
+  kConflict,            // a concurrent change or a state that forbids the request
+  kFailedPrecondition,
+  kUnauthenticated,
+  kPermissionDenied,
+  kResourceExhausted,   // quota, rate limit, size limit
+  kUnavailable,         // a peer that may come back: retry
+  kDeadlineExceeded,
+  kCancelled,
+  kInternal,            // a broken invariant or an unexpected failure of the system
+};
+
+std::string_view ErrorKindName(ErrorKind kind);
+int HttpStatus(ErrorKind kind);
+
+struct Error {
+  ErrorKind kind = ErrorKind::kInternal;
+  std::string message;
+  std::string context;  // where it happened (a path, a URL, a step); may be empty
+
+  // "message (context)" for logs and CLI output.
+  std::string ToString() const;
+};
+
+inline Error MakeError(ErrorKind kind, std::string message, std::string context = {}) {
+  return Error{kind, std::move(message), std::move(context)};
+}
+
+// Boost.System's result behaves as std::expected; see cmake/Dependencies.cmake for why.
+template <class T>
+using Result = boost::system::result<T, Error>;
+
+// Called by Result<T>::value() on an error: a caller that did not check gets an exception
+// carrying the message instead of undefined behaviour.
+[[noreturn]] void throw_exception_from_error(const Error& error,  // NOLINT(readability-identifier-naming)
+                                             const boost::source_location& location);
+
+}  // namespace berth

@@ -1,0 +1,38 @@
+// Small file helpers: read a whole file, write one atomically, a temporary folder that removes
+// itself.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "core/error.h"
+
+namespace berth::sys {
+
+Result<std::string> ReadFile(const std::filesystem::path& path);
+
+// Writes to a sibling temporary file, fsyncs it, then renames it over path: a reader sees the
+// old content or the new, never half of it.
+Result<void> WriteFileAtomic(const std::filesystem::path& path, std::string_view content,
+                             std::filesystem::perms mode = std::filesystem::perms::owner_read |
+                                                           std::filesystem::perms::owner_write);
+
+class TempDir {
+ public:
+  // A new folder under $TMPDIR (or /tmp) named prefix-XXXXXX.
+  static Result<TempDir> Create(std::string_view prefix);
+  TempDir(TempDir&& other) noexcept : path_(std::move(other.path_)) { other.path_.clear(); }
+  TempDir& operator=(TempDir&&) = delete;
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir();
+
+  const std::filesystem::path& Path() const { return path_; }
+
+ private:
+  explicit TempDir(std::filesystem::path path) : path_(std::move(path)) {}
+  std::filesystem::path path_;
+};
+
+}  // namespace berth::sys

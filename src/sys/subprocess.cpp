@@ -1,0 +1,196 @@
+// fork/exec with the few async-signal-safe steps a child needs before exec.
+#include "sys/subprocess.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "sys/fd.h"
+
+namespace berth::sys {
+namespace {
+
+int DecodeStatus(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 255;
+}
+
+// Hands errno to the parent through the exec-error pipe.
+[[noreturn]] void ReportAndExit(int error_fd) {
+  int err = errno;
+  (void)!write(error_fd, &err, sizeof err);
+  _exit(127);
+}
+
+// Only async-signal-safe calls from here to exec; failures are reported through error_fd.
+[[noreturn]] void ExecChild(const SpawnOptions& options, char* const* argv, char* const* envp,
+                            int output_fd, int error_fd, pid_t parent) {
+  auto fail = [error_fd]() { ReportAndExit(error_fd); };
+  if (options.die_with_parent) {
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail();
+    if (getppid() != parent) _exit(127);  // the parent is already gone
+  }
+  if (options.new_process_group && setpgid(0, 0) != 0) fail();
+  if (output_fd >= 0) {
+    if (dup2(output_fd, STDOUT_FILENO) < 0 || dup2(output_fd, STDERR_FILENO) < 0) fail();
+  }
+  int devnull = open("/dev/null", O_RDONLY);
+  if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+  if (!options.working_dir.empty() && chdir(options.working_dir.c_str()) != 0) fail();
+  if (options.run_as_gid && (setgroups(0, nullptr) != 0 || setgid(*options.run_as_gid) != 0)) {
+    fail();
+  }
+  if (options.run_as_uid && setuid(*options.run_as_uid) != 0) fail();
+  signal(SIGPIPE, SIG_DFL);
+  execve(argv[0], argv, envp);
+  ReportAndExit(error_fd);
+}
+
+std::vector<char*> CStrings(const std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (const auto& s : strings) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+}  // namespace
+
+Result<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
+  if (options.argv.empty()) {
+    return MakeError(ErrorKind::kInvalidArgument, "argv: must name a program");
+  }
+  const std::string& program = options.argv[0];
+  Fd output;
+  Fd pipe_read;
+  if (options.pipe_output) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+      return MakeError(ErrorKind::kInternal, std::string("pipe: ") + std::strerror(errno));
+    }
+    pipe_read = Fd(fds[0]);
+    output = Fd(fds[1]);
+  } else if (!options.output_path.empty()) {
+    output = Fd(open(options.output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+    if (!output) {
+      return MakeError(ErrorKind::kInternal, std::string("cannot open output: ") +
+                                                 std::strerror(errno), options.output_path);
+    }
+  }
+  int error_pipe[2];
+  if (pipe2(error_pipe, O_CLOEXEC) != 0) {
+    return MakeError(ErrorKind::kInternal, std::string("pipe: ") + std::strerror(errno));
+  }
+  Fd error_read(error_pipe[0]);
+  Fd error_write(error_pipe[1]);
+
+  std::vector<char*> argv = CStrings(options.argv);
+  std::vector<char*> envp = CStrings(options.env.value_or(std::vector<std::string>{}));
+  char* const* env = options.env ? envp.data() : environ;
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) {
+    return MakeError(ErrorKind::kInternal, std::string("fork: ") + std::strerror(errno), program);
+  }
+  if (pid == 0) ExecChild(options, argv.data(), env, output.Get(), error_write.Get(), parent);
+
+  if (options.new_process_group) setpgid(pid, pid);  // closes the race with the child's own call
+  error_write.Reset();
+  output.Reset();
+  int child_errno = 0;
+  ssize_t n;
+  do {
+    n = read(error_read.Get(), &child_errno, sizeof child_errno);
+  } while (n < 0 && errno == EINTR);
+  if (n > 0) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return MakeError(ErrorKind::kFailedPrecondition,
+                     std::string("cannot start program: ") + std::strerror(child_errno), program);
+  }
+  return Subprocess(pid, pipe_read.Release(), options.new_process_group);
+}
+
+Subprocess::Subprocess(Subprocess&& other) noexcept
+    : pid_(std::exchange(other.pid_, -1)),
+      output_fd_(std::exchange(other.output_fd_, -1)),
+      own_group_(other.own_group_),
+      status_(other.status_) {}
+
+Subprocess& Subprocess::operator=(Subprocess&& other) noexcept {
+  if (this != &other) {
+    Release();
+    pid_ = std::exchange(other.pid_, -1);
+    output_fd_ = std::exchange(other.output_fd_, -1);
+    own_group_ = other.own_group_;
+    status_ = other.status_;
+  }
+  return *this;
+}
+
+Subprocess::~Subprocess() { Release(); }
+
+void Subprocess::Release() {
+  if (pid_ > 0 && !status_) {
+    Signal(SIGKILL);
+    Wait();
+  }
+  if (output_fd_ >= 0) close(output_fd_);
+  pid_ = -1;
+  output_fd_ = -1;
+}
+
+void Subprocess::Signal(int sig) const {
+  if (pid_ <= 0 || status_) return;
+  if (own_group_) {
+    kill(-pid_, sig);
+  } else {
+    kill(pid_, sig);
+  }
+}
+
+int Subprocess::Wait() {
+  if (status_) return *status_;
+  int status = 0;
+  pid_t r;
+  do {
+    r = waitpid(pid_, &status, 0);
+  } while (r < 0 && errno == EINTR);
+  status_ = r == pid_ ? DecodeStatus(status) : 255;
+  return *status_;
+}
+
+std::optional<int> Subprocess::TryWait() {
+  if (status_) return status_;
+  int status = 0;
+  pid_t r = waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) status_ = DecodeStatus(status);
+  return status_;
+}
+
+Result<Completed> RunToCompletion(SpawnOptions options) {
+  options.pipe_output = true;
+  options.output_path.clear();
+  auto child = Subprocess::Spawn(options);
+  if (!child) return child.error();
+  Completed done;
+  char buffer[8192];
+  for (;;) {
+    ssize_t n = read(child->OutputFd(), buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done.output.append(buffer, static_cast<size_t>(n));
+  }
+  done.exit_code = child->Wait();
+  return done;
+}
+
+}  // namespace berth::sys

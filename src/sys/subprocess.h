@@ -1,0 +1,68 @@
+// Child processes: start one with an exact argv, environment, folder and output, signal its
+// process group, wait for it. The runner drives tofu with it; the test environment starts
+// etcd, kube-apiserver and PostgreSQL with it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+
+namespace berth::sys {
+
+struct SpawnOptions {
+  std::vector<std::string> argv;                   // argv[0] is a path; PATH is not searched
+  std::optional<std::vector<std::string>> env;     // "NAME=value"; nullopt inherits ours
+  std::string working_dir;                         // empty: ours
+  std::string output_path;                         // stdout and stderr appended here; empty: ours
+  bool pipe_output = false;                        // stdout and stderr to a pipe: OutputFd()
+  bool new_process_group = true;                   // so that a signal reaches its children too
+  bool die_with_parent = true;                     // PR_SET_PDEATHSIG: no orphan outlives a crash
+  std::optional<uid_t> run_as_uid;                 // drop to this user (and its gid) first
+  std::optional<gid_t> run_as_gid;
+};
+
+class Subprocess {
+ public:
+  static Result<Subprocess> Spawn(const SpawnOptions& options);
+
+  Subprocess(Subprocess&& other) noexcept;
+  Subprocess& operator=(Subprocess&& other) noexcept;
+  Subprocess(const Subprocess&) = delete;
+  Subprocess& operator=(const Subprocess&) = delete;
+  // A child still running is killed (SIGKILL to its group) and reaped.
+  ~Subprocess();
+
+  pid_t Pid() const { return pid_; }
+  int OutputFd() const { return output_fd_; }  // -1 unless pipe_output
+
+  // Sends sig to the child's process group (or the child alone if it has none of its own).
+  void Signal(int sig) const;
+  // Blocks until the child ends. Exit status, or 128 + signal number when killed by a signal.
+  int Wait();
+  // The exit status if the child has ended, without blocking.
+  std::optional<int> TryWait();
+  bool Running() { return !TryWait().has_value(); }
+
+ private:
+  Subprocess(pid_t pid, int output_fd, bool own_group)
+      : pid_(pid), output_fd_(output_fd), own_group_(own_group) {}
+  void Release();
+
+  pid_t pid_ = -1;
+  int output_fd_ = -1;
+  bool own_group_ = false;
+  std::optional<int> status_;
+};
+
+// Runs argv to the end, returning its combined output and exit status.
+struct Completed {
+  int exit_code = 0;
+  std::string output;
+};
+Result<Completed> RunToCompletion(SpawnOptions options);
+
+}  // namespace berth::sys

@@ -1,0 +1,170 @@
+// Starting etcd and kube-apiserver with the flags controller-runtime's envtest uses.
+#include "kube_test_cluster.h"
+
+#include <fmt/format.h>
+
+#include "core/base64.h"
+#include "loopback.h"
+#include "test_tools.h"
+
+namespace berth::testenv {
+namespace {
+
+constexpr auto kStartTimeout = std::chrono::seconds(120);
+
+Result<void> Write(const std::filesystem::path& path, const std::string& content) {
+  return sys::WriteFileAtomic(path, content);
+}
+
+}  // namespace
+
+Result<KubeTestCluster*> KubeTestCluster::Shared() {
+  static Result<std::unique_ptr<KubeTestCluster>> cluster = Start();
+  if (!cluster) return cluster.error();
+  return cluster->get();
+}
+
+Result<std::unique_ptr<KubeTestCluster>> KubeTestCluster::Start() {
+  auto dir = sys::TempDir::Create("berth-kube");
+  if (!dir) return dir.error();
+  auto ca = crypto::CreateCertificateAuthority("berth-test-ca", std::chrono::hours(24));
+  if (!ca) return ca.error();
+  std::unique_ptr<KubeTestCluster> cluster(new KubeTestCluster(std::move(*dir), std::move(*ca)));
+  if (auto r = cluster->StartEtcd(); !r) return r.error();
+  if (auto r = cluster->StartApiserver(); !r) return r.error();
+  return cluster;
+}
+
+KubeTestCluster::~KubeTestCluster() {
+  // The apiserver first, so that it does not log etcd's disappearance as an error.
+  apiserver_.reset();
+  etcd_.reset();
+}
+
+Result<void> KubeTestCluster::StartEtcd() {
+  auto etcd = TestTool("BERTH_TEST_ETCD");
+  if (!etcd) return etcd.error();
+  auto client_port = FreeLoopbackPort();
+  auto peer_port = FreeLoopbackPort();
+  if (!client_port || !peer_port) return MakeError(ErrorKind::kInternal, "no free port for etcd");
+  etcd_url_ = fmt::format("http://127.0.0.1:{}", *client_port);
+  std::string peer_url = fmt::format("http://127.0.0.1:{}", *peer_port);
+  sys::SpawnOptions options;
+  options.argv = {etcd->string(),
+                  "--data-dir=" + (dir_.Path() / "etcd").string(),
+                  "--listen-client-urls=" + etcd_url_,
+                  "--advertise-client-urls=" + etcd_url_,
+                  "--listen-peer-urls=" + peer_url,
+                  "--initial-advertise-peer-urls=" + peer_url,
+                  "--initial-cluster=default=" + peer_url,
+                  "--unsafe-no-fsync=true"};
+  options.output_path = (dir_.Path() / "etcd.log").string();
+  auto process = sys::Subprocess::Spawn(options);
+  if (!process) return process.error();
+  etcd_ = std::make_unique<sys::Subprocess>(std::move(*process));
+  auto http = net::MakeCurlHttpClient();
+  return WaitUntilReady(
+      "etcd", *etcd_,
+      [&] {
+        auto r = http->Send({.url = etcd_url_ + "/health", .timeout = std::chrono::seconds(2)});
+        return r && r->status == 200 && r->body.find("\"true\"") != std::string::npos;
+      },
+      kStartTimeout, options.output_path);
+}
+
+Result<void> KubeTestCluster::StartApiserver() {
+  auto apiserver = TestTool("BERTH_TEST_KUBE_APISERVER");
+  if (!apiserver) return apiserver.error();
+  auto port = FreeLoopbackPort();
+  if (!port) return port.error();
+  url_ = fmt::format("https://127.0.0.1:{}", *port);
+  const auto& dir = dir_.Path();
+
+  crypto::CertificateRequest serving;
+  serving.common_name = "kube-apiserver";
+  serving.use = crypto::CertificateUse::kServer;
+  serving.dns_names = {"localhost", "kubernetes", "kubernetes.default",
+                       "kubernetes.default.svc"};
+  serving.ip_addresses = {"127.0.0.1", "10.0.0.1"};
+  auto serving_cert = crypto::IssueCertificate(serving, ca_);
+  if (!serving_cert) return serving_cert.error();
+  crypto::CertificateRequest admin;
+  admin.common_name = "berth-test-admin";
+  admin.organizations = {"system:masters"};
+  auto admin_cert = crypto::IssueCertificate(admin, ca_);
+  if (!admin_cert) return admin_cert.error();
+  admin_ = std::move(*admin_cert);
+  auto sa_key = crypto::PrivateKey::GenerateEcP256();
+  if (!sa_key) return sa_key.error();
+  auto sa_public = sa_key->PublicKeyPem();
+  if (!sa_public) return sa_public.error();
+
+  for (auto [name, content] : {std::pair{"ca.crt", ca_.certificate_pem},
+                               {"apiserver.crt", serving_cert->certificate_pem},
+                               {"apiserver.key", serving_cert->key.pem},
+                               {"sa.key", sa_key->pem},
+                               {"sa.pub", *sa_public}}) {
+    if (auto r = Write(dir / name, content); !r) return r.error();
+  }
+
+  admin_kubeconfig_ = dir / "admin.kubeconfig";
+  std::string kubeconfig = fmt::format(
+      "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: {}\n"
+      "    certificate-authority-data: {}\nusers:\n- name: admin\n  user:\n"
+      "    client-certificate-data: {}\n    client-key-data: {}\ncontexts:\n- name: test\n"
+      "  context:\n    cluster: test\n    user: admin\n    namespace: default\n"
+      "current-context: test\n",
+      url_, Base64Encode(ca_.certificate_pem), Base64Encode(admin_.certificate_pem),
+      Base64Encode(admin_.key.pem));
+  if (auto r = Write(admin_kubeconfig_, kubeconfig); !r) return r.error();
+
+  sys::SpawnOptions options;
+  options.argv = {apiserver->string(),
+                  "--etcd-servers=" + etcd_url_,
+                  "--cert-dir=" + (dir / "certs").string(),
+                  "--tls-cert-file=" + (dir / "apiserver.crt").string(),
+                  "--tls-private-key-file=" + (dir / "apiserver.key").string(),
+                  "--client-ca-file=" + (dir / "ca.crt").string(),
+                  fmt::format("--secure-port={}", *port),
+                  "--bind-address=127.0.0.1",
+                  "--advertise-address=127.0.0.1",
+                  "--service-cluster-ip-range=10.0.0.0/24",
+                  "--allow-privileged=true",
+                  "--authorization-mode=RBAC",
+                  "--service-account-issuer=" + url_ + "/",
+                  "--service-account-key-file=" + (dir / "sa.pub").string(),
+                  "--service-account-signing-key-file=" + (dir / "sa.key").string(),
+                  "--disable-admission-plugins=DefaultStorageClass,StorageObjectInUseProtection"};
+  options.output_path = (dir / "kube-apiserver.log").string();
+  auto process = sys::Subprocess::Spawn(options);
+  if (!process) return process.error();
+  apiserver_ = std::make_unique<sys::Subprocess>(std::move(*process));
+  auto http = net::MakeCurlHttpClient(AdminTls());
+  return WaitUntilReady(
+      "kube-apiserver", *apiserver_,
+      [&] {
+        auto r = http->Send({.url = url_ + "/readyz", .timeout = std::chrono::seconds(5)});
+        return r && r->status == 200;
+      },
+      kStartTimeout, options.output_path);
+}
+
+net::TlsConfig KubeTestCluster::AdminTls() const {
+  return {.ca_pem = ca_.certificate_pem,
+          .client_cert_pem = admin_.certificate_pem,
+          .client_key_pem = admin_.key.pem};
+}
+
+Result<net::TlsConfig> KubeTestCluster::UserTls(const std::string& user,
+                                                const std::vector<std::string>& groups) const {
+  crypto::CertificateRequest request;
+  request.common_name = user;
+  request.organizations = groups;
+  auto cert = crypto::IssueCertificate(request, ca_);
+  if (!cert) return cert.error();
+  return net::TlsConfig{.ca_pem = ca_.certificate_pem,
+                        .client_cert_pem = cert->certificate_pem,
+                        .client_key_pem = cert->key.pem};
+}
+
+}  // namespace berth::testenv

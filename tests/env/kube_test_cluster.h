@@ -1,0 +1,57 @@
+// A real etcd and kube-apiserver on loopback ports, with client-certificate authentication and
+// RBAC on, started once per test binary and torn down at its exit. There is no kubelet: Pods
+// stay Pending unless the test node agent runs them.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "crypto/x509.h"
+#include "net/http_client.h"
+#include "sys/files.h"
+#include "sys/subprocess.h"
+
+namespace berth::testenv {
+
+class KubeTestCluster {
+ public:
+  // Starts the cluster on first call; later calls return the same one. A start failure is
+  // returned to every caller (each test then fails with the reason).
+  static Result<KubeTestCluster*> Shared();
+
+  // https://127.0.0.1:PORT
+  const std::string& Url() const { return url_; }
+  const std::string& CaPem() const { return ca_.certificate_pem; }
+  // TLS for a client in group system:masters.
+  net::TlsConfig AdminTls() const;
+  // A kubeconfig file for that admin (for tools and the launcher under test).
+  const std::filesystem::path& AdminKubeconfig() const { return admin_kubeconfig_; }
+  // A client certificate for any user and groups, signed by the cluster's client CA.
+  Result<net::TlsConfig> UserTls(const std::string& user,
+                                 const std::vector<std::string>& groups) const;
+
+  ~KubeTestCluster();
+  KubeTestCluster(const KubeTestCluster&) = delete;
+  KubeTestCluster& operator=(const KubeTestCluster&) = delete;
+
+ private:
+  KubeTestCluster(sys::TempDir dir, crypto::IssuedCertificate ca)
+      : dir_(std::move(dir)), ca_(std::move(ca)) {}
+  static Result<std::unique_ptr<KubeTestCluster>> Start();
+  Result<void> StartEtcd();
+  Result<void> StartApiserver();
+
+  sys::TempDir dir_;
+  crypto::IssuedCertificate ca_;
+  crypto::IssuedCertificate admin_;
+  std::filesystem::path admin_kubeconfig_;
+  std::string etcd_url_;
+  std::string url_;
+  std::unique_ptr<sys::Subprocess> etcd_;
+  std::unique_ptr<sys::Subprocess> apiserver_;
+};
+
+}  // namespace berth::testenv

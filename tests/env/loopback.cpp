@@ -1,0 +1,56 @@
+// Readiness polling for test servers: the only place the test environment waits on a clock.
+#include "loopback.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "sys/fd.h"
+#include "sys/files.h"
+
+namespace berth::testenv {
+
+Result<int> FreeLoopbackPort() {
+  sys::Fd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return MakeError(ErrorKind::kInternal, std::string("socket: ") + std::strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  if (bind(fd.Get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    return MakeError(ErrorKind::kInternal, std::string("bind: ") + std::strerror(errno));
+  }
+  socklen_t len = sizeof addr;
+  getsockname(fd.Get(), reinterpret_cast<sockaddr*>(&addr), &len);
+  return static_cast<int>(ntohs(addr.sin_port));
+}
+
+Result<void> WaitUntilReady(const std::string& what, sys::Subprocess& process,
+                            const std::function<bool()>& ready, std::chrono::seconds timeout,
+                            const std::string& log_path) {
+  auto tail = [&log_path]() -> std::string {
+    if (log_path.empty()) return "";
+    auto log = sys::ReadFile(log_path);
+    if (!log) return "";
+    constexpr size_t kTail = 2000;
+    return "\n--- end of " + log_path + " ---\n" +
+           (log->size() > kTail ? log->substr(log->size() - kTail) : *log);
+  };
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (auto status = process.TryWait()) {
+      return MakeError(ErrorKind::kUnavailable,
+                       what + " exited with status " + std::to_string(*status) + tail());
+    }
+    if (ready()) return {};
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return MakeError(ErrorKind::kDeadlineExceeded,
+                   what + " not ready after " + std::to_string(timeout.count()) + "s" + tail());
+}
+
+}  // namespace berth::testenv

@@ -1,0 +1,22 @@
+// Helpers for starting servers on loopback: a free port, and waiting until a server answers.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include "core/error.h"
+#include "sys/subprocess.h"
+
+namespace berth::testenv {
+
+// A TCP port on 127.0.0.1 that was free a moment ago (the kernel picks it).
+Result<int> FreeLoopbackPort();
+
+// Polls ready() until it is true, the process ends, or timeout passes. The error names what
+// and, if log_path is given, quotes the end of that log.
+Result<void> WaitUntilReady(const std::string& what, sys::Subprocess& process,
+                            const std::function<bool()>& ready, std::chrono::seconds timeout,
+                            const std::string& log_path);
+
+}  // namespace berth::testenv

@@ -1,0 +1,95 @@
+// Child processes: exit codes, signals, environment, folder, output, and start failures.
+#include "sys/subprocess.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include "sys/files.h"
+
+namespace berth::sys {
+namespace {
+
+SpawnOptions Shell(std::string script) {
+  SpawnOptions options;
+  options.argv = {"/bin/sh", "-c", std::move(script)};
+  return options;
+}
+
+TEST(Subprocess, ReportsTheExitCode) {
+  auto done = RunToCompletion(Shell("exit 7"));
+  ASSERT_TRUE(done);
+  EXPECT_EQ(done->exit_code, 7);
+}
+
+TEST(Subprocess, CapturesStdoutAndStderrTogether) {
+  auto done = RunToCompletion(Shell("echo out; echo err >&2"));
+  ASSERT_TRUE(done);
+  EXPECT_EQ(done->output, "out\nerr\n");
+}
+
+TEST(Subprocess, GivesTheChildExactlyTheEnvironmentAndFolderAsked) {
+  auto dir = TempDir::Create("subprocess-test");
+  ASSERT_TRUE(dir);
+  auto options = Shell("pwd; env | sort");
+  options.env = std::vector<std::string>{"ONLY=this"};
+  options.working_dir = dir->Path().string();
+  auto done = RunToCompletion(options);
+  ASSERT_TRUE(done);
+  // sh adds PWD (and sometimes SHLVL, _) itself; nothing of ours leaks in.
+  EXPECT_NE(done->output.find(dir->Path().string() + "\n"), std::string::npos);
+  EXPECT_NE(done->output.find("ONLY=this\n"), std::string::npos);
+  EXPECT_EQ(done->output.find("HOME="), std::string::npos) << done->output;
+}
+
+TEST(Subprocess, AProgramThatCannotStartIsAnErrorNamingIt) {
+  SpawnOptions options;
+  options.argv = {"/nonexistent/program"};
+  auto child = Subprocess::Spawn(options);
+  ASSERT_FALSE(child);
+  EXPECT_NE(child.error().message.find("No such file"), std::string::npos);
+  EXPECT_EQ(child.error().context, "/nonexistent/program");
+}
+
+TEST(Subprocess, ASignalReachesTheWholeProcessGroup) {
+  auto dir = TempDir::Create("subprocess-test");
+  ASSERT_TRUE(dir);
+  auto marker = dir->Path() / "grandchild-survived";
+  // The grandchild would write the marker a while after the parent is gone, unless the
+  // signal reached it too.
+  auto options = Shell("(sleep 2; touch " + marker.string() + ") & wait");
+  auto child = Subprocess::Spawn(options);
+  ASSERT_TRUE(child);
+  child->Signal(SIGKILL);
+  EXPECT_EQ(child->Wait(), 128 + SIGKILL);
+  // Reap-free check: the group is empty once kill(-pgid, 0) fails.
+  for (int i = 0; i < 100 && kill(-child->Pid(), 0) == 0; ++i) usleep(20000);
+  EXPECT_NE(kill(-child->Pid(), 0), 0);
+  EXPECT_FALSE(std::filesystem::exists(marker));
+}
+
+TEST(Subprocess, OutputCanBeAppendedToAFile) {
+  auto dir = TempDir::Create("subprocess-test");
+  ASSERT_TRUE(dir);
+  auto log = dir->Path() / "log";
+  for (const char* word : {"one", "two"}) {
+    auto options = Shell(std::string("echo ") + word);
+    options.output_path = log.string();
+    auto child = Subprocess::Spawn(options);
+    ASSERT_TRUE(child);
+    EXPECT_EQ(child->Wait(), 0);
+  }
+  EXPECT_EQ(*ReadFile(log), "one\ntwo\n");
+}
+
+TEST(Subprocess, DestroyingARunningChildKillsIt) {
+  pid_t pid;
+  {
+    auto child = Subprocess::Spawn(Shell("sleep 60"));
+    ASSERT_TRUE(child);
+    pid = child->Pid();
+  }
+  EXPECT_NE(kill(pid, 0), 0);  // killed and reaped, so the pid no longer exists
+}
+
+}  // namespace
+}  // namespace berth::sys
