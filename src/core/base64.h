@@ -11,7 +11,8 @@ namespace berth {
 
 enum class Base64Alphabet { kStandard, kUrlNoPadding };
 
-std::string Base64Encode(std::string_view data, Base64Alphabet alphabet = Base64Alphabet::kStandard);
+std::string Base64Encode(std::string_view data,
+                         Base64Alphabet alphabet = Base64Alphabet::kStandard);
 // Rejects characters outside the alphabet, bad padding and bits left over in the last symbol.
 Result<std::string> Base64Decode(std::string_view text,
                                  Base64Alphabet alphabet = Base64Alphabet::kStandard);

@@ -7,36 +7,58 @@ namespace berth {
 
 std::string_view ErrorKindName(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kInvalidArgument: return "InvalidArgument";
-    case ErrorKind::kNotFound: return "NotFound";
-    case ErrorKind::kAlreadyExists: return "AlreadyExists";
-    case ErrorKind::kConflict: return "Conflict";
-    case ErrorKind::kFailedPrecondition: return "FailedPrecondition";
-    case ErrorKind::kUnauthenticated: return "Unauthenticated";
-    case ErrorKind::kPermissionDenied: return "PermissionDenied";
-    case ErrorKind::kResourceExhausted: return "ResourceExhausted";
-    case ErrorKind::kUnavailable: return "Unavailable";
-    case ErrorKind::kDeadlineExceeded: return "DeadlineExceeded";
-    case ErrorKind::kCancelled: return "Cancelled";
-    case ErrorKind::kInternal: return "Internal";
+    case ErrorKind::kInvalidArgument:
+      return "InvalidArgument";
+    case ErrorKind::kNotFound:
+      return "NotFound";
+    case ErrorKind::kAlreadyExists:
+      return "AlreadyExists";
+    case ErrorKind::kConflict:
+      return "Conflict";
+    case ErrorKind::kFailedPrecondition:
+      return "FailedPrecondition";
+    case ErrorKind::kUnauthenticated:
+      return "Unauthenticated";
+    case ErrorKind::kPermissionDenied:
+      return "PermissionDenied";
+    case ErrorKind::kResourceExhausted:
+      return "ResourceExhausted";
+    case ErrorKind::kUnavailable:
+      return "Unavailable";
+    case ErrorKind::kDeadlineExceeded:
+      return "DeadlineExceeded";
+    case ErrorKind::kCancelled:
+      return "Cancelled";
+    case ErrorKind::kInternal:
+      return "Internal";
   }
   return "Internal";
 }
 
 int HttpStatus(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kInvalidArgument: return 400;
-    case ErrorKind::kUnauthenticated: return 401;
-    case ErrorKind::kPermissionDenied: return 403;
-    case ErrorKind::kNotFound: return 404;
+    case ErrorKind::kInvalidArgument:
+      return 400;
+    case ErrorKind::kUnauthenticated:
+      return 401;
+    case ErrorKind::kPermissionDenied:
+      return 403;
+    case ErrorKind::kNotFound:
+      return 404;
     case ErrorKind::kAlreadyExists:
     case ErrorKind::kConflict:
-    case ErrorKind::kFailedPrecondition: return 409;
-    case ErrorKind::kResourceExhausted: return 429;
-    case ErrorKind::kCancelled: return 499;
-    case ErrorKind::kUnavailable: return 503;
-    case ErrorKind::kDeadlineExceeded: return 504;
-    case ErrorKind::kInternal: return 500;
+    case ErrorKind::kFailedPrecondition:
+      return 409;
+    case ErrorKind::kResourceExhausted:
+      return 429;
+    case ErrorKind::kCancelled:
+      return 499;
+    case ErrorKind::kUnavailable:
+      return 503;
+    case ErrorKind::kDeadlineExceeded:
+      return 504;
+    case ErrorKind::kInternal:
+      return 500;
   }
   return 500;
 }

@@ -10,18 +10,18 @@ namespace berth {
 
 // Canonical kinds (after Abseil's status codes). Each maps once to an HTTP status.
 enum class ErrorKind {
-  kInvalidArgument,     // bad input: the message names the field and the rule
+  kInvalidArgument,  // bad input: the message names the field and the rule
   kNotFound,
   kAlreadyExists,
-  kConflict,            // a concurrent change or a state that forbids the request
+  kConflict,  // a concurrent change or a state that forbids the request
   kFailedPrecondition,
   kUnauthenticated,
   kPermissionDenied,
-  kResourceExhausted,   // quota, rate limit, size limit
-  kUnavailable,         // a peer that may come back: retry
+  kResourceExhausted,  // quota, rate limit, size limit
+  kUnavailable,        // a peer that may come back: retry
   kDeadlineExceeded,
   kCancelled,
-  kInternal,            // a broken invariant or an unexpected failure of the system
+  kInternal,  // a broken invariant or an unexpected failure of the system
 };
 
 std::string_view ErrorKindName(ErrorKind kind);
@@ -46,7 +46,8 @@ using Result = boost::system::result<T, Error>;
 
 // Called by Result<T>::value() on an error: a caller that did not check gets an exception
 // carrying the message instead of undefined behaviour.
-[[noreturn]] void throw_exception_from_error(const Error& error,  // NOLINT(readability-identifier-naming)
-                                             const boost::source_location& location);
+[[noreturn]] void throw_exception_from_error(
+    const Error& error,  // NOLINT(readability-identifier-naming)
+    const boost::source_location& location);
 
 }  // namespace berth

@@ -87,8 +87,8 @@ class CurlHttpClient final : public HttpClient {
 
     CURLcode code = curl_easy_perform(h);
     if (code != CURLE_OK) {
-      ErrorKind kind = code == CURLE_OPERATION_TIMEDOUT ? ErrorKind::kDeadlineExceeded
-                                                        : ErrorKind::kUnavailable;
+      ErrorKind kind =
+          code == CURLE_OPERATION_TIMEDOUT ? ErrorKind::kDeadlineExceeded : ErrorKind::kUnavailable;
       return MakeError(kind, std::string("HTTP request failed: ") + curl_easy_strerror(code),
                        request.method + " " + request.url);
     }

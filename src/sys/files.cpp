@@ -43,8 +43,7 @@ Result<void> WriteFileAtomic(const std::filesystem::path& path, std::string_view
   std::filesystem::path temp = path;
   temp += ".tmp-" + std::to_string(getpid());
   {
-    Fd fd(open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-               static_cast<mode_t>(mode)));
+    Fd fd(open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, static_cast<mode_t>(mode)));
     if (!fd) return Errno("cannot create", temp);
     size_t done = 0;
     while (done < content.size()) {
@@ -70,8 +69,8 @@ Result<void> WriteFileAtomic(const std::filesystem::path& path, std::string_view
 
 Result<TempDir> TempDir::Create(std::string_view prefix) {
   const char* base = std::getenv("TMPDIR");
-  std::string pattern = std::string(base && *base ? base : "/tmp") + "/" + std::string(prefix) +
-                        "-XXXXXX";
+  std::string pattern =
+      std::string(base && *base ? base : "/tmp") + "/" + std::string(prefix) + "-XXXXXX";
   if (mkdtemp(pattern.data()) == nullptr) return Errno("cannot create temporary folder", pattern);
   return TempDir(std::filesystem::path(pattern));
 }

@@ -81,8 +81,9 @@ Result<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
   } else if (!options.output_path.empty()) {
     output = Fd(open(options.output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
     if (!output) {
-      return MakeError(ErrorKind::kInternal, std::string("cannot open output: ") +
-                                                 std::strerror(errno), options.output_path);
+      return MakeError(ErrorKind::kInternal,
+                       std::string("cannot open output: ") + std::strerror(errno),
+                       options.output_path);
     }
   }
   int error_pipe[2];
@@ -93,7 +94,8 @@ Result<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
   Fd error_write(error_pipe[1]);
 
   std::vector<char*> argv = CStrings(options.argv);
-  std::vector<char*> envp = CStrings(options.env.value_or(std::vector<std::string>{}));
+  static const std::vector<std::string> kNoEnvironment;
+  std::vector<char*> envp = CStrings(options.env ? *options.env : kNoEnvironment);
   char* const* env = options.env ? envp.data() : environ;
   pid_t parent = getpid();
   pid_t pid = fork();

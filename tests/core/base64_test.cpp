@@ -26,14 +26,12 @@ TEST_P(Base64Vectors, EncodesAndDecodes) {
   EXPECT_EQ(*url, v.plain);
 }
 
-INSTANTIATE_TEST_SUITE_P(Rfc4648, Base64Vectors,
-                         ::testing::Values(Vector{"", "", ""}, Vector{"f", "Zg==", "Zg"},
-                                           Vector{"fo", "Zm8=", "Zm8"},
-                                           Vector{"foo", "Zm9v", "Zm9v"},
-                                           Vector{"foob", "Zm9vYg==", "Zm9vYg"},
-                                           Vector{"fooba", "Zm9vYmE=", "Zm9vYmE"},
-                                           Vector{"foobar", "Zm9vYmFy", "Zm9vYmFy"},
-                                           Vector{"\xfb\xff", "+/8=", "-_8"}));
+INSTANTIATE_TEST_SUITE_P(
+    Rfc4648, Base64Vectors,
+    ::testing::Values(Vector{"", "", ""}, Vector{"f", "Zg==", "Zg"}, Vector{"fo", "Zm8=", "Zm8"},
+                      Vector{"foo", "Zm9v", "Zm9v"}, Vector{"foob", "Zm9vYg==", "Zm9vYg"},
+                      Vector{"fooba", "Zm9vYmE=", "Zm9vYmE"},
+                      Vector{"foobar", "Zm9vYmFy", "Zm9vYmFy"}, Vector{"\xfb\xff", "+/8=", "-_8"}));
 
 struct Bad {
   std::string text;

@@ -13,8 +13,8 @@ namespace berth::crypto {
 namespace {
 
 std::unique_ptr<X509, decltype(&X509_free)> Parse(const std::string& pem) {
-  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())),
-                                                BIO_free);
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(
+      BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), BIO_free);
   return {PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr), X509_free};
 }
 
@@ -22,8 +22,7 @@ std::unique_ptr<X509, decltype(&X509_free)> Parse(const std::string& pem) {
 bool Verifies(const std::string& leaf_pem, const std::string& ca_pem, int purpose) {
   auto leaf = Parse(leaf_pem);
   auto ca = Parse(ca_pem);
-  std::unique_ptr<X509_STORE, decltype(&X509_STORE_free)> store(X509_STORE_new(),
-                                                                X509_STORE_free);
+  std::unique_ptr<X509_STORE, decltype(&X509_STORE_free)> store(X509_STORE_new(), X509_STORE_free);
   X509_STORE_add_cert(store.get(), ca.get());
   std::unique_ptr<X509_STORE_CTX, decltype(&X509_STORE_CTX_free)> ctx(X509_STORE_CTX_new(),
                                                                       X509_STORE_CTX_free);
@@ -52,8 +51,8 @@ TEST(X509, AServerCertificateVerifiesForServersOnlyAndHasItsNames) {
 TEST(X509, AClientCertificateCarriesItsGroupsAsOrganizations) {
   auto ca = CreateCertificateAuthority("test-ca", std::chrono::hours(1));
   ASSERT_TRUE(ca);
-  auto cert = IssueCertificate({.common_name = "alice", .organizations = {"team-a", "team-b"}},
-                               *ca);
+  auto cert =
+      IssueCertificate({.common_name = "alice", .organizations = {"team-a", "team-b"}}, *ca);
   ASSERT_TRUE(cert);
   EXPECT_TRUE(Verifies(cert->certificate_pem, ca->certificate_pem, X509_PURPOSE_SSL_CLIENT));
   auto parsed = Parse(cert->certificate_pem);

@@ -83,8 +83,7 @@ Result<void> KubeTestCluster::StartApiserver() {
   crypto::CertificateRequest serving;
   serving.common_name = "kube-apiserver";
   serving.use = crypto::CertificateUse::kServer;
-  serving.dns_names = {"localhost", "kubernetes", "kubernetes.default",
-                       "kubernetes.default.svc"};
+  serving.dns_names = {"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"};
   serving.ip_addresses = {"127.0.0.1", "10.0.0.1"};
   auto serving_cert = crypto::IssueCertificate(serving, ca_);
   if (!serving_cert) return serving_cert.error();

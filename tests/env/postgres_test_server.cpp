@@ -73,8 +73,16 @@ Result<std::unique_ptr<PostgresTestServer>> PostgresTestServer::Start() {
   std::string log = (root / "postgres.log").string();
 
   sys::SpawnOptions initdb;
-  initdb.argv = {(bin / "initdb").string(), "-D", data.string(), "-U", "postgres",
-                 "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"};
+  initdb.argv = {(bin / "initdb").string(),
+                 "-D",
+                 data.string(),
+                 "-U",
+                 "postgres",
+                 "--auth=trust",
+                 "--no-sync",
+                 "-E",
+                 "UTF8",
+                 "--locale=C"};
   initdb.run_as_uid = identity->uid;
   initdb.run_as_gid = identity->gid;
   auto init = sys::RunToCompletion(initdb);
@@ -87,9 +95,10 @@ Result<std::unique_ptr<PostgresTestServer>> PostgresTestServer::Start() {
   if (!port) return port.error();
   server->port_ = *port;
   sys::SpawnOptions options;
-  options.argv = {(bin / "postgres").string(), "-D", data.string(), "-p", std::to_string(*port),
-                  "-k", data.string(), "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off",
-                  "-c", "full_page_writes=off", "-c", "max_connections=200"};
+  options.argv = {(bin / "postgres").string(),  "-D", data.string(),        "-p",
+                  std::to_string(*port),        "-k", data.string(),        "-c",
+                  "listen_addresses=127.0.0.1", "-c", "fsync=off",          "-c",
+                  "full_page_writes=off",       "-c", "max_connections=200"};
   options.output_path = log;
   options.run_as_uid = identity->uid;
   options.run_as_gid = identity->gid;

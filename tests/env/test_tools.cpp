@@ -53,9 +53,9 @@ Result<std::filesystem::path> TestTool(std::string_view variable) {
     if (auto it = kCached.find(name); it != kCached.end()) value = it->second;
   }
   if (value.empty()) {
-    return MakeError(ErrorKind::kFailedPrecondition,
-                     name + " is not set and " + EnvFilePath().string() +
-                         " does not name it: run scripts/testenv");
+    return MakeError(ErrorKind::kFailedPrecondition, name + " is not set and " +
+                                                         EnvFilePath().string() +
+                                                         " does not name it: run scripts/testenv");
   }
   std::error_code ec;
   if (!std::filesystem::exists(value, ec)) {

@@ -14,7 +14,7 @@ TEST(Files, WriteAtomicReplacesTheWholeFileWithTheModeAsked) {
   ASSERT_TRUE(WriteFileAtomic(path, "a long first version"));
   ASSERT_TRUE(WriteFileAtomic(path, "short"));
   EXPECT_EQ(*ReadFile(path), "short");
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir->Path()), {}), 1)

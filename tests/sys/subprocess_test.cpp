@@ -41,6 +41,18 @@ TEST(Subprocess, GivesTheChildExactlyTheEnvironmentAndFolderAsked) {
   EXPECT_EQ(done->output.find("HOME="), std::string::npos) << done->output;
 }
 
+TEST(Subprocess, EveryVariableOfALargeEnvironmentArrives) {
+  std::vector<std::string> env;
+  for (int i = 0; i < 64; ++i)
+    env.push_back("BERTH_VAR_" + std::to_string(i) + "=value-" + std::to_string(i));
+  auto options = Shell("env");
+  options.env = env;
+  auto done = RunToCompletion(options);
+  ASSERT_TRUE(done);
+  for (const auto& entry : env)
+    EXPECT_NE(done->output.find(entry + "\n"), std::string::npos) << entry;
+}
+
 TEST(Subprocess, AProgramThatCannotStartIsAnErrorNamingIt) {
   SpawnOptions options;
   options.argv = {"/nonexistent/program"};
