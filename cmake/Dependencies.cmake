@@ -8,3 +8,16 @@ find_package(nlohmann_json 3.11 REQUIRED)
 # compile under clang 14, which clang-tidy and the fuzz preset need.
 find_package(Boost 1.81 REQUIRED CONFIG)
 find_package(PostgreSQL REQUIRED)
+find_package(ZLIB REQUIRED)
+
+# The runner links statically (apps/runner); everything else dynamically. Libraries link
+# these two through a generator expression that asks the executable being linked whether it
+# set the BERTH_STATIC property.
+find_library(BERTH_LIBCRYPTO_STATIC libcrypto.a REQUIRED)
+find_library(BERTH_LIBZ_STATIC libz.a REQUIRED)
+add_library(berth_dep_crypto INTERFACE)
+target_link_libraries(berth_dep_crypto INTERFACE
+  "$<IF:$<BOOL:$<TARGET_PROPERTY:BERTH_STATIC>>,${BERTH_LIBCRYPTO_STATIC},OpenSSL::Crypto>")
+add_library(berth_dep_zlib INTERFACE)
+target_link_libraries(berth_dep_zlib INTERFACE
+  "$<IF:$<BOOL:$<TARGET_PROPERTY:BERTH_STATIC>>,${BERTH_LIBZ_STATIC},ZLIB::ZLIB>")

@@ -32,7 +32,7 @@ int DecodeStatus(int status) {
 
 // Only async-signal-safe calls from here to exec; failures are reported through error_fd.
 [[noreturn]] void ExecChild(const SpawnOptions& options, char* const* argv, char* const* envp,
-                            int output_fd, int error_fd, pid_t parent) {
+                            int output_fd, int stdout_fd, int error_fd, pid_t parent) {
   auto fail = [error_fd]() { ReportAndExit(error_fd); };
   if (options.die_with_parent) {
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail();
@@ -42,6 +42,11 @@ int DecodeStatus(int status) {
   if (output_fd >= 0) {
     if (dup2(output_fd, STDOUT_FILENO) < 0 || dup2(output_fd, STDERR_FILENO) < 0) fail();
   }
+  if (stdout_fd >= 0 && dup2(stdout_fd, STDOUT_FILENO) < 0) fail();
+  // Signals the parent blocked (to read them from a signalfd) must reach the child.
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
   int devnull = open("/dev/null", O_RDONLY);
   if (devnull >= 0) dup2(devnull, STDIN_FILENO);
   if (!options.working_dir.empty() && chdir(options.working_dir.c_str()) != 0) fail();
@@ -86,6 +91,16 @@ Result<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
                        options.output_path);
     }
   }
+  Fd stdout_file;
+  if (!options.stdout_path.empty()) {
+    stdout_file =
+        Fd(open(options.stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    if (!stdout_file) {
+      return MakeError(ErrorKind::kInternal,
+                       std::string("cannot open stdout file: ") + std::strerror(errno),
+                       options.stdout_path);
+    }
+  }
   int error_pipe[2];
   if (pipe2(error_pipe, O_CLOEXEC) != 0) {
     return MakeError(ErrorKind::kInternal, std::string("pipe: ") + std::strerror(errno));
@@ -102,11 +117,15 @@ Result<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
   if (pid < 0) {
     return MakeError(ErrorKind::kInternal, std::string("fork: ") + std::strerror(errno), program);
   }
-  if (pid == 0) ExecChild(options, argv.data(), env, output.Get(), error_write.Get(), parent);
+  if (pid == 0) {
+    ExecChild(options, argv.data(), env, output.Get(), stdout_file.Get(), error_write.Get(),
+              parent);
+  }
 
   if (options.new_process_group) setpgid(pid, pid);  // closes the race with the child's own call
   error_write.Reset();
   output.Reset();
+  stdout_file.Reset();
   int child_errno = 0;
   ssize_t n;
   do {

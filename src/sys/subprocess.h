@@ -18,10 +18,11 @@ struct SpawnOptions {
   std::optional<std::vector<std::string>> env;  // "NAME=value"; nullopt inherits ours
   std::string working_dir;                      // empty: ours
   std::string output_path;                      // stdout and stderr appended here; empty: ours
-  bool pipe_output = false;                     // stdout and stderr to a pipe: OutputFd()
-  bool new_process_group = true;                // so that a signal reaches its children too
-  bool die_with_parent = true;                  // PR_SET_PDEATHSIG: no orphan outlives a crash
-  std::optional<uid_t> run_as_uid;              // drop to this user (and its gid) first
+  std::string stdout_path;          // stdout alone, truncated into this file (stderr as above)
+  bool pipe_output = false;         // stdout and stderr to a pipe: OutputFd()
+  bool new_process_group = true;    // so that a signal reaches its children too
+  bool die_with_parent = true;      // PR_SET_PDEATHSIG: no orphan outlives a crash
+  std::optional<uid_t> run_as_uid;  // drop to this user (and its gid) first
   std::optional<gid_t> run_as_gid;
 };
 

@@ -1,0 +1,103 @@
+// runner: the program inside every berth runner (docs/runner.md).
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "runner/build_info.h"
+#include "runner/cli.h"
+#include "runner/copy_self.h"
+#include "runner/run.h"
+
+extern char** environ;
+
+namespace {
+
+using namespace berth::runner;
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitResultUnwritten = 3;
+
+int Version(const VersionCommand& v) {
+  const auto& info = GetBuildInfo();
+  if (v.raw) {
+    std::printf("%s\n", BuildInfoJson().c_str());
+  } else if (v.verbose) {
+    std::printf("runner %s\ngit commit: %s\nbuild date: %s\ncompiler: %s\n", info.version.c_str(),
+                info.git_commit.c_str(), info.build_date.c_str(), info.compiler.c_str());
+  } else {
+    std::printf("runner %s\n", info.version.c_str());
+  }
+  return kExitOk;
+}
+
+// SIGTERM and SIGINT are read from a signalfd so that the run can forward them to TF as an
+// interrupt at a safe point instead of dying.
+int StopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigprocmask(SIG_BLOCK, &set, nullptr);
+  return signalfd(-1, &set, SFD_CLOEXEC);
+}
+
+int Run(const RunCommand& run) {
+  RunContext context;
+  for (char** e = environ; *e != nullptr; ++e) context.environment.emplace_back(*e);
+  context.signal_fd = StopSignals();
+  berth::RunResult result = ExecuteRun(run.options, context);
+  if (!WriteResult(run.options.result, result, run.options.result_max_bytes)) {
+    std::fprintf(stderr, "runner: cannot write the result to %s\n", run.options.result.c_str());
+    return kExitResultUnwritten;
+  }
+  if (result.error) {
+    std::fprintf(stderr, "runner: %s failed (%s): %s\n", run.options.op.c_str(),
+                 std::string(berth::RunErrorKindName(result.error->kind)).c_str(),
+                 result.error->message.c_str());
+  }
+  return ExitCodeFor(result);
+}
+
+// Invalid flags for `run` still owe a result document, of kind InvalidFlags.
+int InvalidRunFlags(const RunOptions& options, const berth::Error& error) {
+  berth::RunResult result;
+  result.op = options.op;
+  result.error =
+      berth::RunError{berth::RunErrorKind::kInvalidFlags, "flags", error.message, kExitUsage, ""};
+  if (!WriteResult(options.result, result, options.result_max_bytes)) return kExitResultUnwritten;
+  return kExitUsage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  CommandLine line = ParseCommandLine(args);
+  if (line.error) {
+    std::fprintf(stderr, "runner: %s\n\n%s", line.error->message.c_str(),
+                 std::string(Usage()).c_str());
+    if (auto* run = std::get_if<RunCommand>(&line.command))
+      return InvalidRunFlags(run->options, *line.error);
+    return kExitUsage;
+  }
+  if (std::holds_alternative<UsageCommand>(line.command)) {
+    std::fprintf(stderr, "%s", std::string(Usage()).c_str());
+    return kExitUsage;
+  }
+  if (auto* copy = std::get_if<CopyCommand>(&line.command)) {
+    auto copied = CopySelf(copy->arguments.front());
+    if (!copied) {
+      std::fprintf(stderr, "runner copy: %s\n", copied.error().ToString().c_str());
+      return kExitFailed;
+    }
+    return kExitOk;
+  }
+  if (auto* version = std::get_if<VersionCommand>(&line.command)) return Version(*version);
+  return Run(std::get<RunCommand>(line.command));
+}

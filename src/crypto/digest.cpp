@@ -1,0 +1,42 @@
+// Digests on OpenSSL's one-shot functions.
+#include "crypto/digest.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+namespace berth::crypto {
+namespace {
+
+std::string Hex(const unsigned char* data, size_t size) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out(size * 2, '0');
+  for (size_t i = 0; i < size; ++i) {
+    out[2 * i] = kDigits[data[i] >> 4];
+    out[2 * i + 1] = kDigits[data[i] & 15];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string Sha256Hex(std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  EVP_Digest(data.data(), data.size(), digest, &size, EVP_sha256(), nullptr);
+  return Hex(digest, size);
+}
+
+std::string HmacSha256Hex(std::string_view key, std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest, &size);
+  return Hex(digest, size);
+}
+
+bool EqualConstantTime(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+}  // namespace berth::crypto

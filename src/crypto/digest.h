@@ -1,0 +1,14 @@
+// SHA-256 and HMAC-SHA256 (RFC 2104), hex-encoded: inputs hashes, plan hashes, token hashes.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace berth::crypto {
+
+std::string Sha256Hex(std::string_view data);
+std::string HmacSha256Hex(std::string_view key, std::string_view data);
+// Constant-time comparison for secrets and their digests.
+bool EqualConstantTime(std::string_view a, std::string_view b);
+
+}  // namespace berth::crypto

@@ -1,0 +1,62 @@
+// What `runner run` is asked to do, after its flags are parsed (docs/runner.md, "run").
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/duration.h"
+
+namespace berth::runner {
+
+// The logging flags every Kubernetes component registers.
+struct LoggingOptions {
+  int verbosity = 0;
+  std::string vmodule;
+  std::string format = "text";  // text | json
+  Duration flush_frequency = std::chrono::seconds(5);
+  bool text_split_stream = false;
+  bool json_split_stream = false;
+  std::string text_info_buffer_size = "0";
+  std::string json_info_buffer_size = "0";
+  std::string feature_gates;
+};
+
+struct RunOptions {
+  // what to run
+  std::string op;
+  std::string module = "/berth/module";
+  std::string path;
+  std::string ns = "default";
+  std::string name = "run";
+  std::string workdir;  // default /tmp/<namespace>-<name>/<path>
+  // the binary
+  std::string binary = "auto";
+  std::string bin;
+  std::string providers;
+  // inputs
+  std::string config;
+  std::string inputs_hash;
+  std::vector<std::string> backend_config;
+  // runtime
+  Duration lock_timeout = std::chrono::minutes(5);
+  Duration stop_timeout = std::chrono::minutes(1);
+  std::optional<Duration> timeout;
+  std::string force_unlock;
+  // approval and plan checks
+  std::string plan_file;
+  std::string approved_plan;
+  std::string plan_key_file;
+  bool allow_destroy = false;
+  // restore and events
+  std::string restore_from;
+  std::string event_object;
+  std::string job_name;
+  // output
+  std::string outputs;
+  std::string image;
+  std::string result = "/dev/termination-log";
+  size_t result_max_bytes = 4096;
+};
+
+}  // namespace berth::runner

@@ -1,0 +1,404 @@
+// The operations of `runner run`, step by step. Every path ends in a filled-in RunResult; the
+// first failure decides the error kind.
+#include "runner/run.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+#include "core/masker.h"
+#include "crypto/digest.h"
+#include "runner/module_archive.h"
+#include "runner/step_runner.h"
+#include "runner/work_dir.h"
+#include "sys/fd.h"
+#include "sys/files.h"
+#include "tf/binary.h"
+#include "tf/plan.h"
+
+namespace berth::runner {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string Now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+std::string LockTimeoutFlag(Duration d) {
+  return "-lock-timeout=" +
+         std::to_string(std::chrono::duration_cast<std::chrono::seconds>(d).count()) + "s";
+}
+
+// "a, b, c and 4 more": destructive addresses, bounded.
+std::string Addresses(const std::vector<std::string>& addresses) {
+  constexpr size_t kShown = 10;
+  std::string out;
+  for (size_t i = 0; i < addresses.size() && i < kShown; ++i) {
+    if (i > 0) out += ", ";
+    out += addresses[i];
+  }
+  if (addresses.size() > kShown)
+    out += " and " + std::to_string(addresses.size() - kShown) + " more";
+  return out;
+}
+
+std::string WithoutPrefix(const std::string& hash) {
+  return hash.starts_with("sha256:") ? hash.substr(7) : hash;
+}
+
+class Run {
+ public:
+  Run(const RunOptions& options, const RunContext& context) : o_(options), context_(context) {
+    result_.op = o_.op;
+    result_.image = o_.image;
+    result_.inputs_hash = o_.inputs_hash;
+    result_.started_at = Now();
+  }
+
+  RunResult Execute() {
+    Perform();
+    result_.finished_at = Now();
+    if (result_.error) result_.error->tail = masker_.Mask(result_.error->tail);
+    return std::move(result_);
+  }
+
+ private:
+  // Records the error unless an earlier one is already recorded. Always returns false.
+  bool Fail(RunErrorKind kind, std::string step, std::string message, int exit_code = 0,
+            std::string tail = {}) {
+    if (!result_.error) {
+      result_.error =
+          RunError{kind, std::move(step), masker_.Mask(message), exit_code, std::move(tail)};
+    }
+    return false;
+  }
+
+  // Runs a TF command as a step; on failure records the error with kind (or what the output
+  // shows: a held lock, a stop, a timeout).
+  bool Step(const std::string& name, std::vector<std::string> args, RunErrorKind kind,
+            StepOutcome* out = nullptr, bool capture = false) {
+    args.insert(args.begin(), binary_.path.string());
+    StepOutcome outcome = steps_->Run(name, args, capture);
+    result_.steps.push_back({name, outcome.exit_code, outcome.seconds});
+    bool ok = outcome.exit_code == 0;
+    if (!ok) {
+      if (outcome.timed_out) {
+        kind = RunErrorKind::kTimeout;
+      } else if (outcome.cancelled) {
+        kind = RunErrorKind::kCancelled;
+      } else if (outcome.tail.find("Error acquiring the state lock") != std::string::npos) {
+        kind = RunErrorKind::kStateLocked;
+      } else if (outcome.tail.find("Saved plan is stale") != std::string::npos) {
+        kind = RunErrorKind::kPlanStale;
+      }
+      Fail(kind, name,
+           binary_.name + " " + args[1] + " failed with exit code " +
+               std::to_string(outcome.exit_code),
+           outcome.exit_code, outcome.tail);
+    }
+    if (out) *out = std::move(outcome);
+    return ok;
+  }
+
+  std::vector<std::string> VarFileArgs() const {
+    if (o_.config.empty()) return {};
+    return {"-var-file=" + fs::absolute(o_.config).string()};
+  }
+
+  bool Perform() {
+    if (o_.op == "destroy" && !o_.allow_destroy) {
+      return Fail(RunErrorKind::kDestructivePlan, "guard", "destroy needs --allow-destroy");
+    }
+    if (!o_.inputs_hash.empty() && !CheckInputsHash()) return false;
+    auto dir = PrepareWorkDir(o_);
+    if (!dir) return Fail(RunErrorKind::kSourceUnavailable, "source", dir.error().ToString());
+    dir_ = *dir;
+    if (auto secrets = LoadSecrets(o_, dir_, context_.environment, masker_); !secrets) {
+      return Fail(RunErrorKind::kInvalidFlags, "inputs", secrets.error().ToString());
+    }
+    auto env = TfEnvironment(context_.environment, o_, dir_);
+    auto binary = tf::ChooseBinary(o_.binary, o_.bin, Lookup(env, "PATH"));
+    if (!binary) return Fail(RunErrorKind::kInit, "binary", binary.error().ToString());
+    binary_ = *binary;
+    result_.binary_name = binary_.name;
+    std::optional<std::chrono::steady_clock::time_point> deadline;
+    if (o_.timeout) deadline = std::chrono::steady_clock::now() + *o_.timeout;
+    steps_.emplace(masker_, env, dir_.workdir.string(), context_.log, context_.signal_fd,
+                   o_.stop_timeout, deadline);
+    if (!o_.plan_key_file.empty()) {
+      auto key = sys::ReadFile(o_.plan_key_file);
+      if (!key)
+        return Fail(RunErrorKind::kInvalidFlags, "inputs",
+                    "--plan-key-file: " + key.error().ToString());
+      plan_key_ = *key;
+    }
+
+    if (!Version() || !Init()) return false;
+    if (!o_.force_unlock.empty() &&
+        !Step("force-unlock", {"force-unlock", "-force", "-no-color", o_.force_unlock},
+              RunErrorKind::kForceUnlock)) {
+      return false;
+    }
+    if (o_.op == "plan") return OpPlan();
+    if (o_.op == "apply") return OpApply(false);
+    if (o_.op == "destroy") return OpApply(true);
+    if (o_.op == "refresh") return OpRefresh();
+    if (o_.op == "drift") return OpDrift();
+    if (o_.op == "restore") return OpRestore();
+    if (o_.op == "output") return ReadOutputs();
+    if (o_.op == "validate")
+      return Step("validate", {"validate", "-no-color"}, RunErrorKind::kValidate);
+    return Fail(RunErrorKind::kInvalidFlags, "flags", "--op: unknown operation " + o_.op);
+  }
+
+  bool CheckInputsHash() {
+    if (o_.config.empty()) {
+      return Fail(RunErrorKind::kInputsMismatch, "inputs", "--inputs-hash given without --config");
+    }
+    auto config = sys::ReadFile(o_.config);
+    if (!config) return Fail(RunErrorKind::kInputsMismatch, "inputs", config.error().ToString());
+    std::string actual = "sha256:" + crypto::Sha256Hex(*config);
+    if (actual != o_.inputs_hash) {
+      return Fail(RunErrorKind::kInputsMismatch, "inputs",
+                  "--config hashes to " + actual + ", not the --inputs-hash " + o_.inputs_hash);
+    }
+    return true;
+  }
+
+  bool Version() {
+    StepOutcome out;
+    if (!Step("version", {"version", "-json"}, RunErrorKind::kInit, &out, true)) return false;
+    auto doc = json::parse(out.stdout_data, nullptr, false);
+    if (doc.is_object() && doc.contains("terraform_version") &&
+        doc["terraform_version"].is_string()) {
+      result_.binary_version = doc["terraform_version"].get<std::string>();
+    }
+    return true;
+  }
+
+  bool Init() {
+    std::vector<std::string> args{"init", "-input=false", "-no-color",
+                                  LockTimeoutFlag(o_.lock_timeout)};
+    for (const auto& value : o_.backend_config) {
+      // KEY=VALUE passes as is; anything else names a file, which TF reads itself.
+      args.push_back("-backend-config=" + value);
+    }
+    return Step("init", args, RunErrorKind::kInit);
+  }
+
+  fs::path PlanFile() const {
+    return o_.plan_file.empty() ? dir_.root / ".berth-plan.tfplan" : fs::absolute(o_.plan_file);
+  }
+
+  // Reads the plan at path with `show -json` and fills result_.plan.
+  std::optional<tf::PlanAnalysis> Show(const fs::path& path) {
+    StepOutcome out;
+    if (!Step("show", {"show", "-json", "-no-color", path.string()}, RunErrorKind::kPlan, &out,
+              true)) {
+      return std::nullopt;
+    }
+    auto analysis = tf::AnalysePlan(out.stdout_data, plan_key_);
+    if (!analysis) {
+      Fail(RunErrorKind::kPlan, "show", analysis.error().ToString());
+      return std::nullopt;
+    }
+    result_.plan = analysis->summary;
+    steps_->Log("show", "plan " + analysis->summary.hash + ": " +
+                            std::to_string(analysis->summary.add) + " to add, " +
+                            std::to_string(analysis->summary.change) + " to change, " +
+                            std::to_string(analysis->summary.destroy) + " to destroy, " +
+                            std::to_string(analysis->summary.replace) + " to replace");
+    return std::move(*analysis);
+  }
+
+  bool MakePlan(const std::vector<std::string>& extra, const fs::path& path) {
+    std::vector<std::string> args{"plan", "-input=false", "-no-color",
+                                  LockTimeoutFlag(o_.lock_timeout), "-out=" + path.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto vars = VarFileArgs();
+    args.insert(args.end(), vars.begin(), vars.end());
+    return Step("plan", args, RunErrorKind::kPlan);
+  }
+
+  bool Guard(const tf::PlanAnalysis& analysis) {
+    if (analysis.destructive.empty() || o_.allow_destroy) return true;
+    return Fail(RunErrorKind::kDestructivePlan, "guard",
+                "the plan deletes or replaces " + Addresses(analysis.destructive) +
+                    "; rerun with --allow-destroy to permit it");
+  }
+
+  bool Approved(const tf::PlanAnalysis& analysis) {
+    if (o_.approved_plan.empty()) return true;
+    if (WithoutPrefix(analysis.summary.hash) == WithoutPrefix(o_.approved_plan)) return true;
+    return Fail(RunErrorKind::kPlanNotApproved, "approval",
+                "the plan's effect " + analysis.summary.hash + " is not the approved " +
+                    o_.approved_plan + "; nothing was applied");
+  }
+
+  bool OpPlan() {
+    if (!Step("validate", {"validate", "-no-color"}, RunErrorKind::kValidate)) return false;
+    fs::path path = PlanFile();
+    if (!MakePlan({}, path)) return false;
+    auto analysis = Show(path);
+    return analysis && Guard(*analysis);
+  }
+
+  bool OpApply(bool destroy) {
+    fs::path path = PlanFile();
+    std::error_code ec;
+    bool saved = !destroy && !o_.plan_file.empty() && fs::exists(path, ec);
+    if (!saved &&
+        !MakePlan(destroy ? std::vector<std::string>{"-destroy"} : std::vector<std::string>{},
+                  path)) {
+      return false;
+    }
+    auto analysis = Show(path);
+    if (!analysis || !Approved(*analysis) || !Guard(*analysis)) return false;
+    bool applied = Step("apply",
+                        {"apply", "-input=false", "-no-color", "-auto-approve",
+                         LockTimeoutFlag(o_.lock_timeout), path.string()},
+                        RunErrorKind::kApply);
+    if (!applied) {
+      RescueState();
+      return false;
+    }
+    return ReadOutputs();
+  }
+
+  bool OpRefresh() {
+    std::vector<std::string> args{"apply",         "-refresh-only",
+                                  "-auto-approve", "-input=false",
+                                  "-no-color",     LockTimeoutFlag(o_.lock_timeout)};
+    auto vars = VarFileArgs();
+    args.insert(args.end(), vars.begin(), vars.end());
+    if (!Step("refresh", args, RunErrorKind::kApply)) {
+      RescueState();
+      return false;
+    }
+    return ReadOutputs();
+  }
+
+  bool OpDrift() {
+    fs::path path = PlanFile();
+    if (!MakePlan({"-refresh-only"}, path)) return false;
+    auto analysis = Show(path);
+    if (!analysis) return false;
+    result_.drift = DriftReport{!analysis->drifted.empty(), analysis->drifted};
+    steps_->Log("drift", analysis->drifted.empty() ? "no drift"
+                                                   : "drifted: " + Addresses(analysis->drifted));
+    return true;
+  }
+
+  bool OpRestore() {
+    if (o_.restore_from.empty())
+      return Fail(RunErrorKind::kRestore, "restore", "--restore-from is required");
+    auto raw = sys::ReadFile(o_.restore_from);
+    if (!raw) return Fail(RunErrorKind::kRestore, "restore", raw.error().ToString());
+    std::string state = *raw;
+    if (state.size() >= 2 && static_cast<unsigned char>(state[0]) == 0x1f &&
+        static_cast<unsigned char>(state[1]) == 0x8b) {
+      auto unzipped = Gunzip(state, 1ull << 30);
+      if (!unzipped) return Fail(RunErrorKind::kRestore, "restore", unzipped.error().ToString());
+      state = std::move(*unzipped);
+    }
+    auto doc = json::parse(state, nullptr, false);
+    if (doc.is_discarded() || !doc.is_object() || !doc.contains("version") ||
+        !doc.contains("serial")) {
+      return Fail(RunErrorKind::kRestore, "restore",
+                  "--restore-from: not a state file (a JSON object with version and serial)");
+    }
+    fs::path file = dir_.root / ".berth-restore.tfstate";
+    if (auto w = sys::WriteFileAtomic(file, state); !w)
+      return Fail(RunErrorKind::kRestore, "restore", w.error().ToString());
+    bool pushed =
+        Step("restore", {"state", "push", LockTimeoutFlag(o_.lock_timeout), file.string()},
+             RunErrorKind::kRestore);
+    fs::remove(file);
+    return pushed && Step("state-list", {"state", "list"}, RunErrorKind::kRestore);
+  }
+
+  bool ReadOutputs() {
+    StepOutcome out;
+    if (!Step("output", {"output", "-json", "-no-color"}, RunErrorKind::kOutput, &out, true))
+      return false;
+    auto doc = json::parse(out.stdout_data, nullptr, false);
+    if (!doc.is_object())
+      return Fail(RunErrorKind::kOutput, "output", "output -json is not a JSON object");
+    std::vector<OutputInfo> outputs;
+    for (const auto& [name, value] : doc.items()) {
+      outputs.push_back({name, value.is_object() && value.value("sensitive", false)});
+    }
+    result_.outputs = std::move(outputs);
+    if (!o_.outputs.empty()) {
+      if (auto w = sys::WriteFileAtomic(o_.outputs, out.stdout_data); !w) {
+        return Fail(RunErrorKind::kOutput, "output", "--outputs: " + w.error().ToString());
+      }
+    }
+    return true;
+  }
+
+  // TF leaves errored.tfstate when it could not persist state: push it again, and if that
+  // fails keep it where the launcher collects it and say where.
+  void RescueState() {
+    fs::path errored = dir_.workdir / "errored.tfstate";
+    std::error_code ec;
+    if (!fs::exists(errored, ec)) return;
+    steps_->Log("rescue", "state was not persisted; pushing errored.tfstate again");
+    StepOutcome out;
+    std::vector<std::string> args{binary_.path.string(), "state", "push",
+                                  LockTimeoutFlag(o_.lock_timeout), errored.string()};
+    out = steps_->Run("rescue", args);
+    result_.steps.push_back({"rescue", out.exit_code, out.seconds});
+    if (out.exit_code == 0) {
+      steps_->Log("rescue", "state pushed");
+      return;
+    }
+    result_.error.reset();
+    Fail(RunErrorKind::kStatePersist, "rescue",
+         "state could not be persisted; it is kept at " + errored.string(), out.exit_code,
+         out.tail);
+  }
+
+  const RunOptions& o_;
+  const RunContext& context_;
+  RunResult result_;
+  Masker masker_;
+  WorkDir dir_;
+  tf::Binary binary_;
+  std::string plan_key_;
+  std::optional<StepRunner> steps_;
+};
+
+}  // namespace
+
+RunResult ExecuteRun(const RunOptions& options, const RunContext& context) {
+  return Run(options, context).Execute();
+}
+
+bool WriteResult(const std::string& path, const RunResult& result, size_t max_bytes) {
+  std::string doc = SerializeRunResult(result, max_bytes);
+  sys::Fd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd) return false;
+  size_t done = 0;
+  while (done < doc.size()) {
+    ssize_t n = write(fd.Get(), doc.data() + done, doc.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return fsync(fd.Get()) == 0 || errno == EINVAL;  // /dev/termination-log may not sync
+}
+
+int ExitCodeFor(const RunResult& result) { return result.error ? 1 : 0; }
+
+}  // namespace berth::runner

@@ -1,0 +1,29 @@
+// `runner run`: prepares the work folder, drives tofu/terraform through init and the
+// operation, and fills in the result document (docs/runner.md).
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/run_result.h"
+#include "runner/options.h"
+
+namespace berth::runner {
+
+struct RunContext {
+  std::vector<std::string> environment;  // the runner's own environment, NAME=VALUE
+  std::FILE* log = stdout;
+  int signal_fd = -1;  // readable when SIGTERM or SIGINT arrived
+};
+
+RunResult ExecuteRun(const RunOptions& options, const RunContext& context);
+
+// Writes the document in place (the termination log is a bind-mounted file: no rename).
+// Returns false when it could not be written.
+bool WriteResult(const std::string& path, const RunResult& result, size_t max_bytes);
+
+// The process exit code for a finished run: 0 success, 1 the op failed.
+int ExitCodeFor(const RunResult& result);
+
+}  // namespace berth::runner

@@ -1,0 +1,161 @@
+// Laying out the module, the environment, and the secrets to mask.
+#include "runner/work_dir.h"
+
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "runner/module_archive.h"
+#include "sys/files.h"
+
+namespace berth::runner {
+namespace {
+
+namespace fs = std::filesystem;
+
+Error Unavailable(std::string message, std::string context = {}) {
+  return MakeError(ErrorKind::kFailedPrecondition, std::move(message), std::move(context));
+}
+
+bool IsArchive(const std::string& module) {
+  return module.ends_with(".tar.gz") || module.ends_with(".tgz");
+}
+
+// --path must stay inside the module.
+Result<void> CheckSubPath(const std::string& path) {
+  fs::path p(path);
+  if (p.is_absolute()) return Unavailable("--path: must be relative to the module", path);
+  for (const auto& part : p) {
+    if (part == "..") return Unavailable("--path: must not contain \"..\"", path);
+  }
+  return {};
+}
+
+// Names of variables declared with `sensitive = true` in the module's .tf files. A light
+// scan, not an HCL parser: tofu itself also redacts these values; this keeps them out of
+// anything the runner writes even if it did not.
+std::vector<std::string> SensitiveVariables(const fs::path& workdir) {
+  static const std::regex kVariable(R"re(variable\s+"([^"]+)"\s*\{)re");
+  static const std::regex kSensitive(R"re(\bsensitive\s*=\s*true\b)re");
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(workdir, ec)) {
+    if (entry.path().extension() != ".tf") continue;
+    auto text = sys::ReadFile(entry.path());
+    if (!text) continue;
+    for (std::sregex_iterator it(text->begin(), text->end(), kVariable), end; it != end; ++it) {
+      size_t open = static_cast<size_t>(it->position(0) + it->length(0));
+      int depth = 1;
+      size_t i = open;
+      for (; i < text->size() && depth > 0; ++i) {
+        if ((*text)[i] == '{') ++depth;
+        if ((*text)[i] == '}') --depth;
+      }
+      std::string body = text->substr(open, i - open);
+      if (std::regex_search(body, kSensitive)) names.push_back((*it)[1].str());
+    }
+  }
+  return names;
+}
+
+}  // namespace
+
+std::string Lookup(const std::vector<std::string>& env, std::string_view name) {
+  for (const auto& entry : env) {
+    if (entry.size() > name.size() && entry.compare(0, name.size(), name) == 0 &&
+        entry[name.size()] == '=') {
+      return entry.substr(name.size() + 1);
+    }
+  }
+  return {};
+}
+
+Result<WorkDir> PrepareWorkDir(const RunOptions& options) {
+  if (auto ok = CheckSubPath(options.path); !ok) return ok.error();
+  WorkDir dir;
+  dir.root = options.workdir.empty() ? fs::path("/tmp") / (options.ns + "-" + options.name)
+                                     : fs::path(options.workdir);
+  dir.workdir = options.path.empty() ? dir.root : dir.root / options.path;
+  std::error_code ec;
+  fs::create_directories(dir.root, ec);
+  if (ec) return Unavailable("cannot create the work folder: " + ec.message(), dir.root);
+
+  if (IsArchive(options.module)) {
+    if (auto extracted = ExtractModuleArchive(options.module, dir.root); !extracted) {
+      return extracted.error();
+    }
+  } else {
+    if (!fs::is_directory(options.module, ec)) {
+      return Unavailable("--module: not a folder or a .tar.gz archive", options.module);
+    }
+    // Symbolic links are copied as links; TF reads the module, it never follows them out.
+    fs::copy(options.module, dir.root,
+             fs::copy_options::recursive | fs::copy_options::overwrite_existing |
+                 fs::copy_options::copy_symlinks,
+             ec);
+    if (ec) return Unavailable("cannot copy the module: " + ec.message(), options.module);
+  }
+  if (!fs::is_directory(dir.workdir, ec)) {
+    return Unavailable("--path: no such folder in the module", options.path);
+  }
+  return dir;
+}
+
+std::vector<std::string> TfEnvironment(const std::vector<std::string>& caller,
+                                       const RunOptions& options, const WorkDir& dir) {
+  std::vector<std::string> allowed{"TF_PLUGIN_CACHE_DIR"};
+  std::stringstream allow(Lookup(caller, "BERTH_ALLOW_TF_ENV"));
+  for (std::string name; std::getline(allow, name, ',');) {
+    if (!name.empty()) allowed.push_back(name);
+  }
+  std::vector<std::string> env;
+  for (const auto& entry : caller) {
+    std::string name = entry.substr(0, entry.find('='));
+    bool tf = name.starts_with("TF_");
+    if (tf && std::find(allowed.begin(), allowed.end(), name) == allowed.end()) continue;
+    if (name == "HOME" || name == "NO_COLOR" || name == "CHECKPOINT_DISABLE") continue;
+    env.push_back(entry);
+  }
+  std::string home = Lookup(caller, "HOME");
+  env.push_back("HOME=" + (home.empty() ? dir.root.string() : home));
+  env.push_back("TF_DATA_DIR=" + (dir.workdir / ".terraform").string());
+  env.push_back("TF_IN_AUTOMATION=1");
+  env.push_back("TF_INPUT=0");
+  env.push_back("NO_COLOR=1");
+  env.push_back("CHECKPOINT_DISABLE=1");
+  std::error_code ec;
+  if (!options.providers.empty() && fs::is_directory(options.providers, ec)) {
+    // Only the mirror, no `direct`: the image's providers are used offline.
+    auto config = dir.root / ".berth-cli.tfrc";
+    std::string text = "provider_installation {\n  filesystem_mirror {\n    path = \"" +
+                       fs::absolute(options.providers).string() + "\"\n  }\n}\n";
+    if (sys::WriteFileAtomic(config, text)) env.push_back("TF_CLI_CONFIG_FILE=" + config.string());
+  }
+  return env;
+}
+
+Result<void> LoadSecrets(const RunOptions& options, const WorkDir& dir,
+                         const std::vector<std::string>& caller, Masker& masker) {
+  if (std::string mask_file = Lookup(caller, "BERTH_MASK_FILE"); !mask_file.empty()) {
+    auto text = sys::ReadFile(mask_file);
+    if (!text) return text.error();
+    std::stringstream lines(*text);
+    for (std::string line; std::getline(lines, line);) masker.Add(line);
+  }
+  if (options.config.empty()) return {};
+  auto config = sys::ReadFile(options.config);
+  if (!config) return config.error();
+  auto values = nlohmann::json::parse(*config, nullptr, false);
+  if (values.is_discarded() || !values.is_object()) {
+    return MakeError(ErrorKind::kInvalidArgument, "--config: not a JSON object of variables",
+                     options.config);
+  }
+  for (const auto& name : SensitiveVariables(dir.workdir)) {
+    if (!values.contains(name)) continue;
+    const auto& v = values[name];
+    masker.Add(v.is_string() ? v.get<std::string>() : v.dump());
+  }
+  return {};
+}
+
+}  // namespace berth::runner

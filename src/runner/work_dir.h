@@ -1,0 +1,36 @@
+// The work folder of a run: the module laid out where TF may write, the clean environment TF
+// runs in, and the values the log must never show.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/masker.h"
+#include "runner/options.h"
+
+namespace berth::runner {
+
+struct WorkDir {
+  std::filesystem::path root;     // where the module is laid out
+  std::filesystem::path workdir;  // root/<path>: where TF runs
+};
+
+// Copies a module folder (or extracts a module archive) into the run's root.
+Result<WorkDir> PrepareWorkDir(const RunOptions& options);
+
+// The environment TF runs in: the caller's, less every TF_* variable not allowed by
+// BERTH_ALLOW_TF_ENV (TF_PLUGIN_CACHE_DIR is always kept), plus berth's own settings.
+std::vector<std::string> TfEnvironment(const std::vector<std::string>& caller,
+                                       const RunOptions& options, const WorkDir& dir);
+
+// Values of variables the module declares sensitive (as given in the --config tfvars JSON)
+// and every line of the file named by BERTH_MASK_FILE.
+Result<void> LoadSecrets(const RunOptions& options, const WorkDir& dir,
+                         const std::vector<std::string>& caller, Masker& masker);
+
+// The value of NAME in a NAME=VALUE list, or empty.
+std::string Lookup(const std::vector<std::string>& env, std::string_view name);
+
+}  // namespace berth::runner
