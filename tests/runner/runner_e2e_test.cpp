@@ -1,0 +1,309 @@
+// The runner against the real tofu, one behaviour of docs/runner.md per test.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <zlib.h>
+
+#include "crypto/digest.h"
+#include "runner_harness.h"
+#include "sys/files.h"
+#include "tar_builder.h"
+#include "test_tools.h"
+
+namespace berth::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string Kind(const RunnerRun& run) {
+  if (!run.result.is_object() || !run.result["error"].is_object()) return "";
+  return run.result["error"]["kind"];
+}
+
+std::string Describe(const RunnerRun& run) {
+  return "exit " + std::to_string(run.exit_code) + "\nresult: " + run.result_text +
+         "\nlog (end): " +
+         (run.log.size() > 3000 ? run.log.substr(run.log.size() - 3000) : run.log);
+}
+
+// Keeps state in one local file across runs, as a real backend would.
+const char* kLocalBackend = "terraform {\n  backend \"local\" {}\n}\n";
+
+class RunnerE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto h = RunnerHarness::Create();
+    ASSERT_TRUE(h);
+    h_.emplace(std::move(*h));
+    state_ = (h_->Root() / "state/terraform.tfstate").string();
+    fs::create_directories(h_->Root() / "state");
+    target_ = (h_->Root() / "world/file.txt").string();
+  }
+
+  // Flags that every run of the file example shares: the module, its state, its variables.
+  std::vector<std::string> FileModule(const fs::path& module, const std::string& name,
+                                      const std::string& content) {
+    std::string config = (h_->Root() / (name + ".tfvars.json")).string();
+    EXPECT_TRUE(sys::WriteFileAtomic(config, json{{"path", target_}, {"content", content}}.dump()));
+    return {"--module=" + module.string(),
+            "--namespace=test",
+            "--name=" + name,
+            "--workdir=" + (h_->Root() / ("work-" + name)).string(),
+            "--config=" + config,
+            "--backend-config=path=" + state_};
+  }
+
+  std::vector<std::string> With(std::vector<std::string> a, const std::vector<std::string>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  }
+
+  std::optional<RunnerHarness> h_;
+  std::string state_;
+  std::string target_;
+};
+
+TEST_F(RunnerE2E, PlanReportsCountsAndTheSameEffectPlannedTwiceHasTheSameHash) {
+  auto module = h_->Module("file", {{"backend.tf", kLocalBackend}});
+  auto first = h_->Run(With(FileModule(module, "a", "one"), {"--op=plan"}));
+  ASSERT_EQ(first.exit_code, 0) << Describe(first);
+  EXPECT_TRUE(first.result["error"].is_null());
+  EXPECT_EQ(first.result["plan"]["add"], 1);
+  EXPECT_EQ(first.result["plan"]["hasChanges"], true);
+  EXPECT_EQ(first.result["plan"]["keyed"], false);
+  EXPECT_EQ(first.result["binary"]["name"], "tofu");
+  EXPECT_EQ(first.result["binary"]["version"], "1.12.6");
+  std::vector<std::string> names;
+  for (const auto& s : first.result["steps"]) names.push_back(s["name"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"version", "init", "validate", "plan", "show"}));
+  EXPECT_NE(first.log.find("[plan] Plan: 1 to add"), std::string::npos) << first.log;
+  EXPECT_EQ(first.log.find("[TRACE]"), std::string::npos) << "TF_LOG from the caller reached tofu";
+
+  auto second = h_->Run(With(FileModule(module, "b", "one"), {"--op=plan"}));
+  ASSERT_EQ(second.exit_code, 0) << Describe(second);
+  EXPECT_EQ(second.result["plan"]["hash"], first.result["plan"]["hash"]);
+
+  auto other = h_->Run(With(FileModule(module, "c", "two"), {"--op=plan"}));
+  EXPECT_NE(other.result["plan"]["hash"], first.result["plan"]["hash"]);
+
+  std::string key = (h_->Root() / "plan.key").string();
+  ASSERT_TRUE(sys::WriteFileAtomic(key, "a secret plan key"));
+  auto keyed =
+      h_->Run(With(FileModule(module, "d", "one"), {"--op=plan", "--plan-key-file=" + key}));
+  ASSERT_EQ(keyed.exit_code, 0) << Describe(keyed);
+  EXPECT_EQ(keyed.result["plan"]["keyed"], true);
+  EXPECT_NE(keyed.result["plan"]["hash"], first.result["plan"]["hash"]);
+}
+
+TEST_F(RunnerE2E, AnApprovedPlanIsAppliedAndADifferentEffectIsRefused) {
+  auto module = h_->Module("file", {{"backend.tf", kLocalBackend}});
+  std::string plan_file = (h_->Root() / "saved.tfplan").string();
+  auto plan =
+      h_->Run(With(FileModule(module, "p", "approved"), {"--op=plan", "--plan-file=" + plan_file}));
+  ASSERT_EQ(plan.exit_code, 0) << Describe(plan);
+  std::string hash = plan.result["plan"]["hash"];
+
+  // Planned afresh with other inputs: a different effect than the one approved.
+  auto refused = h_->Run(
+      With(FileModule(module, "q", "not approved"), {"--op=apply", "--approved-plan=" + hash}));
+  EXPECT_EQ(refused.exit_code, 1) << Describe(refused);
+  EXPECT_EQ(Kind(refused), "PlanNotApproved") << Describe(refused);
+  EXPECT_FALSE(fs::exists(target_)) << "something was applied";
+
+  std::string outputs = (h_->Root() / "outputs.json").string();
+  auto applied = h_->Run(With(FileModule(module, "p", "approved"),
+                              {"--op=apply", "--plan-file=" + plan_file, "--approved-plan=" + hash,
+                               "--outputs=" + outputs}));
+  ASSERT_EQ(applied.exit_code, 0) << Describe(applied);
+  EXPECT_EQ(*sys::ReadFile(target_), "approved");
+  EXPECT_EQ(applied.result["outputs"], json::parse(R"([{"name":"id","sensitive":false}])"));
+  auto values = json::parse(*sys::ReadFile(outputs));
+  EXPECT_EQ(values["id"]["value"], crypto::Sha256Hex(target_));
+
+  // The same saved plan again: tofu calls it stale, and nothing is applied twice.
+  auto stale = h_->Run(With(FileModule(module, "p", "approved"),
+                            {"--op=apply", "--plan-file=" + plan_file, "--approved-plan=" + hash}));
+  EXPECT_EQ(Kind(stale), "PlanStale") << Describe(stale);
+}
+
+TEST_F(RunnerE2E, DestructivePlansNeedAllowDestroy) {
+  auto module = h_->Module("file", {{"backend.tf", kLocalBackend}});
+  ASSERT_EQ(h_->Run(With(FileModule(module, "x", "v1"), {"--op=apply"})).exit_code, 0);
+  ASSERT_TRUE(fs::exists(target_));
+
+  auto destroy = h_->Run(With(FileModule(module, "x", "v1"), {"--op=destroy"}));
+  EXPECT_EQ(Kind(destroy), "DestructivePlan") << Describe(destroy);
+  EXPECT_TRUE(fs::exists(target_));
+
+  // Moving the file replaces the resource: the guard stops the plan and names the address.
+  std::string moved = (h_->Root() / "world/moved.txt").string();
+  std::string config = (h_->Root() / "moved.tfvars.json").string();
+  ASSERT_TRUE(sys::WriteFileAtomic(config, json{{"path", moved}, {"content", "v1"}}.dump()));
+  auto replace = h_->Run({"--op=plan", "--module=" + module.string(), "--name=x",
+                          "--workdir=" + (h_->Root() / "work-moved").string(), "--config=" + config,
+                          "--backend-config=path=" + state_});
+  EXPECT_EQ(Kind(replace), "DestructivePlan") << Describe(replace);
+  EXPECT_EQ(replace.result["plan"]["replace"], 1);
+  EXPECT_NE(replace.result["error"]["message"].get<std::string>().find("berthtest_file.this"),
+            std::string::npos);
+
+  auto allowed = h_->Run(With(FileModule(module, "x", "v1"), {"--op=destroy", "--allow-destroy"}));
+  ASSERT_EQ(allowed.exit_code, 0) << Describe(allowed);
+  EXPECT_EQ(allowed.result["plan"]["destroy"], 1);
+  EXPECT_FALSE(fs::exists(target_));
+}
+
+TEST_F(RunnerE2E, DriftFindsTheResourceChangedBehindTofusBack) {
+  auto module = h_->Module("file", {{"backend.tf", kLocalBackend}});
+  ASSERT_EQ(h_->Run(With(FileModule(module, "d", "v1"), {"--op=apply"})).exit_code, 0);
+  auto calm = h_->Run(With(FileModule(module, "d", "v1"), {"--op=drift"}));
+  ASSERT_EQ(calm.exit_code, 0) << Describe(calm);
+  EXPECT_EQ(calm.result["drift"]["drifted"], false);
+
+  ASSERT_TRUE(sys::WriteFileAtomic(target_, "changed by hand"));
+  auto drift = h_->Run(With(FileModule(module, "d", "v1"), {"--op=drift"}));
+  ASSERT_EQ(drift.exit_code, 0) << Describe(drift);
+  EXPECT_EQ(drift.result["drift"]["drifted"], true);
+  EXPECT_EQ(drift.result["drift"]["resources"], json::parse(R"(["berthtest_file.this"])"));
+
+  // refresh takes the real world into the state; drift is then gone.
+  auto refresh = h_->Run(With(FileModule(module, "d", "v1"), {"--op=refresh"}));
+  ASSERT_EQ(refresh.exit_code, 0) << Describe(refresh);
+  auto after = h_->Run(With(FileModule(module, "d", "v1"), {"--op=drift"}));
+  EXPECT_EQ(after.result["drift"]["drifted"], false) << Describe(after);
+}
+
+std::string GzipChunks(const std::string& data) {
+  size_t half = data.size() / 2;
+  return Gzip(data.substr(0, half)) + Gzip(data.substr(half));
+}
+
+TEST_F(RunnerE2E, RestorePushesASavedStateAndRefusesOneThatIsNot) {
+  auto module = h_->Module("file", {{"backend.tf", kLocalBackend}});
+  ASSERT_EQ(h_->Run(With(FileModule(module, "r", "v1"), {"--op=apply"})).exit_code, 0);
+  std::string saved = (h_->Root() / "saved.tfstate.gz").string();
+  ASSERT_TRUE(sys::WriteFileAtomic(saved, GzipChunks(*sys::ReadFile(state_))));
+  ASSERT_EQ(
+      h_->Run(With(FileModule(module, "r", "v1"), {"--op=destroy", "--allow-destroy"})).exit_code,
+      0);
+  EXPECT_EQ(sys::ReadFile(state_)->find("berthtest_file"), std::string::npos);
+
+  auto restore =
+      h_->Run(With(FileModule(module, "r", "v1"), {"--op=restore", "--restore-from=" + saved}));
+  ASSERT_EQ(restore.exit_code, 0) << Describe(restore);
+  EXPECT_NE(restore.log.find("[state-list] berthtest_file.this"), std::string::npos) << restore.log;
+  EXPECT_NE(sys::ReadFile(state_)->find("berthtest_file"), std::string::npos);
+
+  for (std::string bad : {"", "not json", "{\"no\": \"state\"}"}) {
+    std::string path = (h_->Root() / "bad.tfstate").string();
+    ASSERT_TRUE(sys::WriteFileAtomic(path, bad));
+    auto refused =
+        h_->Run(With(FileModule(module, "r", "v1"), {"--op=restore", "--restore-from=" + path}));
+    EXPECT_EQ(Kind(refused), "Restore") << bad << "\n" << Describe(refused);
+  }
+}
+
+TEST_F(RunnerE2E, TheInputsHashMustMatchTheConfig) {
+  auto module = h_->Module("file", {{"backend.tf", kLocalBackend}});
+  auto flags = FileModule(module, "h", "v1");
+  std::string config = flags[4].substr(std::string("--config=").size());
+  std::string good = "sha256:" + crypto::Sha256Hex(*sys::ReadFile(config));
+  auto ok = h_->Run(With(flags, {"--op=plan", "--inputs-hash=" + good}));
+  EXPECT_EQ(ok.exit_code, 0) << Describe(ok);
+  EXPECT_EQ(ok.result["inputsHash"], good);
+  auto bad = h_->Run(With(flags, {"--op=plan", "--inputs-hash=sha256:" + std::string(64, '0')}));
+  EXPECT_EQ(Kind(bad), "InputsMismatch") << Describe(bad);
+  EXPECT_EQ(bad.result["steps"].size(), 0u) << "tofu ran on inputs that were not approved";
+}
+
+TEST_F(RunnerE2E, SecretsNeverReachTheLogOrTheResult) {
+  auto module = h_->Module("secret");
+  std::string config = (h_->Root() / "secret.tfvars.json").string();
+  ASSERT_TRUE(sys::WriteFileAtomic(config, R"({"token": "tok-4f9a8b7c6d"})"));
+  std::string mask_file = (h_->Root() / "mask").string();
+  ASSERT_TRUE(sys::WriteFileAtomic(mask_file, "berth-extra-secret\n"));
+  auto run = h_->Run({"--op=plan", "--module=" + module.string(), "--name=s",
+                      "--workdir=" + (h_->Root() / "work-s").string(), "--config=" + config},
+                     {"BERTH_MASK_FILE=" + mask_file});
+  ASSERT_EQ(run.exit_code, 0) << Describe(run);
+  EXPECT_EQ(run.log.find("tok-4f9a8b7c6d"), std::string::npos) << run.log;
+  EXPECT_NE(run.log.find("token is ***"), std::string::npos) << run.log;
+  EXPECT_EQ(run.result_text.find("tok-4f9a8b7c6d"), std::string::npos);
+}
+
+TEST_F(RunnerE2E, TenMegabytesOfErrorOutputStillGiveAValidBoundedResult) {
+  auto module = h_->Module("noisy");
+  auto run = h_->Run({"--op=apply", "--module=" + module.string(), "--name=n",
+                      "--workdir=" + (h_->Root() / "work-n").string()});
+  EXPECT_EQ(run.exit_code, 1);
+  ASSERT_TRUE(run.result.is_object()) << run.result_text.substr(0, 500);
+  EXPECT_LE(run.result_text.size(), 4096u);
+  EXPECT_EQ(Kind(run), "Apply");
+  std::string tail = run.result["error"]["tail"];
+  EXPECT_NE(tail.find("berth-noisy-last-line"), std::string::npos) << tail;
+  EXPECT_GT(run.log.size(), 10'000'000u) << "the log must stream everything";
+}
+
+TEST_F(RunnerE2E, ATimeoutInterruptsTofu) {
+  auto module = h_->Module("slow", {{"backend.tf", kLocalBackend}});
+  auto run = h_->Run({"--op=apply", "--module=" + module.string(), "--name=t",
+                      "--workdir=" + (h_->Root() / "work-t").string(), "--timeout=2s",
+                      "--backend-config=path=" + state_});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_EQ(Kind(run), "Timeout") << Describe(run);
+  EXPECT_NE(run.log.find("timeout reached"), std::string::npos);
+}
+
+TEST_F(RunnerE2E, AHostileArchiveIsSourceUnavailableAndAGoodOneRuns) {
+  std::string evil = (h_->Root() / "evil.tar.gz").string();
+  ASSERT_TRUE(sys::WriteFileAtomic(evil, TarBuilder().File("../../escape.tf", "x").TarGz()));
+  auto refused = h_->Run({"--op=plan", "--module=" + evil, "--name=e",
+                          "--workdir=" + (h_->Root() / "work-e").string()});
+  EXPECT_EQ(Kind(refused), "SourceUnavailable") << Describe(refused);
+  EXPECT_FALSE(fs::exists(h_->Root() / "escape.tf"));
+
+  std::string good = (h_->Root() / "hello.tar.gz").string();
+  auto hello = sys::ReadFile(testenv::SourceDir() / "examples/hello/main.tf");
+  ASSERT_TRUE(hello);
+  ASSERT_TRUE(sys::WriteFileAtomic(
+      good, TarBuilder().Dir("envs").File("envs/dev/main.tf", *hello).TarGz()));
+  auto run = h_->Run({"--op=plan", "--module=" + good, "--path=envs/dev", "--name=g",
+                      "--workdir=" + (h_->Root() / "work-g").string()});
+  ASSERT_EQ(run.exit_code, 0) << Describe(run);
+  EXPECT_EQ(run.result["plan"]["add"], 1);
+}
+
+TEST_F(RunnerE2E, AValidationErrorIsValidate) {
+  auto module =
+      h_->Module("hello", {{"broken.tf", "resource \"terraform_data\" \"x\" { nope = 1 }\n"}});
+  auto run = h_->Run({"--op=validate", "--module=" + module.string(), "--name=v",
+                      "--workdir=" + (h_->Root() / "work-v").string()});
+  EXPECT_EQ(Kind(run), "Validate") << Describe(run);
+  EXPECT_NE(run.result["error"]["tail"].get<std::string>().find("nope"), std::string::npos);
+}
+
+TEST_F(RunnerE2E, InvalidFlagsStillWriteAResultAndExitTwo) {
+  auto run = h_->Run({"--op=plan", "--lock-timeout=forever"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_EQ(Kind(run), "InvalidFlags") << Describe(run);
+  EXPECT_NE(run.result["error"]["message"].get<std::string>().find("--lock-timeout"),
+            std::string::npos);
+}
+
+TEST_F(RunnerE2E, AResultThatCannotBeWrittenExitsThree) {
+  auto module = h_->Module("hello");
+  sys::SpawnOptions options;
+  options.argv = {RunnerBinary().string(),
+                  "run",
+                  "--op=validate",
+                  "--module=" + module.string(),
+                  "--workdir=" + (h_->Root() / "work-w").string(),
+                  "--result=/nonexistent/dir/result"};
+  options.env = h_->Environment({});
+  auto done = sys::RunToCompletion(options);
+  ASSERT_TRUE(done);
+  EXPECT_EQ(done->exit_code, 3) << done->output;
+}
+
+}  // namespace
+}  // namespace berth::testing
