@@ -52,6 +52,22 @@ std::string Addresses(const std::vector<std::string>& addresses) {
   return out;
 }
 
+// "ID: x, Who: y, Operation: z" from the Lock Info block TF prints when a lock is held, so
+// that the result names the lock a force-unlock would need.
+std::string LockInfo(const std::string& output) {
+  std::string info;
+  for (std::string_view field : {"ID:", "Who:", "Operation:", "Created:"}) {
+    size_t at = output.find(std::string("  ") + std::string(field));
+    if (at == std::string::npos) continue;
+    size_t start = output.find_first_not_of(' ', at + 2 + field.size());
+    size_t end = output.find('\n', start);
+    if (start == std::string::npos) continue;
+    if (!info.empty()) info += ", ";
+    info += std::string(field.substr(0, field.size() - 1)) + " " + output.substr(start, end - start);
+  }
+  return info;
+}
+
 std::string WithoutPrefix(const std::string& hash) {
   return hash.starts_with("sha256:") ? hash.substr(7) : hash;
 }
@@ -101,10 +117,14 @@ class Run {
       } else if (outcome.tail.find("Saved plan is stale") != std::string::npos) {
         kind = RunErrorKind::kPlanStale;
       }
-      Fail(kind, name,
-           binary_.name + " " + args[1] + " failed with exit code " +
-               std::to_string(outcome.exit_code),
-           outcome.exit_code, outcome.tail);
+      std::string message = binary_.name + " " + args[1] + " failed with exit code " +
+                            std::to_string(outcome.exit_code);
+      if (kind == RunErrorKind::kStateLocked) {
+        if (std::string lock = LockInfo(outcome.tail); !lock.empty()) {
+          message = "the state is locked (" + lock + ")";
+        }
+      }
+      Fail(kind, name, message, outcome.exit_code, outcome.tail);
     }
     if (out) *out = std::move(outcome);
     return ok;
