@@ -1,5 +1,6 @@
 // runner: the program inside every berth runner (docs/runner.md).
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -47,11 +48,19 @@ int StopSignals() {
   return signalfd(-1, &set, SFD_CLOEXEC);
 }
 
-int Run(const RunCommand& run) {
+int Run(const RunCommand& run, const LoggingOptions& logging) {
+  LogSink log(stdout, logging.format == "json");
   RunContext context;
+  context.log = &log;
   for (char** e = environ; *e != nullptr; ++e) context.environment.emplace_back(*e);
   context.signal_fd = StopSignals();
   berth::RunResult result = ExecuteRun(run.options, context);
+  if (logging.verbosity >= 1) {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);  // the runner alone: TF and its providers are children
+    log.Line("runner", "peak memory " + std::to_string(usage.ru_maxrss) + " KiB");
+    log.Flush();
+  }
   if (!WriteResult(run.options.result, result, run.options.result_max_bytes)) {
     std::fprintf(stderr, "runner: cannot write the result to %s\n", run.options.result.c_str());
     return kExitResultUnwritten;
@@ -99,5 +108,5 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   if (auto* version = std::get_if<VersionCommand>(&line.command)) return Version(*version);
-  return Run(std::get<RunCommand>(line.command));
+  return Run(std::get<RunCommand>(line.command), line.logging);
 }

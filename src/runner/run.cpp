@@ -153,7 +153,7 @@ class Run {
     result_.binary_name = binary_.name;
     std::optional<std::chrono::steady_clock::time_point> deadline;
     if (o_.timeout) deadline = std::chrono::steady_clock::now() + *o_.timeout;
-    steps_.emplace(masker_, env, dir_.workdir.string(), context_.log, context_.signal_fd,
+    steps_.emplace(masker_, env, dir_.workdir.string(), *context_.log, context_.signal_fd,
                    o_.stop_timeout, deadline);
     if (!o_.plan_key_file.empty()) {
       auto key = sys::ReadFile(o_.plan_key_file);

@@ -2,18 +2,18 @@
 // operation, and fills in the result document (docs/runner.md).
 #pragma once
 
-#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "core/run_result.h"
+#include "runner/log_sink.h"
 #include "runner/options.h"
 
 namespace berth::runner {
 
 struct RunContext {
   std::vector<std::string> environment;  // the runner's own environment, NAME=VALUE
-  std::FILE* log = stdout;
+  LogSink* log = nullptr;  // required
   int signal_fd = -1;  // readable when SIGTERM or SIGINT arrived
 };
 

@@ -40,7 +40,7 @@ constexpr size_t kMaxLine = 64 * 1024;
 }  // namespace
 
 StepRunner::StepRunner(const Masker& masker, std::vector<std::string> environment,
-                       std::string workdir, std::FILE* log, int signal_fd, Duration stop_timeout,
+                       std::string workdir, LogSink& log, int signal_fd, Duration stop_timeout,
                        std::optional<Clock::time_point> deadline)
     : masker_(masker),
       environment_(std::move(environment)),
@@ -51,9 +51,8 @@ StepRunner::StepRunner(const Masker& masker, std::vector<std::string> environmen
       deadline_(deadline) {}
 
 void StepRunner::Log(const std::string& step, const std::string& line) {
-  std::string masked = masker_.Mask(line);
-  std::fprintf(log_, "[%s] %s\n", step.c_str(), masked.c_str());
-  std::fflush(log_);
+  log_.Line(step, masker_.Mask(line));
+  log_.Flush();
 }
 
 StepOutcome StepRunner::Run(const std::string& step, const std::vector<std::string>& argv,
@@ -101,7 +100,7 @@ StepOutcome StepRunner::Run(const std::string& step, const std::vector<std::stri
   std::string pending;
   auto emit_line = [&](std::string_view line) {
     std::string masked = masker_.Mask(line);
-    std::fprintf(log_, "[%s] %s\n", step.c_str(), masked.c_str());
+    log_.Line(step, masked);
     tail.Append(masked);
     tail.Append("\n");
   };
@@ -163,11 +162,11 @@ StepOutcome StepRunner::Run(const std::string& step, const std::vector<std::stri
         emit_line(pending);
         pending.clear();
       }
-      std::fflush(log_);
+      log_.Flush();
     }
   }
   if (!pending.empty()) emit_line(pending);
-  std::fflush(log_);
+  log_.Flush();
   outcome.exit_code = child->Wait();
   outcome.cancelled = cancelled_;
   outcome.timed_out = timed_out_;

@@ -4,13 +4,13 @@
 #pragma once
 
 #include <chrono>
-#include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/duration.h"
 #include "core/masker.h"
+#include "runner/log_sink.h"
 
 namespace berth::runner {
 
@@ -30,7 +30,7 @@ class StepRunner {
 
   // signal_fd: a signalfd that becomes readable when the runner is asked to stop (-1: none).
   StepRunner(const Masker& masker, std::vector<std::string> environment, std::string workdir,
-             std::FILE* log, int signal_fd, Duration stop_timeout,
+             LogSink& log, int signal_fd, Duration stop_timeout,
              std::optional<std::chrono::steady_clock::time_point> deadline);
 
   // capture_stdout: stdout is kept in StepOutcome::stdout_data (JSON a step reads, such as
@@ -50,7 +50,7 @@ class StepRunner {
   const Masker& masker_;
   std::vector<std::string> environment_;
   std::string workdir_;
-  std::FILE* log_;
+  LogSink& log_;
   int signal_fd_;
   Duration stop_timeout_;
   std::optional<std::chrono::steady_clock::time_point> deadline_;

@@ -3,6 +3,8 @@
 #include <signal.h>
 #include <zlib.h>
 
+#include <sstream>
+
 #include "crypto/digest.h"
 #include "runner_harness.h"
 #include "sys/files.h"
@@ -280,6 +282,24 @@ TEST_F(RunnerE2E, AValidationErrorIsValidate) {
                       "--workdir=" + (h_->Root() / "work-v").string()});
   EXPECT_EQ(Kind(run), "Validate") << Describe(run);
   EXPECT_NE(run.result["error"]["tail"].get<std::string>().find("nope"), std::string::npos);
+}
+
+TEST_F(RunnerE2E, JsonLoggingWritesOneObjectPerLineAndVerbosityReportsMemory) {
+  auto module = h_->Module("hello");
+  auto run = h_->Run({"--op=plan", "--module=" + module.string(), "--name=j", "-v=1",
+                      "--workdir=" + (h_->Root() / "work-j").string(), "--logging-format=json"});
+  ASSERT_EQ(run.exit_code, 0) << Describe(run);
+  size_t lines = 0;
+  bool memory = false;
+  std::istringstream log(run.log);
+  for (std::string line; std::getline(log, line); ++lines) {
+    auto doc = json::parse(line, nullptr, false);
+    ASSERT_TRUE(doc.is_object()) << "not JSON: " << line;
+    EXPECT_TRUE(doc.contains("ts") && doc.contains("step") && doc.contains("msg")) << line;
+    memory |= doc["step"] == "runner" && doc["msg"].get<std::string>().starts_with("peak memory");
+  }
+  EXPECT_GT(lines, 10u);
+  EXPECT_TRUE(memory);
 }
 
 TEST_F(RunnerE2E, InvalidFlagsStillWriteAResultAndExitTwo) {
