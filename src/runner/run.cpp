@@ -16,6 +16,7 @@
 #include "runner/work_dir.h"
 #include "sys/fd.h"
 #include "sys/files.h"
+#include "sys/subprocess.h"
 #include "tf/binary.h"
 #include "tf/plan.h"
 
@@ -163,7 +164,11 @@ class Run {
       plan_key_ = *key;
     }
 
-    if (!Version() || !Init()) return false;
+    // `version -json` runs beside init: it touches nothing init does, and a run should not
+    // pay for a tofu start-up twice in a row.
+    StartVersion(env);
+    bool initialised = Init();
+    if (!FinishVersion() || !initialised) return false;
     if (!o_.force_unlock.empty() &&
         !Step("force-unlock", {"force-unlock", "-force", "-no-color", o_.force_unlock},
               RunErrorKind::kForceUnlock)) {
@@ -195,14 +200,35 @@ class Run {
     return true;
   }
 
-  bool Version() {
-    StepOutcome out;
-    if (!Step("version", {"version", "-json"}, RunErrorKind::kInit, &out, true)) return false;
-    auto doc = json::parse(out.stdout_data, nullptr, false);
-    if (doc.is_object() && doc.contains("terraform_version") &&
-        doc["terraform_version"].is_string()) {
-      result_.binary_version = doc["terraform_version"].get<std::string>();
+  void StartVersion(const std::vector<std::string>& env) {
+    sys::SpawnOptions options;
+    options.argv = {binary_.path.string(), "version", "-json"};
+    options.env = env;
+    options.working_dir = dir_.workdir.string();
+    options.stdout_path = (dir_.root / ".berth-version.out").string();
+    options.output_path = "/dev/null";
+    version_started_ = std::chrono::steady_clock::now();
+    auto child = sys::Subprocess::Spawn(options);
+    if (child) version_.emplace(std::move(*child));
+  }
+
+  bool FinishVersion() {
+    int exit_code = version_ ? version_->Wait() : 127;
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - version_started_).count();
+    result_.steps.insert(result_.steps.begin(), {"version", exit_code, seconds});
+    auto out_path = dir_.root / ".berth-version.out";
+    auto out = sys::ReadFile(out_path);
+    fs::remove(out_path);
+    auto doc = json::parse(out ? *out : "", nullptr, false);
+    if (exit_code != 0 || !doc.is_object() || !doc.contains("terraform_version") ||
+        !doc["terraform_version"].is_string()) {
+      return Fail(RunErrorKind::kInit, "version",
+                  binary_.path.string() + " version -json failed with exit code " +
+                      std::to_string(exit_code),
+                  exit_code);
     }
+    result_.binary_version = doc["terraform_version"].get<std::string>();
     return true;
   }
 
@@ -397,6 +423,8 @@ class Run {
   tf::Binary binary_;
   std::string plan_key_;
   std::optional<StepRunner> steps_;
+  std::optional<sys::Subprocess> version_;
+  std::chrono::steady_clock::time_point version_started_;
 };
 
 }  // namespace
