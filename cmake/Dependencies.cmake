@@ -15,9 +15,14 @@ find_package(ZLIB REQUIRED)
 # set the BERTH_STATIC property.
 find_library(BERTH_LIBCRYPTO_STATIC libcrypto.a REQUIRED)
 find_library(BERTH_LIBZ_STATIC libz.a REQUIRED)
+find_library(BERTH_LIBSSL_STATIC libssl.a REQUIRED)
 add_library(berth_dep_crypto INTERFACE)
 target_link_libraries(berth_dep_crypto INTERFACE
   "$<IF:$<BOOL:$<TARGET_PROPERTY:BERTH_STATIC>>,${BERTH_LIBCRYPTO_STATIC},OpenSSL::Crypto>")
 add_library(berth_dep_zlib INTERFACE)
 target_link_libraries(berth_dep_zlib INTERFACE
   "$<IF:$<BOOL:$<TARGET_PROPERTY:BERTH_STATIC>>,${BERTH_LIBZ_STATIC},ZLIB::ZLIB>")
+add_library(berth_dep_ssl INTERFACE)
+target_link_libraries(berth_dep_ssl INTERFACE
+  "$<IF:$<BOOL:$<TARGET_PROPERTY:BERTH_STATIC>>,${BERTH_LIBSSL_STATIC},OpenSSL::SSL>"
+  berth_dep_crypto)

@@ -54,7 +54,14 @@ int Run(const RunCommand& run, const LoggingOptions& logging) {
   context.log = &log;
   for (char** e = environ; *e != nullptr; ++e) context.environment.emplace_back(*e);
   context.signal_fd = StopSignals();
+  auto events = MakeRunEvents(run.options.event_object, run.options.job_name, context.environment,
+                              [&log](const std::string& line) {
+                                log.Line("runner", line);
+                                log.Flush();
+                              });
+  context.events = events.get();
   berth::RunResult result = ExecuteRun(run.options, context);
+  events.reset();  // flushes what is queued, within its own short deadline
   if (logging.verbosity >= 1) {
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);  // the runner alone: TF and its providers are children

@@ -41,6 +41,9 @@ class HttpClient {
   virtual Result<HttpResponse> Send(const HttpRequest& request) = 0;
 };
 
+// libcurl: proxies, HTTP/2, connection reuse. For berthd, the CLI, the agent.
 std::unique_ptr<HttpClient> MakeCurlHttpClient(TlsConfig tls = {});
+// OpenSSL alone, for the static runner: HTTP/1.1, one connection per request, no proxy.
+std::unique_ptr<HttpClient> MakeOpenSslHttpClient(TlsConfig tls = {});
 
 }  // namespace berth::net

@@ -83,9 +83,19 @@ class Run {
   }
 
   RunResult Execute() {
+    context_.events->Record("RunStarted", "op " + o_.op + (o_.image.empty() ? "" : " in " + o_.image),
+                            false);
     Perform();
     result_.finished_at = Now();
     if (result_.error) result_.error->tail = masker_.Mask(result_.error->tail);
+    if (result_.error) {
+      context_.events->Record("RunFinished",
+                              "failed: " + std::string(RunErrorKindName(result_.error->kind)) +
+                                  " in step " + result_.error->step + ": " + result_.error->message,
+                              true);
+    } else {
+      context_.events->Record("RunFinished", "succeeded", false);
+    }
     return std::move(result_);
   }
 
@@ -105,9 +115,13 @@ class Run {
   bool Step(const std::string& name, std::vector<std::string> args, RunErrorKind kind,
             StepOutcome* out = nullptr, bool capture = false) {
     args.insert(args.begin(), binary_.path.string());
+    context_.events->Record("StepStarted", "step " + name, false);
     StepOutcome outcome = steps_->Run(name, args, capture);
     result_.steps.push_back({name, outcome.exit_code, outcome.seconds});
     bool ok = outcome.exit_code == 0;
+    context_.events->Record(ok ? "StepSucceeded" : "StepFailed",
+                            "step " + name + " exited with " + std::to_string(outcome.exit_code),
+                            !ok);
     if (!ok) {
       if (outcome.timed_out) {
         kind = RunErrorKind::kTimeout;
@@ -259,11 +273,13 @@ class Run {
       return std::nullopt;
     }
     result_.plan = analysis->summary;
-    steps_->Log("show", "plan " + analysis->summary.hash + ": " +
-                            std::to_string(analysis->summary.add) + " to add, " +
-                            std::to_string(analysis->summary.change) + " to change, " +
-                            std::to_string(analysis->summary.destroy) + " to destroy, " +
-                            std::to_string(analysis->summary.replace) + " to replace");
+    std::string summary = "plan " + analysis->summary.hash + ": " +
+                          std::to_string(analysis->summary.add) + " to add, " +
+                          std::to_string(analysis->summary.change) + " to change, " +
+                          std::to_string(analysis->summary.destroy) + " to destroy, " +
+                          std::to_string(analysis->summary.replace) + " to replace";
+    steps_->Log("show", summary);
+    context_.events->Record("PlanSummary", summary, false);
     return std::move(*analysis);
   }
 

@@ -8,12 +8,14 @@
 #include "core/run_result.h"
 #include "runner/log_sink.h"
 #include "runner/options.h"
+#include "runner/run_events.h"
 
 namespace berth::runner {
 
 struct RunContext {
   std::vector<std::string> environment;  // the runner's own environment, NAME=VALUE
-  LogSink* log = nullptr;  // required
+  LogSink* log = nullptr;        // required
+  RunEvents* events = nullptr;   // required (NoRunEvents when there is no --event-object)
   int signal_fd = -1;  // readable when SIGTERM or SIGINT arrived
 };
 
