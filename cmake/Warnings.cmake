@@ -26,5 +26,6 @@ endif()
 
 if(BERTH_CLANG_TIDY)
   find_program(CLANG_TIDY_PROGRAM clang-tidy REQUIRED)
-  set(CMAKE_CXX_CLANG_TIDY ${CLANG_TIDY_PROGRAM})
+  # Under g++ the flags say -std=c++23, which clang 14 calls c++2b.
+  set(CMAKE_CXX_CLANG_TIDY ${CLANG_TIDY_PROGRAM} --extra-arg=-std=c++2b --quiet)
 endif()

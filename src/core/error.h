@@ -46,8 +46,8 @@ using Result = boost::system::result<T, Error>;
 
 // Called by Result<T>::value() on an error: a caller that did not check gets an exception
 // carrying the message instead of undefined behaviour.
-[[noreturn]] void throw_exception_from_error(
-    const Error& error,  // NOLINT(readability-identifier-naming)
-    const boost::source_location& location);
+// NOLINTNEXTLINE(readability-identifier-naming): the name Boost looks up.
+[[noreturn]] void throw_exception_from_error(const Error& error,
+                                             const boost::source_location& location);
 
 }  // namespace berth

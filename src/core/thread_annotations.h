@@ -1,4 +1,5 @@
-// Clang's thread-safety annotations (-Wthread-safety in the tsan preset); no-ops elsewhere.
+// Clang's thread-safety annotations (-Wthread-safety, on in every clang build); no-ops
+// elsewhere.
 #pragma once
 
 #if defined(__clang__)
@@ -7,6 +8,10 @@
 #define BERTH_THREAD_ANNOTATION(x)
 #endif
 
+#define CAPABILITY(x) BERTH_THREAD_ANNOTATION(capability(x))
+#define SCOPED_CAPABILITY BERTH_THREAD_ANNOTATION(scoped_lockable)
 #define GUARDED_BY(x) BERTH_THREAD_ANNOTATION(guarded_by(x))
 #define REQUIRES(...) BERTH_THREAD_ANNOTATION(requires_capability(__VA_ARGS__))
 #define EXCLUDES(...) BERTH_THREAD_ANNOTATION(locks_excluded(__VA_ARGS__))
+#define ACQUIRE(...) BERTH_THREAD_ANNOTATION(acquire_capability(__VA_ARGS__))
+#define RELEASE(...) BERTH_THREAD_ANNOTATION(release_capability(__VA_ARGS__))

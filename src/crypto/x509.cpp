@@ -22,7 +22,7 @@ using Cert = std::unique_ptr<X509, Deleter<X509, X509_free>>;
 using Bio = std::unique_ptr<BIO, Deleter<BIO, BIO_free_all>>;
 using Ext = std::unique_ptr<X509_EXTENSION, Deleter<X509_EXTENSION, X509_EXTENSION_free>>;
 
-Error OpenSslError(std::string what) {
+Error OpenSslError(const std::string& what) {
   unsigned long code = ERR_get_error();
   char text[256] = "unknown error";
   if (code != 0) ERR_error_string_n(code, text, sizeof text);

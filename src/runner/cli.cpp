@@ -93,10 +93,11 @@ void AddLoggingFlags(FlagSet& flags, LoggingOptions& logging) {
   flags.Value("log-flush-frequency", DurationFlag(&logging.flush_frequency));
   flags.Bool("log-text-split-stream", &logging.text_split_stream);
   flags.Bool("log-json-split-stream", &logging.json_split_stream);
-  for (auto [name, target] :
+  for (const auto& flag :
        {std::pair{"log-text-info-buffer-size", &logging.text_info_buffer_size},
         std::pair{"log-json-info-buffer-size", &logging.json_info_buffer_size}}) {
-    flags.Value(name, [target](std::string_view v) -> Result<void> {
+    std::string* target = flag.second;
+    flags.Value(flag.first, [target](std::string_view v) -> Result<void> {
       if (auto ok = CheckByteSize(v); !ok) return ok;
       *target = std::string(v);
       return {};

@@ -64,7 +64,8 @@ std::string LockInfo(const std::string& output) {
     size_t end = output.find('\n', start);
     if (start == std::string::npos) continue;
     if (!info.empty()) info += ", ";
-    info += std::string(field.substr(0, field.size() - 1)) + " " + output.substr(start, end - start);
+    info +=
+        std::string(field.substr(0, field.size() - 1)) + " " + output.substr(start, end - start);
   }
   return info;
 }
@@ -83,8 +84,8 @@ class Run {
   }
 
   RunResult Execute() {
-    context_.events->Record("RunStarted", "op " + o_.op + (o_.image.empty() ? "" : " in " + o_.image),
-                            false);
+    context_.events->Record("RunStarted",
+                            "op " + o_.op + (o_.image.empty() ? "" : " in " + o_.image), false);
     Perform();
     result_.finished_at = Now();
     if (result_.error) result_.error->tail = masker_.Mask(result_.error->tail);
@@ -101,7 +102,7 @@ class Run {
 
  private:
   // Records the error unless an earlier one is already recorded. Always returns false.
-  bool Fail(RunErrorKind kind, std::string step, std::string message, int exit_code = 0,
+  bool Fail(RunErrorKind kind, std::string step, const std::string& message, int exit_code = 0,
             std::string tail = {}) {
     if (!result_.error) {
       result_.error =

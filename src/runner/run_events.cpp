@@ -60,7 +60,7 @@ KubeRunEvents::KubeRunEvents(EventTarget target, InClusterApi api, std::string j
 
 KubeRunEvents::~KubeRunEvents() {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     stopping_ = true;
   }
   wake_.notify_all();
@@ -68,7 +68,7 @@ KubeRunEvents::~KubeRunEvents() {
 }
 
 void KubeRunEvents::Record(const std::string& reason, const std::string& note, bool warning) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (stopping_ || queue_.size() >= kMaxQueued) return;
   queue_.push_back({reason, note.substr(0, kMaxNote), warning, MicroTime()});
   wake_.notify_one();
@@ -76,18 +76,18 @@ void KubeRunEvents::Record(const std::string& reason, const std::string& note, b
 
 void KubeRunEvents::Loop() {
   auto flush_deadline = std::chrono::steady_clock::time_point::max();
-  std::unique_lock lock(mutex_);
+  mutex_.lock();
   for (;;) {
-    wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    while (!stopping_ && queue_.empty()) wake_.wait(mutex_);
     if (stopping_ && flush_deadline == std::chrono::steady_clock::time_point::max()) {
       flush_deadline = std::chrono::steady_clock::now() + kFlushTimeout;
     }
-    if (queue_.empty() || std::chrono::steady_clock::now() > flush_deadline) return;
+    if (queue_.empty() || std::chrono::steady_clock::now() > flush_deadline) break;
     Pending event = std::move(queue_.front());
     queue_.pop_front();
-    lock.unlock();
+    mutex_.unlock();  // posting takes up to kRequestTimeout: never under the lock
     bool posted = failures_ < kMaxConsecutiveFailures && Post(event);
-    lock.lock();
+    mutex_.lock();
     if (posted) {
       failures_ = 0;
     } else if (failures_ < kMaxConsecutiveFailures && ++failures_ == kMaxConsecutiveFailures) {
@@ -95,6 +95,7 @@ void KubeRunEvents::Loop() {
             " failed posts (last: " + last_failure_ + "); the run goes on without them");
     }
   }
+  mutex_.unlock();
 }
 
 bool KubeRunEvents::Post(const Pending& e) {
@@ -160,7 +161,8 @@ std::unique_ptr<RunEvents> MakeRunEvents(const std::string& event_object,
     return std::make_unique<NoRunEvents>();
   }
   InClusterApi api;
-  api.url = "https://" + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + port;
+  api.url =
+      "https://" + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + port;
   api.account_dir = Lookup(environment, "BERTH_SERVICE_ACCOUNT_DIR");
   if (api.account_dir.empty()) api.account_dir = "/var/run/secrets/kubernetes.io/serviceaccount";
   api.instance = Lookup(environment, "POD_NAME");

@@ -6,12 +6,11 @@
 #include <condition_variable>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "core/thread_annotations.h"
+#include "core/mutex.h"
 #include "net/http_client.h"
 
 namespace berth::runner {
@@ -53,7 +52,8 @@ class KubeRunEvents final : public RunEvents {
   // Waits up to flush_timeout for queued events, then stops.
   ~KubeRunEvents() override;
 
-  void Record(const std::string& reason, const std::string& note, bool warning) override;
+  void Record(const std::string& reason, const std::string& note, bool warning) override
+      EXCLUDES(mutex_);
 
  private:
   struct Pending {
@@ -61,7 +61,7 @@ class KubeRunEvents final : public RunEvents {
     bool warning;
     std::string time;
   };
-  void Loop();
+  void Loop() EXCLUDES(mutex_);
   bool Post(const Pending& event);
 
   EventTarget target_;
@@ -69,8 +69,8 @@ class KubeRunEvents final : public RunEvents {
   std::string job_name_;
   std::function<void(const std::string&)> warn_;
   std::unique_ptr<net::HttpClient> http_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
+  Mutex mutex_;
+  std::condition_variable_any wake_;
   std::deque<Pending> queue_ GUARDED_BY(mutex_);
   bool stopping_ GUARDED_BY(mutex_) = false;
   int failures_ = 0;          // the posting thread's own

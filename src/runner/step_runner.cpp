@@ -35,7 +35,7 @@ class Tail {
 
 // A partial line longer than this is logged as it is, so that one endless line cannot grow
 // the runner's memory.
-constexpr size_t kMaxLine = 64 * 1024;
+constexpr size_t kMaxLine = size_t{64} * 1024;
 
 }  // namespace
 
@@ -63,7 +63,7 @@ StepOutcome StepRunner::Run(const std::string& step, const std::vector<std::stri
   if (signal_fd_ >= 0) {
     pollfd pending_signal{signal_fd_, POLLIN, 0};
     if (poll(&pending_signal, 1, 0) > 0) {
-      signalfd_siginfo info;
+      signalfd_siginfo info{};
       if (read(signal_fd_, &info, sizeof info) > 0) cancelled_ = true;
     }
   }
@@ -137,7 +137,7 @@ StepOutcome StepRunner::Run(const std::string& step, const std::vector<std::stri
     int n = poll(fds, signal_fd_ >= 0 ? 2 : 1, wait_ms);
     if (n < 0 && errno == EINTR) continue;
     if (signal_fd_ >= 0 && (fds[1].revents & POLLIN)) {
-      signalfd_siginfo info;
+      signalfd_siginfo info{};
       if (read(signal_fd_, &info, sizeof info) > 0) {
         cancelled_ = true;
         Log(step, "stop requested (signal " + std::to_string(info.ssi_signo) + "): interrupting " +

@@ -26,7 +26,7 @@ struct StepOutcome {
 
 class StepRunner {
  public:
-  static constexpr size_t kTailBytes = 16 * 1024;
+  static constexpr size_t kTailBytes = size_t{16} * 1024;
 
   // signal_fd: a signalfd that becomes readable when the runner is asked to stop (-1: none).
   StepRunner(const Masker& masker, std::vector<std::string> environment, std::string workdir,

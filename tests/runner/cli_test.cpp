@@ -8,7 +8,7 @@ namespace {
 
 using Args = std::vector<std::string>;
 
-CommandLine Parse(Args args) { return ParseCommandLine(args); }
+CommandLine Parse(const Args& args) { return ParseCommandLine(args); }
 
 TEST(RunnerCli, BareRunnerIsUsage) {
   auto line = Parse({});

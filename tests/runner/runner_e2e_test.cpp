@@ -29,7 +29,7 @@ std::string Describe(const RunnerRun& run) {
 }
 
 // Keeps state in one local file across runs, as a real backend would.
-const char* kLocalBackend = "terraform {\n  backend \"local\" {}\n}\n";
+constexpr char kLocalBackend[] = "terraform {\n  backend \"local\" {}\n}\n";
 
 class RunnerE2E : public ::testing::Test {
  protected:

@@ -3,6 +3,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -28,7 +29,7 @@ void TarBuilder::Entry(const std::string& name, char type, const std::string& co
   Octal(h + 136, 12, 0);
   h[156] = type;
   std::strncpy(h + 157, link.c_str(), 100);
-  std::memcpy(h + 257, "ustar", 6);
+  std::copy_n("ustar", 6, h + 257);  // the magic and its NUL
   std::memcpy(h + 263, "00", 2);
   std::memset(h + 148, ' ', 8);
   unsigned sum = 0;

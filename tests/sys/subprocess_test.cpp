@@ -43,6 +43,7 @@ TEST(Subprocess, GivesTheChildExactlyTheEnvironmentAndFolderAsked) {
 
 TEST(Subprocess, EveryVariableOfALargeEnvironmentArrives) {
   std::vector<std::string> env;
+  env.reserve(64);
   for (int i = 0; i < 64; ++i)
     env.push_back("BERTH_VAR_" + std::to_string(i) + "=value-" + std::to_string(i));
   auto options = Shell("env");
