@@ -30,7 +30,7 @@ void TarBuilder::Entry(const std::string& name, char type, const std::string& co
   h[156] = type;
   std::strncpy(h + 157, link.c_str(), 100);
   std::copy_n("ustar", 6, h + 257);  // the magic and its NUL
-  std::memcpy(h + 263, "00", 2);
+  h[263] = h[264] = '0';  // version "00", no NUL
   std::memset(h + 148, ' ', 8);
   unsigned sum = 0;
   for (char c : h) sum += static_cast<unsigned char>(c);
