@@ -40,6 +40,7 @@ struct Trim {
   bool image = true;
   bool inputs_hash = true;
   size_t message_bytes = std::string::npos;
+  size_t short_bytes = 128;
 };
 
 // Cuts s to at most n bytes without splitting a UTF-8 sequence; keep_end keeps the last bytes.
@@ -58,12 +59,10 @@ std::string Cut(const std::string& s, size_t n, bool keep_end) {
   return s.substr(start, end - start);
 }
 
-// Short identity fields are capped so that the fixed part of the document stays bounded.
-constexpr size_t kShortField = 128;
-
-std::string Short(const std::string& s) { return Cut(s, kShortField, false); }
-
 json ToJson(const RunResult& r, const Trim& trim) {
+  // Short identity fields are capped too, and cut further as a last resort: escaping can make
+  // each of their bytes cost six.
+  auto Short = [&trim](const std::string& s) { return Cut(s, trim.short_bytes, false); };
   json doc = {{"apiVersion", "berth.dev/v1"}, {"kind", "RunResult"}, {"op", Short(r.op)}};
   doc["binary"] = {{"name", Short(r.binary_name)}, {"version", Short(r.binary_version)}};
   if (trim.image && !r.image.empty()) doc["image"] = Short(r.image);
@@ -160,7 +159,12 @@ std::string SerializeRunResult(const RunResult& result, size_t max_bytes) {
       out = Dump(ToJson(result, trim));
     }
   }
-  return out;  // the fixed fields are capped by kShortField, far below kMinResultBytes
+  while (out.size() > max_bytes && trim.short_bytes > 0) {
+    trim.short_bytes /= 2;
+    out = Dump(ToJson(result, trim));
+  }
+  // With every field empty the document is about 300 bytes, below kMinResultBytes.
+  return out;
 }
 
 }  // namespace berth

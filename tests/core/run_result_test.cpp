@@ -75,6 +75,18 @@ TEST(RunResult, EveryBudgetIsKeptWithValidJson) {
   }
 }
 
+TEST(RunResult, EvenTheShortFieldsGiveWayWhenEscapingBloatsThem) {
+  // Found by run_result_fuzz: control characters cost six bytes each once escaped.
+  std::string bloat(300, '\x01');
+  RunResult r = Failed(bloat, bloat);
+  r.op = r.binary_name = r.binary_version = r.started_at = r.finished_at = bloat;
+  r.plan = PlanSummary{bloat, false, 0, 0, 0, 0, 0, false};
+  r.error->step = bloat;
+  std::string out = SerializeRunResult(r, kMinResultBytes);
+  EXPECT_LE(out.size(), kMinResultBytes);
+  EXPECT_FALSE(json::parse(out, nullptr, false).is_discarded());
+}
+
 TEST(RunResult, OptionalFieldsGoInTheDocumentedOrder) {
   std::string out = SerializeRunResult(Failed(std::string(100, 't'), std::string(3000, 'm')), 1024);
   auto doc = json::parse(out);
