@@ -5,6 +5,7 @@
 #include <boost/system/result.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace berth {
 
@@ -27,17 +28,25 @@ enum class ErrorKind {
 std::string_view ErrorKindName(ErrorKind kind);
 int HttpStatus(ErrorKind kind);
 
+// One offending value of a request: its JSON path and the rule it broke.
+struct FieldError {
+  std::string path;  // "$.runner_configuration.cluster.name"
+  std::string rule;  // "is required", "must be one of: ..."
+};
+using FieldErrors = std::vector<FieldError>;
+
 struct Error {
   ErrorKind kind = ErrorKind::kInternal;
   std::string message;
   std::string context;  // where it happened (a path, a URL, a step); may be empty
+  FieldErrors fields;   // for kInvalidArgument on a document: every field that is wrong
 
   // "message (context)" for logs and CLI output.
   std::string ToString() const;
 };
 
 inline Error MakeError(ErrorKind kind, std::string message, std::string context = {}) {
-  return Error{kind, std::move(message), std::move(context)};
+  return Error{kind, std::move(message), std::move(context), {}};
 }
 
 // Boost.System's result behaves as std::expected; see cmake/Dependencies.cmake for why.

@@ -1,0 +1,472 @@
+// Runner and state storage types, their schemas, and the compatibility matrix.
+#include "core/runner_config.h"
+
+#include <array>
+#include <map>
+#include <regex>
+#include <utility>
+
+#include "core/ed25519_key.h"
+
+namespace berth {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::array<std::pair<RunnerType, std::string_view>, 8> kRunnerTypes{{
+    {RunnerType::kKubernetes, "kubernetes"},
+    {RunnerType::kKubernetesAgent, "kubernetes-agent"},
+    {RunnerType::kKubernetesGke, "kubernetes-gke"},
+    {RunnerType::kKubernetesEks, "kubernetes-eks"},
+    {RunnerType::kKubernetesAks, "kubernetes-aks"},
+    {RunnerType::kServerlessEcs, "serverless-ecs"},
+    {RunnerType::kVm, "vm"},
+    {RunnerType::kLocal, "local"},
+}};
+
+constexpr std::array<std::pair<StateStorageType, std::string_view>, 5> kStorageTypes{{
+    {StateStorageType::kKubernetes, "kubernetes"},
+    {StateStorageType::kS3, "s3"},
+    {StateStorageType::kGcs, "gcs"},
+    {StateStorageType::kAzurerm, "azurerm"},
+    {StateStorageType::kBerth, "berth"},
+}};
+
+constexpr const char* kDnsLabel = "[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?";
+constexpr const char* kDnsSubdomain =
+    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+constexpr const char* kUuid =
+    "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}";
+
+Schema TypeField(std::string_view name) {
+  return std::move(Schema::String().OneOf({std::string(name)}).Doc("the type"));
+}
+
+Schema Job() {
+  return Schema::Object({
+      Required("namespace", std::move(Schema::String()
+                                          .Pattern(kDnsLabel, "a Kubernetes namespace name")
+                                          .Doc("namespace of the runner Pods or Jobs"))),
+      Optional("service_account",
+               std::move(Schema::String()
+                             .Pattern(kDnsSubdomain, "a Kubernetes service account name")
+                             .Doc("identity of the runner Pods (empty: the namespace default)"))),
+      Optional("pod_template",
+               std::move(Schema::ObjectOrJsonString().Doc(
+                   "Pod template (metadata, spec) merged into every runner Pod; an object or a "
+                   "JSON string"))),
+      Optional("image", std::move(Schema::String().MaxLength(512).Doc("runner image override"))),
+  });
+}
+
+Schema Ed25519Key() {
+  return std::move(Schema::String()
+                       .Require([](const json& v) -> std::optional<std::string> {
+                         auto key = ParseEd25519PublicKeyPem(v.get<std::string>());
+                         if (!key) return key.error().message;
+                         return std::nullopt;
+                       })
+                       .Doc("Ed25519 public key (PEM) the agent signs its requests with"));
+}
+
+Schema AbsolutePath(std::string doc) {
+  return std::move(Schema::String().Pattern("/.*", "an absolute path").Doc(std::move(doc)));
+}
+
+Schema Build(RunnerType type) {
+  std::string_view name = RunnerTypeName(type);
+  switch (type) {
+    case RunnerType::kKubernetes:
+      return Schema::Object({
+          Required("type", TypeField(name)),
+          Optional(
+              "cluster",
+              std::move(Schema::Object({Optional("kubeconfig_context",
+                                                 std::move(Schema::String().MaxLength(253).Doc(
+                                                     "context of berthd's kubeconfig to use")))})
+                            .Doc("the cluster berthd reaches with its own credentials "
+                                 "(in-cluster or KUBECONFIG)"))),
+          Required("job", Job()),
+      });
+    case RunnerType::kKubernetesAgent:
+      return Schema::Object({Required("type", TypeField(name)), Required("key", Ed25519Key()),
+                             Required("job", Job())});
+    case RunnerType::kKubernetesGke:
+      return Schema::Object({
+          Required("type", TypeField(name)),
+          Required(
+              "cluster",
+              Schema::Object({
+                  Required("name",
+                           std::move(Schema::String().Pattern(kDnsLabel, "a GKE cluster name"))),
+                  Required("project_id", std::move(Schema::String().Pattern(
+                                             "[a-z][-a-z0-9]{4,28}[a-z0-9]", "a GCP project id"))),
+                  Required("location", std::move(Schema::String().Pattern(
+                                           "[a-z]+-[a-z]+[0-9](-[a-z])?", "a GCP region or zone"))),
+                  Optional("internal_ip", std::move(Schema::Bool().Doc(
+                                              "reach the control plane on its internal IP"))),
+                  Required(
+                      "auth",
+                      Schema::Object({
+                          Required("gcp_audience",
+                                   std::move(Schema::String().Pattern(
+                                       "//iam\\.googleapis\\.com/projects/[0-9]+/locations/global/"
+                                       "workloadIdentityPools/[^/]+/providers/[^/]+",
+                                       "a workload identity provider audience"))),
+                          Required("gcp_service_account",
+                                   std::move(Schema::String().Pattern(
+                                       "[^@]+@[^@]+\\.iam\\.gserviceaccount\\.com",
+                                       "a GCP service account email"))),
+                      })),
+              })),
+          Required("job", Job()),
+      });
+    case RunnerType::kKubernetesEks:
+      return Schema::Object({
+          Required("type", TypeField(name)),
+          Required(
+              "cluster",
+              Schema::Object({
+                  Required("name", std::move(Schema::String().Pattern(
+                                       "[0-9A-Za-z][A-Za-z0-9\\-_]{0,99}", "an EKS cluster name"))),
+                  Required("region", std::move(Schema::String().Pattern(
+                                         "[a-z]{2}(-gov)?-[a-z]+-[0-9]", "an AWS region"))),
+                  Required("auth",
+                           Schema::Object({
+                               Required("role_arn", std::move(Schema::String().Pattern(
+                                                        "arn:aws[a-z-]*:iam::[0-9]{12}:role/.+",
+                                                        "an IAM role ARN"))),
+                               Optional("session_name",
+                                        std::move(Schema::String().Pattern("[\\w+=,.@-]{2,64}",
+                                                                           "an STS session name"))),
+                           })),
+              })),
+          Required("job", Job()),
+      });
+    case RunnerType::kKubernetesAks:
+      return Schema::Object({
+          Required("type", TypeField(name)),
+          Required(
+              "cluster",
+              Schema::Object({
+                  Required("name", std::move(Schema::String().Pattern(
+                                       "[A-Za-z0-9][-_A-Za-z0-9]{0,62}", "an AKS cluster name"))),
+                  Required("resource_group", std::move(Schema::String().Pattern(
+                                                 "[-\\w._()]{1,90}", "an Azure resource group"))),
+                  Required("subscription_id", std::move(Schema::String().Pattern(kUuid, "a UUID"))),
+                  Required("auth", Schema::Object({
+                                       Required("client_id", std::move(Schema::String().Pattern(
+                                                                 kUuid, "a UUID"))),
+                                       Required("tenant_id", std::move(Schema::String().Pattern(
+                                                                 kUuid, "a UUID"))),
+                                   })),
+              })),
+          Required("job", Job()),
+      });
+    case RunnerType::kServerlessEcs:
+      return Schema::Object({
+          Required("type", TypeField(name)),
+          Required("auth",
+                   Schema::Object({Required("role_arn", std::move(Schema::String().Pattern(
+                                                            "arn:aws[a-z-]*:iam::[0-9]{12}:role/.+",
+                                                            "an IAM role ARN")))})),
+          Required(
+              "job",
+              Schema::Object({
+                  Required("region", std::move(Schema::String().Pattern(
+                                         "[a-z]{2}(-gov)?-[a-z]+-[0-9]", "an AWS region"))),
+                  Required("cluster", std::move(Schema::String().MaxLength(255))),
+                  Required("subnets", Schema::ArrayOf(std::move(Schema::String().Pattern(
+                                          "subnet-[0-9a-f]{8,17}", "a subnet id")))),
+                  Optional("security_groups", Schema::ArrayOf(std::move(Schema::String().Pattern(
+                                                  "sg-[0-9a-f]{8,17}", "a security group id")))),
+                  Optional("task_role_arn",
+                           std::move(Schema::String().Pattern(
+                               "arn:aws[a-z-]*:iam::[0-9]{12}:role/.+", "an IAM role ARN"))),
+                  Optional("execution_role_arn",
+                           std::move(Schema::String().Pattern(
+                               "arn:aws[a-z-]*:iam::[0-9]{12}:role/.+", "an IAM role ARN"))),
+                  Optional("image",
+                           std::move(Schema::String().MaxLength(512).Doc("runner image override"))),
+              })),
+      });
+    case RunnerType::kVm:
+      return Schema::Object({Required("type", TypeField(name)), Required("key", Ed25519Key()),
+                             Optional("work_dir", AbsolutePath("where the agent lays out runs"))});
+    case RunnerType::kLocal:
+      return Schema::Object({
+          Required("type", TypeField(name)),
+          Optional("max_parallel",
+                   std::move(Schema::Integer().Range(1, 64).Doc("runs at once (default 4)"))),
+          Optional("work_dir",
+                   AbsolutePath("where runs are laid out (default under the data folder)")),
+      });
+  }
+  return Schema::Object({});
+}
+
+Schema PathPrefix() {
+  return std::move(Schema::String()
+                       .Pattern("([A-Za-z0-9._-]+/)*[A-Za-z0-9._-]*", "a relative key prefix")
+                       .MaxLength(512)
+                       .Doc("prefix of every environment's state key"));
+}
+
+Schema Build(StateStorageType type) {
+  std::string_view name = StateStorageTypeName(type);
+  switch (type) {
+    case StateStorageType::kKubernetes:
+      return Schema::Object(
+          {Required("type", TypeField(name)),
+           Required("namespace", std::move(Schema::String()
+                                               .Pattern(kDnsLabel, "a Kubernetes namespace name")
+                                               .Doc("namespace of the state Secrets")))});
+    case StateStorageType::kS3:
+      return Schema::Object({
+          Required("type", TypeField(name)),
+          Required("bucket", std::move(Schema::String().Pattern("[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]",
+                                                                "an S3 bucket name"))),
+          Required("region", std::move(Schema::String().Pattern("[a-z]{2}(-gov)?-[a-z]+-[0-9]",
+                                                                "an AWS region"))),
+          Optional("path_prefix", PathPrefix()),
+          Optional("endpoint", std::move(Schema::String()
+                                             .Pattern("https?://.+", "an http(s) URL")
+                                             .Doc("S3-compatible endpoint"))),
+          Optional("use_path_style", Schema::Bool()),
+          Optional("role_arn", std::move(Schema::String().Pattern(
+                                   "arn:aws[a-z-]*:iam::[0-9]{12}:role/.+", "an IAM role ARN"))),
+      });
+    case StateStorageType::kGcs:
+      return Schema::Object({
+          Required("type", TypeField(name)),
+          Required("bucket", std::move(Schema::String().Pattern(
+                                 "[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]", "a GCS bucket name"))),
+          Optional("path_prefix", PathPrefix()),
+      });
+    case StateStorageType::kAzurerm:
+      return Schema::Object({
+          Required("type", TypeField(name)),
+          Required("storage_account_name",
+                   std::move(Schema::String().Pattern("[a-z0-9]{3,24}", "a storage account name"))),
+          Required("container_name",
+                   std::move(Schema::String().Pattern("[a-z0-9]([a-z0-9-]{1,61}[a-z0-9])?",
+                                                      "a container name"))),
+          Optional("resource_group_name", std::move(Schema::String().Pattern(
+                                              "[-\\w._()]{1,90}", "an Azure resource group"))),
+          Optional("subscription_id", std::move(Schema::String().Pattern(kUuid, "a UUID"))),
+          Optional("path_prefix", PathPrefix()),
+      });
+    case StateStorageType::kBerth:
+      return Schema::Object(
+          {Required("type", TypeField(name)), Optional("path_prefix", PathPrefix())});
+  }
+  return Schema::Object({});
+}
+
+bool IsKubernetes(RunnerType t) {
+  return t == RunnerType::kKubernetes || t == RunnerType::kKubernetesAgent ||
+         t == RunnerType::kKubernetesGke || t == RunnerType::kKubernetesEks ||
+         t == RunnerType::kKubernetesAks;
+}
+
+}  // namespace
+
+std::string_view RunnerTypeName(RunnerType type) {
+  for (const auto& [t, n] : kRunnerTypes) {
+    if (t == type) return n;
+  }
+  return "unknown";
+}
+
+std::optional<RunnerType> ParseRunnerType(std::string_view name) {
+  for (const auto& [t, n] : kRunnerTypes) {
+    if (n == name) return t;
+  }
+  return std::nullopt;
+}
+
+std::string_view StateStorageTypeName(StateStorageType type) {
+  for (const auto& [t, n] : kStorageTypes) {
+    if (t == type) return n;
+  }
+  return "unknown";
+}
+
+std::optional<StateStorageType> ParseStateStorageType(std::string_view name) {
+  for (const auto& [t, n] : kStorageTypes) {
+    if (n == name) return t;
+  }
+  return std::nullopt;
+}
+
+const std::vector<RunnerType>& AllRunnerTypes() {
+  static const std::vector<RunnerType> kAll = [] {
+    std::vector<RunnerType> all;
+    for (const auto& [t, n] : kRunnerTypes) all.push_back(t);
+    return all;
+  }();
+  return kAll;
+}
+
+const std::vector<StateStorageType>& AllStateStorageTypes() {
+  static const std::vector<StateStorageType> kAll = [] {
+    std::vector<StateStorageType> all;
+    for (const auto& [t, n] : kStorageTypes) all.push_back(t);
+    return all;
+  }();
+  return kAll;
+}
+
+bool Compatible(RunnerType runner, StateStorageType storage) {
+  // berth's own backend is reached over HTTPS from anywhere a runner runs.
+  if (storage == StateStorageType::kBerth) return true;
+  if (IsKubernetes(runner)) return true;
+  switch (runner) {
+    case RunnerType::kServerlessEcs:
+      return storage == StateStorageType::kS3;
+    case RunnerType::kVm:
+    case RunnerType::kLocal:
+      return storage == StateStorageType::kS3 || storage == StateStorageType::kGcs ||
+             storage == StateStorageType::kAzurerm;
+    default:
+      return false;
+  }
+}
+
+std::string AcceptedStorage(RunnerType runner) {
+  std::string out = std::string(RunnerTypeName(runner)) + " accepts:";
+  bool first = true;
+  for (auto storage : AllStateStorageTypes()) {
+    if (!Compatible(runner, storage)) continue;
+    out += (first ? " " : ", ") + std::string(StateStorageTypeName(storage));
+    first = false;
+  }
+  return out;
+}
+
+std::string CompatibilityMatrixMarkdown() {
+  std::string out = "| runner type |";
+  for (auto s : AllStateStorageTypes()) out += " " + std::string(StateStorageTypeName(s)) + " |";
+  out += "\n| --- |";
+  for (size_t i = 0; i < AllStateStorageTypes().size(); ++i) out += " --- |";
+  out += "\n";
+  for (auto r : AllRunnerTypes()) {
+    out += "| " + std::string(RunnerTypeName(r)) + " |";
+    for (auto s : AllStateStorageTypes()) out += Compatible(r, s) ? " yes |" : " no |";
+    out += "\n";
+  }
+  return out;
+}
+
+const Schema& RunnerConfigurationSchema(RunnerType type) {
+  static const auto kSchemas = [] {
+    std::map<RunnerType, Schema> schemas;
+    for (auto t : AllRunnerTypes()) schemas.emplace(t, Build(t));
+    return schemas;
+  }();
+  return kSchemas.at(type);
+}
+
+const Schema& StateStorageSchema(StateStorageType type) {
+  static const auto kSchemas = [] {
+    std::map<StateStorageType, Schema> schemas;
+    for (auto t : AllStateStorageTypes()) schemas.emplace(t, Build(t));
+    return schemas;
+  }();
+  return kSchemas.at(type);
+}
+
+bool IsValidId(std::string_view id) {
+  static const std::regex kId(kDnsLabel);
+  return std::regex_match(id.begin(), id.end(), kId);
+}
+
+json RunnerSpec::ToJson() const {
+  return {{"id", id},
+          {"description", description},
+          {"runner_configuration", runner_configuration},
+          {"state_storage_configuration", state_storage_configuration}};
+}
+
+Result<RunnerSpec> ParseRunnerSpec(std::string_view id, json body) {
+  FieldErrors errors;
+  RunnerSpec spec;
+  spec.id = std::string(id);
+  if (!IsValidId(id)) errors.push_back({"$.id", "must be " + std::string(kIdRule)});
+  if (!body.is_object()) {
+    errors.push_back({"$", "must be an object"});
+    Error e = MakeError(ErrorKind::kInvalidArgument, "invalid runner");
+    e.fields = std::move(errors);
+    return e;
+  }
+  for (const auto& [name, _] : body.items()) {
+    if (name != "description" && name != "runner_configuration" &&
+        name != "state_storage_configuration" && name != "id") {
+      errors.push_back({"$." + name, "is not a known field"});
+    }
+  }
+  if (body.contains("id") && !(body["id"].is_string() && body["id"] == spec.id)) {
+    errors.push_back({"$.id", "must match the id in the path"});
+  }
+  if (body.contains("description") && !body["description"].is_null()) {
+    if (!body["description"].is_string()) {
+      errors.push_back({"$.description", "must be a string"});
+    } else if (body["description"].get<std::string>().size() > 1024) {
+      errors.push_back({"$.description", "must be at most 1024 characters"});
+    } else {
+      spec.description = body["description"];
+    }
+  }
+
+  // The type picks the schema; without a known type nothing more can be checked.
+  auto typed = [&errors, &body](const char* field, auto parse, auto schema_of, auto& type_out,
+                                const std::string& known) -> bool {
+    std::string path = std::string("$.") + field;
+    if (!body.contains(field) || body[field].is_null()) {
+      errors.push_back({path, "is required"});
+      return false;
+    }
+    json& config = body[field];
+    if (!config.is_object()) {
+      errors.push_back({path, "must be an object"});
+      return false;
+    }
+    if (!config.contains("type") || !config["type"].is_string()) {
+      errors.push_back({path + ".type", "is required: one of " + known});
+      return false;
+    }
+    auto type = parse(config["type"].template get<std::string>());
+    if (!type) {
+      errors.push_back({path + ".type", "must be one of " + known});
+      return false;
+    }
+    type_out = *type;
+    schema_of(*type).Validate(config, path, errors);
+    return true;
+  };
+  std::string runner_types, storage_types;
+  for (auto t : AllRunnerTypes())
+    runner_types += (runner_types.empty() ? "" : ", ") + std::string(RunnerTypeName(t));
+  for (auto t : AllStateStorageTypes())
+    storage_types += (storage_types.empty() ? "" : ", ") + std::string(StateStorageTypeName(t));
+  bool runner_ok = typed("runner_configuration", ParseRunnerType, RunnerConfigurationSchema,
+                         spec.type, runner_types);
+  bool storage_ok = typed("state_storage_configuration", ParseStateStorageType, StateStorageSchema,
+                          spec.storage, storage_types);
+  if (runner_ok && storage_ok && !Compatible(spec.type, spec.storage)) {
+    errors.push_back(
+        {"$.state_storage_configuration.type", "is not compatible with runner type " +
+                                                   std::string(RunnerTypeName(spec.type)) + " (" +
+                                                   AcceptedStorage(spec.type) + ")"});
+  }
+  if (!errors.empty()) {
+    Error e = MakeError(ErrorKind::kInvalidArgument, "invalid runner " + spec.id);
+    e.fields = std::move(errors);
+    return e;
+  }
+  spec.runner_configuration = std::move(body["runner_configuration"]);
+  spec.state_storage_configuration = std::move(body["state_storage_configuration"]);
+  return spec;
+}
+
+}  // namespace berth

@@ -1,0 +1,190 @@
+// Schema validation and description.
+#include "core/schema.h"
+
+#include <regex>
+
+namespace berth {
+
+using nlohmann::json;
+
+Field Required(std::string name, Schema schema) {
+  return Field{std::move(name), std::make_shared<const Schema>(std::move(schema)), true};
+}
+Field Optional(std::string name, Schema schema) {
+  return Field{std::move(name), std::make_shared<const Schema>(std::move(schema)), false};
+}
+
+std::string JoinPath(const std::string& path, const std::string& field) {
+  return path + "." + field;
+}
+
+Schema Schema::Object(std::vector<Field> fields) {
+  Schema s(Kind::kObject);
+  s.fields_ = std::move(fields);
+  return s;
+}
+
+Schema Schema::ArrayOf(Schema items) {
+  Schema s(Kind::kArray);
+  s.items_ = std::make_shared<const Schema>(std::move(items));
+  return s;
+}
+
+Schema& Schema::Doc(std::string text) {
+  doc_ = std::move(text);
+  return *this;
+}
+
+Schema& Schema::Pattern(const std::string& regex, std::string description) {
+  auto re = std::make_shared<std::regex>(regex);
+  std::string rule = "must be " + description;
+  checks_.push_back([re, rule](const json& v) -> std::optional<std::string> {
+    if (v.is_string() && std::regex_match(v.get<std::string>(), *re)) return std::nullopt;
+    return rule;
+  });
+  rules_ += (rules_.empty() ? "" : "; ") + description;
+  return *this;
+}
+
+Schema& Schema::OneOf(std::vector<std::string> values) {
+  one_of_ = std::move(values);
+  return *this;
+}
+
+Schema& Schema::Range(int64_t min, int64_t max) {
+  std::string rule = "must be from " + std::to_string(min) + " to " + std::to_string(max);
+  checks_.push_back([min, max, rule](const json& v) -> std::optional<std::string> {
+    auto n = v.get<int64_t>();
+    if (n < min || n > max) return rule;
+    return std::nullopt;
+  });
+  rules_ += (rules_.empty() ? "" : "; ") + std::to_string(min) + " to " + std::to_string(max);
+  return *this;
+}
+
+Schema& Schema::MaxLength(size_t n) {
+  std::string rule = "must be at most " + std::to_string(n) + " characters";
+  checks_.push_back([n, rule](const json& v) -> std::optional<std::string> {
+    if (v.get<std::string>().size() > n) return rule;
+    return std::nullopt;
+  });
+  rules_ +=
+      (rules_.empty() ? "" : "; ") + std::string("at most ") + std::to_string(n) + " characters";
+  return *this;
+}
+
+Schema& Schema::Require(Check check) {
+  checks_.push_back(std::move(check));
+  return *this;
+}
+
+std::string Schema::Summary() const {
+  std::string type;
+  switch (kind_) {
+    case Kind::kString:
+      type = "string";
+      break;
+    case Kind::kBool:
+      type = "boolean";
+      break;
+    case Kind::kInteger:
+      type = "integer";
+      break;
+    case Kind::kObject:
+      type = "object";
+      break;
+    case Kind::kArray:
+      type = "array of " + items_->Summary();
+      break;
+    case Kind::kFreeObject:
+      type = "object";
+      break;
+    case Kind::kObjectOrJsonString:
+      type = "object, or a string of JSON";
+      break;
+  }
+  if (!one_of_.empty()) {
+    type += ", one of:";
+    for (size_t i = 0; i < one_of_.size(); ++i) type += (i ? ", " : " ") + one_of_[i];
+  }
+  if (!rules_.empty()) type += ", " + rules_;
+  return type;
+}
+
+void Schema::Validate(json& value, const std::string& path, FieldErrors& errors) const {
+  auto fail = [&](std::string rule) { errors.push_back({path, std::move(rule)}); };
+  switch (kind_) {
+    case Kind::kString:
+      if (!value.is_string()) return fail("must be a string");
+      break;
+    case Kind::kBool:
+      if (!value.is_boolean()) return fail("must be true or false");
+      break;
+    case Kind::kInteger:
+      if (!value.is_number_integer()) return fail("must be a whole number");
+      break;
+    case Kind::kFreeObject:
+      if (!value.is_object()) return fail("must be an object");
+      break;
+    case Kind::kObjectOrJsonString:
+      if (value.is_string()) {
+        json parsed = json::parse(value.get<std::string>(), nullptr, false);
+        if (parsed.is_discarded() || !parsed.is_object()) {
+          return fail("must be an object, or a string holding a JSON object");
+        }
+        value = std::move(parsed);
+      }
+      if (!value.is_object()) return fail("must be an object, or a string holding a JSON object");
+      break;
+    case Kind::kArray:
+      if (!value.is_array()) return fail("must be an array");
+      for (size_t i = 0; i < value.size(); ++i) {
+        items_->Validate(value[i], path + "[" + std::to_string(i) + "]", errors);
+      }
+      break;
+    case Kind::kObject: {
+      if (!value.is_object()) return fail("must be an object");
+      for (const auto& [name, _] : value.items()) {
+        bool known = std::any_of(fields_.begin(), fields_.end(),
+                                 [&name](const Field& f) { return f.name == name; });
+        if (!known) errors.push_back({JoinPath(path, name), "is not a known field"});
+      }
+      for (const auto& field : fields_) {
+        auto it = value.find(field.name);
+        if (it == value.end() || it->is_null()) {
+          if (field.required) errors.push_back({JoinPath(path, field.name), "is required"});
+          if (it != value.end()) value.erase(it);  // null means absent
+          continue;
+        }
+        field.schema->Validate(*it, JoinPath(path, field.name), errors);
+      }
+      break;
+    }
+  }
+  if (!one_of_.empty()) {
+    const auto& s = value.get<std::string>();
+    if (std::find(one_of_.begin(), one_of_.end(), s) == one_of_.end()) {
+      std::string rule = "must be one of:";
+      for (size_t i = 0; i < one_of_.size(); ++i) rule += (i ? ", " : " ") + one_of_[i];
+      return fail(rule);
+    }
+  }
+  for (const auto& check : checks_) {
+    if (auto broken = check(value)) return fail(*broken);
+  }
+}
+
+std::string DescribeFields(const Schema& schema, const std::string& prefix) {
+  std::string out;
+  for (const auto& field : schema.Fields()) {
+    std::string path = prefix.empty() ? field.name : prefix + "." + field.name;
+    out += "| `" + path + "` | " + field.schema->Summary() + " | " +
+           (field.required ? "yes" : "no") + " | " + field.schema->GetDoc() + " |\n";
+    if (field.schema->GetKind() == Schema::Kind::kObject) {
+      out += DescribeFields(*field.schema, path);
+    }
+  }
+  return out;
+}
+
+}  // namespace berth

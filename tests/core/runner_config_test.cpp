@@ -1,0 +1,271 @@
+// Runner documents: every type's valid shape, each kind of bad input with its JSON path and
+// rule, the compatibility matrix, and the Ed25519 key of agent runners.
+#include "core/runner_config.h"
+
+#include <gtest/gtest.h>
+
+#include "core/ed25519_key.h"
+
+namespace berth {
+namespace {
+
+using nlohmann::json;
+
+// The key from seed 001's kubernetes-agent example.
+constexpr const char* kAgentKey =
+    "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAc5dgCx4ano39JT0XgTsHnts3jej+5xl7ZAwSIrKpef0=\n"
+    "-----END PUBLIC KEY-----\n";
+
+json Job() { return {{"namespace", "berth-runner"}, {"service_account", "berth-runner"}}; }
+
+json Valid(const std::string& type) {
+  if (type == "kubernetes") return {{"type", type}, {"job", Job()}};
+  if (type == "kubernetes-agent") return {{"type", type}, {"key", kAgentKey}, {"job", Job()}};
+  if (type == "kubernetes-gke") {
+    return {{"type", type},
+            {"cluster",
+             {{"name", "my-cluster"},
+              {"project_id", "my-gcp-project"},
+              {"location", "europe-west3"},
+              {"internal_ip", false},
+              {"auth",
+               {{"gcp_audience",
+                 "//iam.googleapis.com/projects/123456789012/locations/global/"
+                 "workloadIdentityPools/my-wif-pool/providers/platform-orchestrator-runner"},
+                {"gcp_service_account",
+                 "platform-orchestrator-runner@my-gcp-project.iam.gserviceaccount.com"}}}}},
+            {"job", Job()}};
+  }
+  if (type == "kubernetes-eks") {
+    return {{"type", type},
+            {"cluster",
+             {{"name", "prod"},
+              {"region", "eu-west-1"},
+              {"auth", {{"role_arn", "arn:aws:iam::123456789012:role/berth"}}}}},
+            {"job", Job()}};
+  }
+  if (type == "kubernetes-aks") {
+    std::string uuid = "0b8f1a2c-1d2e-4f30-9a8b-7c6d5e4f3a2b";
+    return {{"type", type},
+            {"cluster",
+             {{"name", "aks1"},
+              {"resource_group", "rg-infra"},
+              {"subscription_id", uuid},
+              {"auth", {{"client_id", uuid}, {"tenant_id", uuid}}}}},
+            {"job", Job()}};
+  }
+  if (type == "serverless-ecs") {
+    return {{"type", type},
+            {"auth", {{"role_arn", "arn:aws:iam::123456789012:role/berth"}}},
+            {"job",
+             {{"region", "us-east-1"}, {"cluster", "runners"}, {"subnets", {"subnet-0a1b2c3d"}}}}};
+  }
+  if (type == "vm") return {{"type", type}, {"key", kAgentKey}, {"work_dir", "/var/lib/berth"}};
+  return {{"type", "local"}, {"max_parallel", 2}};
+}
+
+json Storage(const std::string& type) {
+  if (type == "kubernetes") return {{"type", type}, {"namespace", "berth-state"}};
+  if (type == "s3") return {{"type", type}, {"bucket", "acme-tfstate"}, {"region", "eu-west-1"}};
+  if (type == "gcs") return {{"type", type}, {"bucket", "acme-tfstate"}};
+  if (type == "azurerm") {
+    return {{"type", type}, {"storage_account_name", "acmestate"}, {"container_name", "tfstate"}};
+  }
+  return {{"type", "berth"}};
+}
+
+class EveryRunnerType : public ::testing::TestWithParam<RunnerType> {};
+
+TEST_P(EveryRunnerType, AcceptsItsValidShapeWithEveryCompatibleStorage) {
+  std::string type(RunnerTypeName(GetParam()));
+  for (auto storage : AllStateStorageTypes()) {
+    std::string s(StateStorageTypeName(storage));
+    json body = {{"description", "d"},
+                 {"runner_configuration", Valid(type)},
+                 {"state_storage_configuration", Storage(s)}};
+    auto spec = ParseRunnerSpec("my-runner", body);
+    if (Compatible(GetParam(), storage)) {
+      ASSERT_TRUE(spec) << type << " + " << s << ": "
+                        << (spec ? ""
+                                 : spec.error().fields.at(0).path + " " +
+                                       spec.error().fields.at(0).rule);
+      EXPECT_EQ(spec->type, GetParam());
+      EXPECT_EQ(spec->storage, storage);
+    } else {
+      ASSERT_FALSE(spec) << type << " accepted " << s;
+      ASSERT_EQ(spec.error().fields.size(), 1u);
+      EXPECT_EQ(spec.error().fields[0].path, "$.state_storage_configuration.type");
+      EXPECT_NE(spec.error().fields[0].rule.find(AcceptedStorage(GetParam())), std::string::npos);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, EveryRunnerType, ::testing::ValuesIn(AllRunnerTypes()),
+                         [](const auto& row) {
+                           std::string n(RunnerTypeName(row.param));
+                           for (auto& c : n) c = c == '-' ? '_' : c;
+                           return n;
+                         });
+
+TEST(CompatibilityMatrix, IsTheOneTheContractGives) {
+  using R = RunnerType;
+  using S = StateStorageType;
+  for (auto r : {R::kKubernetes, R::kKubernetesAgent, R::kKubernetesGke, R::kKubernetesEks,
+                 R::kKubernetesAks}) {
+    for (auto s : AllStateStorageTypes()) EXPECT_TRUE(Compatible(r, s));
+  }
+  EXPECT_TRUE(Compatible(R::kServerlessEcs, S::kS3));
+  EXPECT_FALSE(Compatible(R::kServerlessEcs, S::kGcs));
+  EXPECT_FALSE(Compatible(R::kServerlessEcs, S::kAzurerm));
+  EXPECT_FALSE(Compatible(R::kServerlessEcs, S::kKubernetes));
+  EXPECT_TRUE(Compatible(R::kVm, S::kGcs));
+  EXPECT_FALSE(Compatible(R::kVm, S::kKubernetes));
+  for (auto r : AllRunnerTypes()) EXPECT_TRUE(Compatible(r, S::kBerth));
+  std::string table = CompatibilityMatrixMarkdown();
+  EXPECT_NE(table.find("| serverless-ecs | no | yes | no | no | yes |"), std::string::npos)
+      << table;
+}
+
+struct Bad {
+  std::string name;
+  json body;
+  std::string path;
+  std::string rule;
+};
+
+class RunnerRefused : public ::testing::TestWithParam<Bad> {};
+
+TEST_P(RunnerRefused, NamingThePathAndTheRule) {
+  auto spec = ParseRunnerSpec("r1", GetParam().body);
+  ASSERT_FALSE(spec);
+  EXPECT_EQ(spec.error().kind, ErrorKind::kInvalidArgument);
+  bool found = false;
+  std::string all;
+  for (const auto& f : spec.error().fields) {
+    all += f.path + ": " + f.rule + "\n";
+    found |= f.path == GetParam().path && f.rule.find(GetParam().rule) != std::string::npos;
+  }
+  EXPECT_TRUE(found) << "wanted " << GetParam().path << ": " << GetParam().rule << "\ngot:\n"
+                     << all;
+}
+
+json With(json body, const std::string& pointer, json value) {
+  body[json::json_pointer(pointer)] = std::move(value);
+  return body;
+}
+
+json Without(json body, const std::string& pointer) {
+  json::json_pointer p(pointer);
+  body[p.parent_pointer()].erase(p.back());
+  return body;
+}
+
+std::vector<Bad> BadRunners() {
+  json gke = {{"runner_configuration", Valid("kubernetes-gke")},
+              {"state_storage_configuration", Storage("kubernetes")}};
+  json agent = {{"runner_configuration", Valid("kubernetes-agent")},
+                {"state_storage_configuration", Storage("s3")}};
+  return {
+      {"not_object", json::array(), "$", "must be an object"},
+      {"missing_config", Without(gke, "/runner_configuration"), "$.runner_configuration",
+       "is required"},
+      {"unknown_type", With(gke, "/runner_configuration/type", "nomad"),
+       "$.runner_configuration.type", "must be one of kubernetes, "},
+      {"type_not_string", With(gke, "/runner_configuration/type", 5), "$.runner_configuration.type",
+       "is required"},
+      {"missing_nested", Without(gke, "/runner_configuration/cluster/project_id"),
+       "$.runner_configuration.cluster.project_id", "is required"},
+      {"bad_location", With(gke, "/runner_configuration/cluster/location", "Europe!"),
+       "$.runner_configuration.cluster.location", "a GCP region or zone"},
+      {"bad_audience", With(gke, "/runner_configuration/cluster/auth/gcp_audience", "x"),
+       "$.runner_configuration.cluster.auth.gcp_audience", "workload identity"},
+      {"wrong_type_bool", With(gke, "/runner_configuration/cluster/internal_ip", "no"),
+       "$.runner_configuration.cluster.internal_ip", "must be true or false"},
+      {"unknown_field", With(gke, "/runner_configuration/cluster/zone", "a"),
+       "$.runner_configuration.cluster.zone", "is not a known field"},
+      {"unknown_top", With(gke, "/owner", "me"), "$.owner", "is not a known field"},
+      {"bad_namespace", With(gke, "/runner_configuration/job/namespace", "Not_A_Namespace"),
+       "$.runner_configuration.job.namespace", "a Kubernetes namespace name"},
+      {"pod_template_bad_string", With(gke, "/runner_configuration/job/pod_template", "{not json"),
+       "$.runner_configuration.job.pod_template", "JSON object"},
+      {"pod_template_array", With(gke, "/runner_configuration/job/pod_template", json::array()),
+       "$.runner_configuration.job.pod_template", "must be an object"},
+      {"agent_key_garbage", With(agent, "/runner_configuration/key", "ssh-ed25519 AAAA"),
+       "$.runner_configuration.key", "PEM block"},
+      {"agent_key_rsa",
+       With(agent, "/runner_configuration/key",
+            "-----BEGIN PUBLIC "
+            "KEY-----\nMFwwDQYJKoZIhvcNAQEBBQADSwAwSAJBAMxP2wiyHz8rv9zfXqzOiXRx0eHy4o1d\n"
+            "Yx8i3jf7ZbpgiXBPpvJiOhgUW69iqdLwBKnZY9o/Vq1DqaO7aWIl6u8CAwEAAQ==\n-----END PUBLIC "
+            "KEY-----\n"),
+       "$.runner_configuration.key", "an Ed25519 public key"},
+      {"storage_missing_bucket", Without(agent, "/state_storage_configuration/bucket"),
+       "$.state_storage_configuration.bucket", "is required"},
+      {"storage_unknown_type", With(agent, "/state_storage_configuration/type", "consul"),
+       "$.state_storage_configuration.type", "must be one of kubernetes, s3"},
+      {"ecs_with_gcs",
+       {{"runner_configuration", Valid("serverless-ecs")},
+        {"state_storage_configuration", Storage("gcs")}},
+       "$.state_storage_configuration.type",
+       "serverless-ecs accepts: s3, berth"},
+      {"local_parallel_range",
+       {{"runner_configuration", {{"type", "local"}, {"max_parallel", 0}}},
+        {"state_storage_configuration", Storage("berth")}},
+       "$.runner_configuration.max_parallel",
+       "must be from 1 to 64"},
+      {"description_type", With(gke, "/description", 7), "$.description", "must be a string"},
+      {"id_mismatch", With(gke, "/id", "other"), "$.id", "must match the id in the path"},
+  };
+}
+
+INSTANTIATE_TEST_SUITE_P(Rows, RunnerRefused, ::testing::ValuesIn(BadRunners()),
+                         [](const auto& row) { return row.param.name; });
+
+TEST(RunnerSpec, EveryErrorIsReportedAtOnce) {
+  json body = {{"runner_configuration", {{"type", "kubernetes-gke"}, {"cluster", json::object()}}},
+               {"state_storage_configuration", {{"type", "s3"}}}};
+  auto spec = ParseRunnerSpec("r1", body);
+  ASSERT_FALSE(spec);
+  // cluster.name, project_id, location, auth; job; bucket, region.
+  EXPECT_GE(spec.error().fields.size(), 7u);
+}
+
+TEST(RunnerSpec, APodTemplateGivenAsJsonStringIsStoredAsAnObject) {
+  json body = {{"runner_configuration",
+                With(Valid("kubernetes-agent"), "/job/pod_template",
+                     R"({"metadata":{"labels":{"app.kubernetes.io/name":"runner"}}})")},
+               {"state_storage_configuration", Storage("kubernetes")}};
+  auto spec = ParseRunnerSpec("agent-1", body);
+  ASSERT_TRUE(spec);
+  EXPECT_EQ(spec->runner_configuration["job"]["pod_template"]["metadata"]["labels"]
+                                      ["app.kubernetes.io/name"],
+            "runner");
+}
+
+TEST(RunnerSpec, IdsAreDnsLabels) {
+  for (const std::string& good :
+       {std::string("a"), std::string("my-gke-runner"), std::string("r0"), std::string(63, 'a')}) {
+    EXPECT_TRUE(IsValidId(good)) << good;
+  }
+  for (const std::string& bad :
+       {std::string(""), std::string("-a"), std::string("a-"), std::string("My"),
+        std::string("a_b"), std::string("a.b"), std::string(64, 'a')}) {
+    EXPECT_FALSE(IsValidId(bad)) << bad;
+  }
+  auto spec = ParseRunnerSpec("Bad_Id", {{"runner_configuration", Valid("local")},
+                                         {"state_storage_configuration", Storage("berth")}});
+  ASSERT_FALSE(spec);
+  EXPECT_EQ(spec.error().fields.at(0).path, "$.id");
+}
+
+TEST(Ed25519Key, TheSeedKeyParses) {
+  auto key = ParseEd25519PublicKeyPem(kAgentKey);
+  ASSERT_TRUE(key) << key.error().message;
+  EXPECT_EQ(key->raw.size(), 32u);
+  EXPECT_FALSE(ParseEd25519PublicKeyPem(std::string(kAgentKey) + kAgentKey));
+  EXPECT_FALSE(
+      ParseEd25519PublicKeyPem("-----BEGIN PUBLIC KEY-----\n!!!\n-----END PUBLIC KEY-----"));
+}
+
+}  // namespace
+}  // namespace berth
