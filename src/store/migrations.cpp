@@ -1,0 +1,122 @@
+// Migrations, oldest first.
+#include "store/migrations.h"
+
+#include <chrono>
+#include <string_view>
+
+namespace berth::store {
+namespace {
+
+struct Migration {
+  int64_t version;
+  std::string_view sql;
+};
+
+// A configuration table: the common columns, then the kind's own, then its constraints.
+#define BERTH_RECORD_COLUMNS                                                     \
+  "org_id TEXT NOT NULL REFERENCES organizations(id), parent_id TEXT NOT NULL, " \
+  "id TEXT NOT NULL, body TEXT NOT NULL, version BIGINT NOT NULL, "              \
+  "created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, "
+
+constexpr Migration kMigrations[] = {
+    {1,
+     "CREATE TABLE organizations (id TEXT PRIMARY KEY, created_at BIGINT NOT NULL);"
+     "CREATE TABLE api_tokens (org_id TEXT NOT NULL REFERENCES organizations(id) ON DELETE "
+     "CASCADE, id TEXT NOT NULL, secret_hash TEXT NOT NULL UNIQUE, description TEXT NOT NULL, "
+     "created_at BIGINT NOT NULL, PRIMARY KEY (org_id, id));"
+     "CREATE TABLE projects (" BERTH_RECORD_COLUMNS
+     "PRIMARY KEY (org_id, parent_id, id), UNIQUE (org_id, id));"
+     "CREATE TABLE env_types (" BERTH_RECORD_COLUMNS
+     "PRIMARY KEY (org_id, parent_id, id), UNIQUE (org_id, id));"
+     "CREATE TABLE runners (" BERTH_RECORD_COLUMNS
+     "runner_type TEXT NOT NULL, storage_type TEXT NOT NULL, "
+     "PRIMARY KEY (org_id, parent_id, id), UNIQUE (org_id, id));"
+     "CREATE TABLE environments (" BERTH_RECORD_COLUMNS
+     "env_type_id TEXT NOT NULL, runner_id TEXT, PRIMARY KEY (org_id, parent_id, id), "
+     "FOREIGN KEY (org_id, parent_id) REFERENCES projects (org_id, id) ON DELETE RESTRICT, "
+     "FOREIGN KEY (org_id, env_type_id) REFERENCES env_types (org_id, id) ON DELETE RESTRICT, "
+     "FOREIGN KEY (org_id, runner_id) REFERENCES runners (org_id, id) ON DELETE RESTRICT);"
+     "CREATE INDEX environments_by_runner ON environments (org_id, runner_id);"
+     // A selector is (project, environment type), '' meaning any: the database refuses two
+     // rules with one selector, so two concurrent creates cannot both win.
+     "CREATE TABLE runner_rules (" BERTH_RECORD_COLUMNS
+     "runner_id TEXT NOT NULL, project_id TEXT NOT NULL, env_type_id TEXT NOT NULL, "
+     "PRIMARY KEY (org_id, parent_id, id), UNIQUE (org_id, project_id, env_type_id), "
+     "FOREIGN KEY (org_id, runner_id) REFERENCES runners (org_id, id) ON DELETE CASCADE);"
+     "CREATE INDEX runner_rules_by_runner ON runner_rules (org_id, runner_id);"},
+};
+
+#undef BERTH_RECORD_COLUMNS
+
+int64_t NowMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+int64_t LatestSchemaVersion() { return std::end(kMigrations)[-1].version; }
+
+Result<void> Migrate(SqlConnection& connection) {
+  bool postgres = connection.Dialect() == SqlDialect::kPostgres;
+  if (postgres) {
+    // Held for the session: another berthd starting at the same time waits here.
+    if (auto locked = connection.Query("SELECT pg_advisory_lock(7212480)"); !locked) {
+      return locked.error();
+    }
+  }
+  auto unlock = [&] {
+    if (postgres) (void)connection.Query("SELECT pg_advisory_unlock(7212480)");
+  };
+  auto created = connection.ExecuteScript(
+      "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, "
+      "applied_at BIGINT NOT NULL)");
+  if (!created) {
+    unlock();
+    return created.error();
+  }
+  for (const auto& m : kMigrations) {
+    auto tx = Transaction::Begin(connection);
+    if (!tx) {
+      unlock();
+      return tx.error();
+    }
+    auto applied =
+        connection.Query("SELECT version FROM schema_migrations WHERE version = $1", {m.version});
+    if (!applied) {
+      unlock();
+      return applied.error();
+    }
+    if (!applied->empty()) continue;  // the transaction rolls back: nothing was written
+    Result<void> run = connection.ExecuteScript(m.sql);
+    if (run) {
+      auto recorded =
+          connection.Execute("INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)",
+                             {m.version, NowMillis()});
+      if (!recorded) run = recorded.error();
+    }
+    if (!run) {
+      unlock();
+      return MakeError(ErrorKind::kInternal, "migration " + std::to_string(m.version) +
+                                                 " failed: " + run.error().message);
+    }
+    if (auto committed = tx->Commit(); !committed) {
+      unlock();
+      return committed.error();
+    }
+  }
+  // A database migrated by a newer berth must not be written by this one.
+  auto newest = connection.Query("SELECT MAX(version) FROM schema_migrations");
+  unlock();
+  if (!newest) return newest.error();
+  if (!newest->empty() && newest->front().Int(0) > LatestSchemaVersion()) {
+    return MakeError(ErrorKind::kFailedPrecondition,
+                     "the database schema is version " + std::to_string(newest->front().Int(0)) +
+                         ", newer than this berth knows (" + std::to_string(LatestSchemaVersion()) +
+                         "): upgrade berth");
+  }
+  return {};
+}
+
+}  // namespace berth::store

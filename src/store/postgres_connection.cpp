@@ -1,0 +1,132 @@
+// SqlConnection on libpq: parameters as text, integer columns read back as integers.
+#include <libpq-fe.h>
+
+#include <cstring>
+#include <string>
+
+#include "store/sql.h"
+
+namespace berth::store {
+namespace {
+
+constexpr Oid kInt8 = 20, kInt2 = 21, kInt4 = 23;
+
+Error PostgresError(PGconn* conn, const PGresult* result, std::string_view sql) {
+  const char* state = result ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
+  std::string code = state ? state : "";
+  ErrorKind kind = ErrorKind::kInternal;
+  if (code == "23505") {
+    kind = ErrorKind::kAlreadyExists;
+  } else if (code == "23503") {
+    kind = ErrorKind::kFailedPrecondition;
+  } else if (code == "40001" || code == "40P01") {
+    kind = ErrorKind::kConflict;
+  } else if (PQstatus(conn) != CONNECTION_OK || code.starts_with("08")) {
+    kind = ErrorKind::kUnavailable;
+  }
+  std::string message = result ? PQresultErrorMessage(result) : PQerrorMessage(conn);
+  while (!message.empty() && message.back() == '\n') message.pop_back();
+  return MakeError(kind, "postgres: " + message, std::string(sql.substr(0, 120)));
+}
+
+class PostgresConnection final : public SqlConnection {
+ public:
+  explicit PostgresConnection(PGconn* conn) : conn_(conn) {}
+  ~PostgresConnection() override { PQfinish(conn_); }
+  PostgresConnection(const PostgresConnection&) = delete;
+  PostgresConnection& operator=(const PostgresConnection&) = delete;
+
+  SqlDialect Dialect() const override { return SqlDialect::kPostgres; }
+
+  Result<std::vector<SqlRow>> Query(std::string_view sql, const SqlParams& params) override {
+    auto result = Run(sql, params);
+    if (!result) return result.error();
+    PGresult* r = result->get();
+    std::vector<SqlRow> rows;
+    int n = PQntuples(r), columns = PQnfields(r);
+    rows.reserve(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      SqlRow row;
+      for (int c = 0; c < columns; ++c) {
+        if (PQgetisnull(r, i, c)) {
+          row.values.emplace_back(nullptr);
+          continue;
+        }
+        Oid type = PQftype(r, c);
+        const char* text = PQgetvalue(r, i, c);
+        if (type == kInt8 || type == kInt4 || type == kInt2) {
+          row.values.emplace_back(static_cast<int64_t>(std::stoll(text)));
+        } else {
+          row.values.emplace_back(std::string(text, static_cast<size_t>(PQgetlength(r, i, c))));
+        }
+      }
+      rows.push_back(std::move(row));
+    }
+    return rows;
+  }
+
+  Result<int64_t> Execute(std::string_view sql, const SqlParams& params) override {
+    auto result = Run(sql, params);
+    if (!result) return result.error();
+    const char* affected = PQcmdTuples(result->get());
+    return static_cast<int64_t>(affected && *affected ? std::stoll(affected) : 0);
+  }
+
+  Result<void> ExecuteScript(std::string_view sql) override {
+    std::string text(sql);
+    Owned r(PQexec(conn_, text.c_str()), PQclear);
+    auto status = PQresultStatus(r.get());
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
+      return PostgresError(conn_, r.get(), sql);
+    }
+    return {};
+  }
+
+ private:
+  using Owned = std::unique_ptr<PGresult, void (*)(PGresult*)>;
+
+  Result<Owned> Run(std::string_view sql, const SqlParams& params) {
+    std::vector<std::string> texts(params.size());
+    std::vector<const char*> values(params.size(), nullptr);
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (const auto* s = std::get_if<std::string>(&params[i])) {
+        texts[i] = *s;
+        values[i] = texts[i].c_str();
+      } else if (const auto* n = std::get_if<int64_t>(&params[i])) {
+        texts[i] = std::to_string(*n);
+        values[i] = texts[i].c_str();
+      }
+    }
+    std::string text(sql);
+    Owned r(PQexecParams(conn_, text.c_str(), static_cast<int>(params.size()), nullptr,
+                         values.data(), nullptr, nullptr, 0),
+            PQclear);
+    auto status = PQresultStatus(r.get());
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
+      return PostgresError(conn_, r.get(), sql);
+    }
+    return r;
+  }
+
+  PGconn* conn_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<SqlConnection>> OpenPostgres(const std::string& conninfo) {
+  PGconn* conn = PQconnectdb(conninfo.c_str());
+  if (PQstatus(conn) != CONNECTION_OK) {
+    std::string message = PQerrorMessage(conn);
+    PQfinish(conn);
+    while (!message.empty() && message.back() == '\n') message.pop_back();
+    // The connection string may hold a password: never echo it.
+    return MakeError(ErrorKind::kUnavailable, "postgres: cannot connect: " + message);
+  }
+  auto connection = std::make_unique<PostgresConnection>(conn);
+  // Quiet NOTICEs (CREATE ... IF NOT EXISTS) that libpq would print on stderr.
+  PQsetNoticeProcessor(
+      conn, [](void*, const char*) {}, nullptr);
+  return std::unique_ptr<SqlConnection>(std::move(connection));
+}
+
+}  // namespace berth::store

@@ -1,0 +1,90 @@
+// The Store: everything berthd keeps, behind one interface, on SQLite (the embedded default)
+// or PostgreSQL (several berthd processes may share it: nothing here is held only in memory).
+//
+// Configuration objects (projects, environment types, environments, runners, runner rules) are
+// records: a JSON body plus the columns the database itself must index or enforce (the runner
+// an environment is linked to, a rule's selector). Their rules live in the database: ids are
+// unique per organization, two runner rules cannot share a selector, a runner that an
+// environment uses cannot be deleted, an update names the version it read.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+
+namespace berth::store {
+
+enum class Kind { kProject, kEnvType, kEnvironment, kRunner, kRunnerRule };
+std::string_view KindName(Kind kind);  // "project", "env-type", ...
+
+struct Record {
+  Kind kind = Kind::kProject;
+  std::string org_id;
+  std::string parent_id;  // the project of an environment; empty for the others
+  std::string id;
+  nlohmann::json body = nlohmann::json::object();
+  // Indexed columns, by kind: environment {env_type_id, runner_id}, runner {runner_type,
+  // storage_type}, runner rule {runner_id, project_id, env_type_id} (empty: any).
+  std::map<std::string, std::optional<std::string>> columns;
+  int64_t version = 0;     // 1 on create, +1 on each update
+  int64_t created_at = 0;  // milliseconds since the epoch
+  int64_t updated_at = 0;
+};
+
+struct ListQuery {
+  std::string after;  // ids greater than this (the previous page's last id)
+  int limit = 100;
+  std::map<std::string, std::string> where;  // indexed column = value
+};
+
+struct Page {
+  std::vector<Record> items;
+  std::string next;  // empty when this is the last page
+};
+
+struct ApiToken {
+  std::string id;
+  std::string org_id;
+  std::string description;
+  int64_t created_at = 0;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Organizations and their API tokens (only a hash of each secret is kept).
+  virtual Result<bool> CreateOrganization(const std::string& id) = 0;  // false: it existed
+  virtual Result<bool> OrganizationExists(const std::string& id) = 0;
+  virtual Result<void> CreateToken(const ApiToken& token, const std::string& secret_hash) = 0;
+  virtual Result<ApiToken> FindToken(const std::string& secret_hash) = 0;  // kNotFound
+
+  // Records. Create: kAlreadyExists, or kFailedPrecondition when a referenced object (the
+  // project, the runner, the environment type) is missing. Update and Delete with
+  // expected_version >= 0 fail with kConflict when the record changed since it was read.
+  // Delete of a runner that environments use: kFailedPrecondition.
+  virtual Result<Record> Create(Record record) = 0;
+  virtual Result<Record> Get(Kind kind, const std::string& org, const std::string& parent,
+                             const std::string& id) = 0;
+  virtual Result<Page> List(Kind kind, const std::string& org, const std::string& parent,
+                            const ListQuery& query) = 0;
+  virtual Result<Record> Update(Record record, int64_t expected_version) = 0;
+  virtual Result<void> Delete(Kind kind, const std::string& org, const std::string& parent,
+                              const std::string& id, int64_t expected_version) = 0;
+  // Environments (project/id) linked to a runner, for the refusal to delete it.
+  virtual Result<std::vector<std::string>> EnvironmentsUsingRunner(const std::string& org,
+                                                                   const std::string& runner) = 0;
+};
+
+// Opens the database named by url: a path or sqlite:PATH for SQLite, postgres:// or
+// postgresql:// for PostgreSQL; applies pending migrations first. pool_size connections are
+// opened (SQLite in WAL mode serves readers in parallel with one writer).
+Result<std::unique_ptr<Store>> OpenStore(const std::string& url, int pool_size = 4);
+
+}  // namespace berth::store

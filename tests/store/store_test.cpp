@@ -1,0 +1,271 @@
+// One suite, two databases: every behaviour of the Store on SQLite and on a real PostgreSQL.
+#include "store/store.h"
+
+#include <gtest/gtest.h>
+#include <libpq-fe.h>
+
+#include <atomic>
+#include <thread>
+
+#include "postgres_test_server.h"
+#include "store/migrations.h"
+#include "store/sql.h"
+#include "sys/files.h"
+
+namespace berth::store {
+namespace {
+
+using nlohmann::json;
+
+enum class Backend { kSqlite, kPostgres };
+
+class StoreTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == Backend::kSqlite) {
+      auto dir = sys::TempDir::Create("store-test");
+      ASSERT_TRUE(dir);
+      dir_.emplace(std::move(*dir));
+      url_ = "sqlite:" + (dir_->Path() / "berth.db").string();
+    } else {
+      auto pg = testenv::PostgresTestServer::Shared();
+      ASSERT_TRUE(pg) << pg.error().ToString();
+      static std::atomic<int> counter{0};
+      std::string db = "store_" + std::to_string(getpid()) + "_" + std::to_string(counter++);
+      auto admin = OpenPostgres((*pg)->ConnectionString());
+      ASSERT_TRUE(admin) << admin.error().ToString();
+      ASSERT_TRUE((*admin)->ExecuteScript("CREATE DATABASE " + db));
+      url_ = (*pg)->Url(db);
+    }
+    auto store = OpenStore(url_, 4);
+    ASSERT_TRUE(store) << store.error().ToString();
+    store_ = std::move(*store);
+    ASSERT_TRUE(store_->CreateOrganization("acme"));
+    ASSERT_TRUE(store_->CreateOrganization("other"));
+  }
+
+  Record Project(const std::string& id, const std::string& org = "acme") {
+    Record r;
+    r.kind = Kind::kProject;
+    r.org_id = org;
+    r.id = id;
+    r.body = {{"display_name", id}};
+    return r;
+  }
+  Record EnvType(const std::string& id) {
+    Record r = Project(id);
+    r.kind = Kind::kEnvType;
+    return r;
+  }
+  Record Runner(const std::string& id) {
+    Record r = Project(id);
+    r.kind = Kind::kRunner;
+    r.columns = {{"runner_type", "local"}, {"storage_type", "berth"}};
+    return r;
+  }
+  Record Env(const std::string& project, const std::string& id, const std::string& type,
+             std::optional<std::string> runner = std::nullopt) {
+    Record r = Project(id);
+    r.kind = Kind::kEnvironment;
+    r.parent_id = project;
+    r.columns = {{"env_type_id", type}, {"runner_id", runner}};
+    return r;
+  }
+  Record Rule(const std::string& id, const std::string& runner, const std::string& project,
+              const std::string& type) {
+    Record r = Project(id);
+    r.kind = Kind::kRunnerRule;
+    r.columns = {{"runner_id", runner}, {"project_id", project}, {"env_type_id", type}};
+    return r;
+  }
+
+  std::optional<sys::TempDir> dir_;
+  std::string url_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_P(StoreTest, MigrationsApplyOnceAndReopeningChangesNothing) {
+  ASSERT_TRUE(store_->Create(Project("kept")));
+  store_.reset();
+  auto again = OpenStore(url_, 2);
+  ASSERT_TRUE(again) << again.error().ToString();
+  auto kept = (*again)->Get(Kind::kProject, "acme", "", "kept");
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(kept->body["display_name"], "kept");
+}
+
+TEST_P(StoreTest, ADatabaseFromANewerBerthIsRefused) {
+  store_.reset();
+  auto c = GetParam() == Backend::kSqlite ? OpenSqlite(url_.substr(7)) : OpenPostgres(url_);
+  ASSERT_TRUE(c);
+  ASSERT_TRUE((*c)->Execute("INSERT INTO schema_migrations (version, applied_at) VALUES ($1, 0)",
+                            {LatestSchemaVersion() + 1}));
+  auto refused = OpenStore(url_, 1);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("upgrade berth"), std::string::npos);
+}
+
+TEST_P(StoreTest, OrganizationsAndTokens) {
+  EXPECT_FALSE(*store_->CreateOrganization("acme"));  // already there
+  EXPECT_TRUE(*store_->OrganizationExists("acme"));
+  EXPECT_FALSE(*store_->OrganizationExists("nobody"));
+  ASSERT_TRUE(store_->CreateToken({"admin", "acme", "first admin", 0}, "hash-1"));
+  auto found = store_->FindToken("hash-1");
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->org_id, "acme");
+  EXPECT_EQ(found->id, "admin");
+  EXPECT_EQ(store_->FindToken("hash-2").error().kind, ErrorKind::kNotFound);
+  EXPECT_EQ(store_->CreateToken({"again", "acme", "", 0}, "hash-1").error().kind,
+            ErrorKind::kAlreadyExists);
+}
+
+TEST_P(StoreTest, RecordsAreCreatedReadUpdatedAndDeleted) {
+  auto created = store_->Create(Project("web"));
+  ASSERT_TRUE(created) << created.error().ToString();
+  EXPECT_EQ(created->version, 1);
+  EXPECT_GT(created->created_at, 0);
+  EXPECT_EQ(store_->Create(Project("web")).error().kind, ErrorKind::kAlreadyExists);
+
+  Record changed = *created;
+  changed.body["display_name"] = "Web";
+  auto updated = store_->Update(changed, 1);
+  ASSERT_TRUE(updated) << updated.error().ToString();
+  EXPECT_EQ(updated->version, 2);
+  EXPECT_EQ(store_->Get(Kind::kProject, "acme", "", "web")->body["display_name"], "Web");
+
+  auto stale = store_->Update(changed, 1);
+  ASSERT_FALSE(stale);
+  EXPECT_EQ(stale.error().kind, ErrorKind::kConflict);
+  EXPECT_EQ(store_->Delete(Kind::kProject, "acme", "", "web", 1).error().kind,
+            ErrorKind::kConflict);
+  ASSERT_TRUE(store_->Delete(Kind::kProject, "acme", "", "web", 2));
+  EXPECT_EQ(store_->Get(Kind::kProject, "acme", "", "web").error().kind, ErrorKind::kNotFound);
+  EXPECT_EQ(store_->Delete(Kind::kProject, "acme", "", "web", -1).error().kind,
+            ErrorKind::kNotFound);
+  EXPECT_EQ(store_->Update(changed, -1).error().kind, ErrorKind::kNotFound);
+}
+
+TEST_P(StoreTest, OrganizationsDoNotSeeEachOther) {
+  ASSERT_TRUE(store_->Create(Project("web")));
+  ASSERT_TRUE(store_->Create(Project("web", "other")));  // the same id, another organization
+  EXPECT_EQ(store_->List(Kind::kProject, "other", "", {})->items.size(), 1u);
+  ASSERT_TRUE(store_->Delete(Kind::kProject, "other", "", "web", -1));
+  EXPECT_TRUE(store_->Get(Kind::kProject, "acme", "", "web"));
+}
+
+TEST_P(StoreTest, ListsArePagedInIdOrder) {
+  for (int i = 0; i < 25; ++i) {
+    char id[8];
+    std::snprintf(id, sizeof id, "p%02d", i);
+    ASSERT_TRUE(store_->Create(Project(id)));
+  }
+  std::vector<std::string> seen;
+  std::string after;
+  int pages = 0;
+  do {
+    auto page = store_->List(Kind::kProject, "acme", "", {.after = after, .limit = 10});
+    ASSERT_TRUE(page);
+    for (const auto& r : page->items) seen.push_back(r.id);
+    after = page->next;
+    ++pages;
+  } while (!after.empty());
+  EXPECT_EQ(pages, 3);
+  ASSERT_EQ(seen.size(), 25u);
+  EXPECT_EQ(seen.front(), "p00");
+  EXPECT_EQ(seen.back(), "p24");
+  EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+}
+
+TEST_P(StoreTest, AnEnvironmentNeedsItsProjectAndTypeAndPinsItsRunner) {
+  EXPECT_EQ(store_->Create(Env("web", "dev", "development")).error().kind,
+            ErrorKind::kFailedPrecondition);
+  ASSERT_TRUE(store_->Create(Project("web")));
+  ASSERT_TRUE(store_->Create(EnvType("development")));
+  ASSERT_TRUE(store_->Create(Runner("local-1")));
+  ASSERT_TRUE(store_->Create(Env("web", "dev", "development", "local-1")));
+  ASSERT_TRUE(store_->Create(Env("web", "qa", "development")));
+  EXPECT_EQ(store_->Create(Env("web", "x", "development", "no-such-runner")).error().kind,
+            ErrorKind::kFailedPrecondition);
+
+  auto users = store_->EnvironmentsUsingRunner("acme", "local-1");
+  ASSERT_TRUE(users);
+  EXPECT_EQ(*users, std::vector<std::string>{"web/dev"});
+  EXPECT_EQ(store_->Delete(Kind::kRunner, "acme", "", "local-1", -1).error().kind,
+            ErrorKind::kFailedPrecondition);
+  EXPECT_EQ(store_->Delete(Kind::kProject, "acme", "", "web", -1).error().kind,
+            ErrorKind::kFailedPrecondition);
+
+  auto env = store_->Get(Kind::kEnvironment, "acme", "web", "dev");
+  ASSERT_TRUE(env);
+  EXPECT_EQ(env->columns["runner_id"], "local-1");
+  auto qa = store_->Get(Kind::kEnvironment, "acme", "web", "qa");
+  EXPECT_FALSE(qa->columns["runner_id"].has_value());
+  env->columns["runner_id"] = std::nullopt;
+  ASSERT_TRUE(store_->Update(*env, env->version));
+  EXPECT_TRUE(store_->Delete(Kind::kRunner, "acme", "", "local-1", -1));
+}
+
+TEST_P(StoreTest, TwoRulesCannotShareASelectorEvenWhenCreatedAtOnce) {
+  ASSERT_TRUE(store_->Create(Runner("r1")));
+  std::atomic<int> won{0}, conflicts{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] {
+      auto created = store_->Create(Rule("rule-" + std::to_string(i), "r1", "web", ""));
+      if (created) {
+        ++won;
+      } else if (created.error().kind == ErrorKind::kAlreadyExists) {
+        ++conflicts;
+        EXPECT_NE(created.error().message.find("same project and environment type"),
+                  std::string::npos)
+            << created.error().message;
+      } else {
+        ADD_FAILURE() << created.error().ToString();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(won, 1);
+  EXPECT_EQ(conflicts, 7);
+  // Another selector is fine; the filter finds a runner's rules; deleting the runner takes them.
+  ASSERT_TRUE(store_->Create(Rule("any", "r1", "", "")));
+  auto mine = store_->List(Kind::kRunnerRule, "acme", "", {.where = {{"runner_id", "r1"}}});
+  ASSERT_TRUE(mine);
+  EXPECT_EQ(mine->items.size(), 2u);
+  EXPECT_EQ(store_->List(Kind::kRunnerRule, "acme", "", {.where = {{"body", "x"}}}).error().kind,
+            ErrorKind::kInvalidArgument);
+  ASSERT_TRUE(store_->Delete(Kind::kRunner, "acme", "", "r1", -1));
+  EXPECT_TRUE(store_->List(Kind::kRunnerRule, "acme", "", {})->items.empty());
+}
+
+TEST_P(StoreTest, OfTwoConcurrentUpdatesFromOneVersionExactlyOneWins) {
+  auto created = store_->Create(Project("web"));
+  ASSERT_TRUE(created);
+  std::atomic<int> won{0}, conflicts{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 6; ++i) {
+    threads.emplace_back([&, i] {
+      Record r = *created;
+      r.body["display_name"] = "writer " + std::to_string(i);
+      auto updated = store_->Update(r, created->version);
+      if (updated)
+        ++won;
+      else if (updated.error().kind == ErrorKind::kConflict)
+        ++conflicts;
+      else
+        ADD_FAILURE() << updated.error().ToString();
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(won, 1);
+  EXPECT_EQ(conflicts, 5);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, StoreTest,
+                         ::testing::Values(Backend::kSqlite, Backend::kPostgres),
+                         [](const auto& row) {
+                           return row.param == Backend::kSqlite ? "Sqlite" : "Postgres";
+                         });
+
+}  // namespace
+}  // namespace berth::store
