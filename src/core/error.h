@@ -53,6 +53,13 @@ inline Error MakeError(ErrorKind kind, std::string message, std::string context 
 template <class T>
 using Result = boost::system::result<T, Error>;
 
+// A success holding value, for types (such as nlohmann::json) that could also be built from an
+// Error and so make the implicit conversion ambiguous.
+template <class T>
+Result<T> Ok(T value) {
+  return Result<T>(boost::system::in_place_value, std::move(value));
+}
+
 // Called by Result<T>::value() on an error: a caller that did not check gets an exception
 // carrying the message instead of undefined behaviour.
 // NOLINTNEXTLINE(readability-identifier-naming): the name Boost looks up.

@@ -1,0 +1,57 @@
+// berth's HTTP server interface: a handler is given a request and returns a response; the
+// server (Boost.Beast with C++20 coroutines, no thread per connection) owns sockets, TLS,
+// limits and timeouts. Only http_server_beast.cpp includes Beast.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "core/error.h"
+
+namespace berth::net {
+
+struct ServerRequest {
+  std::string method;
+  std::string target;                          // path and query, as sent
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;
+  std::string remote;  // peer address
+};
+
+struct ServerResponse {
+  int status = 200;
+  std::map<std::string, std::string> headers;
+  std::string body;
+};
+
+using Handler = std::function<ServerResponse(const ServerRequest&)>;
+
+struct ServerOptions {
+  std::string address = "127.0.0.1";
+  int port = 0;  // 0: the kernel picks one (Port() says which)
+  // TLS from PEM files; both empty: plain HTTP, which is refused on a non-loopback address
+  // unless allow_plain_http.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  bool allow_plain_http = false;
+  size_t max_body_bytes = 1 << 20;  // larger bodies get 413
+  std::chrono::seconds read_timeout{30};
+  int io_threads = 2;      // socket work
+  int worker_threads = 8;  // handlers (they may block on the store)
+};
+
+class HttpServer {
+ public:
+  virtual ~HttpServer() = default;
+  virtual int Port() const = 0;
+  // Stops accepting, closes connections, and joins every thread.
+  virtual void Stop() = 0;
+};
+
+// Binds and starts serving; the handler runs on the worker threads.
+Result<std::unique_ptr<HttpServer>> StartHttpServer(const ServerOptions& options, Handler handler);
+
+}  // namespace berth::net

@@ -1,0 +1,508 @@
+// The API's routes and their handlers. Configuration resources share one set of generic
+// handlers (list, create, get, replace, patch, delete); each resource type says how a request
+// body becomes a record and a record becomes JSON.
+#include "server/api/api.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/runner_config.h"
+#include "core/runner_rules.h"
+#include "core/schema.h"
+#include "crypto/digest.h"
+#include "crypto/random.h"
+
+namespace berth::server {
+namespace {
+
+using nlohmann::json;
+using store::Kind;
+using store::Record;
+
+Error Invalid(std::string path, std::string rule, std::string message = "invalid request") {
+  Error e = MakeError(ErrorKind::kInvalidArgument, std::move(message));
+  e.fields.push_back({std::move(path), std::move(rule)});
+  return e;
+}
+
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// The organization, from a valid token for it.
+struct Caller {
+  std::string org;
+  std::string token_id;
+};
+
+// What a configuration resource type needs beyond the generic handlers.
+struct ResourceType {
+  Kind kind;
+  std::string collection;  // URL segment
+  bool in_project = false;
+  // Validates a full body (id already checked) into a record; body is normalised in place.
+  std::function<Result<Record>(store::Store&, const Caller&, const std::string& project,
+                               const std::string& id, json body)>
+      build;
+  std::function<json(const Record&)> render;
+};
+
+Schema DisplayNameSchema() {
+  return Schema::Object({Optional("id", Schema::String()),
+                         Optional("display_name", std::move(Schema::String().MaxLength(256)))});
+}
+
+Result<json> ValidateWith(const Schema& schema, json body) {
+  FieldErrors errors;
+  schema.Validate(body, "$", errors);
+  if (!errors.empty()) {
+    Error e = MakeError(ErrorKind::kInvalidArgument, "invalid request body");
+    e.fields = std::move(errors);
+    return e;
+  }
+  return Ok(std::move(body));
+}
+
+json Common(const Record& r) {
+  json out = r.body;
+  out["id"] = r.id;
+  out["version"] = r.version;
+  out["created_at"] = r.created_at;
+  out["updated_at"] = r.updated_at;
+  return out;
+}
+
+std::vector<ResourceType> ResourceTypes() {
+  std::vector<ResourceType> types;
+  auto simple = [](Kind kind) {
+    return [kind](store::Store&, const Caller& caller, const std::string& project,
+                  const std::string& id, json body) -> Result<Record> {
+      auto valid = ValidateWith(DisplayNameSchema(), std::move(body));
+      if (!valid) return valid.error();
+      valid->erase("id");
+      Record r;
+      r.kind = kind;
+      r.org_id = caller.org;
+      r.parent_id = project;
+      r.id = id;
+      r.body = {{"display_name", valid->value("display_name", id)}};
+      return r;
+    };
+  };
+  types.push_back({Kind::kProject, "projects", false, simple(Kind::kProject), Common});
+  types.push_back({Kind::kEnvType, "env-types", false, simple(Kind::kEnvType), Common});
+
+  types.push_back({Kind::kEnvironment, "envs", true,
+                   [](store::Store&, const Caller& caller, const std::string& project,
+                      const std::string& id, json body) -> Result<Record> {
+                     static const Schema kSchema = Schema::Object({
+                         Optional("id", Schema::String()),
+                         Optional("display_name", std::move(Schema::String().MaxLength(256))),
+                         Required("env_type_id", std::move(Schema::String().Pattern(
+                                                     "[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?",
+                                                     "an environment type id"))),
+                         // Read-only: the link is made by the first deployment or refresh_runner.
+                         Optional("runner_id", Schema::String()),
+                     });
+                     auto valid = ValidateWith(kSchema, std::move(body));
+                     if (!valid) return valid.error();
+                     Record r;
+                     r.kind = Kind::kEnvironment;
+                     r.org_id = caller.org;
+                     r.parent_id = project;
+                     r.id = id;
+                     r.body = {{"display_name", valid->value("display_name", id)},
+                               {"env_type_id", (*valid)["env_type_id"]}};
+                     r.columns = {{"env_type_id", (*valid)["env_type_id"].get<std::string>()},
+                                  {"runner_id", std::nullopt}};
+                     return r;
+                   },
+                   [](const Record& r) {
+                     json out = Common(r);
+                     out["project_id"] = r.parent_id;
+                     auto link = r.columns.find("runner_id");
+                     out["runner_id"] = link != r.columns.end() && link->second
+                                            ? json(*link->second)
+                                            : json(nullptr);
+                     return out;
+                   }});
+
+  types.push_back({Kind::kRunner, "runners", false,
+                   [](store::Store&, const Caller& caller, const std::string&,
+                      const std::string& id, json body) -> Result<Record> {
+                     auto spec = ParseRunnerSpec(id, std::move(body));
+                     if (!spec) return spec.error();
+                     Record r;
+                     r.kind = Kind::kRunner;
+                     r.org_id = caller.org;
+                     r.id = id;
+                     r.body = spec->ToJson();
+                     r.body.erase("id");
+                     r.columns = {
+                         {"runner_type", std::string(RunnerTypeName(spec->type))},
+                         {"storage_type", std::string(StateStorageTypeName(spec->storage))}};
+                     return r;
+                   },
+                   Common});
+
+  types.push_back(
+      {Kind::kRunnerRule, "runner-rules", false,
+       [](store::Store& store, const Caller& caller, const std::string&, const std::string& id,
+          json body) -> Result<Record> {
+         static const Schema kSchema = Schema::Object({
+             Optional("id", Schema::String()),
+             Required("runner_id", std::move(Schema::String().Pattern(
+                                       "[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", "a runner id"))),
+             Optional("project_id", std::move(Schema::String().Pattern(
+                                        "[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", "a project id"))),
+             Optional("env_type_id",
+                      std::move(Schema::String().Pattern("[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?",
+                                                         "an environment type id"))),
+         });
+         auto valid = ValidateWith(kSchema, std::move(body));
+         if (!valid) return valid.error();
+         std::string runner = (*valid)["runner_id"];
+         if (auto found = store.Get(Kind::kRunner, caller.org, "", runner); !found) {
+           if (found.error().kind == ErrorKind::kNotFound) {
+             return Invalid("$.runner_id",
+                            "must name an existing runner (no runner " + runner + ")");
+           }
+           return found.error();
+         }
+         Record r;
+         r.kind = Kind::kRunnerRule;
+         r.org_id = caller.org;
+         r.id = id;
+         std::string project = valid->value("project_id", "");
+         std::string type = valid->value("env_type_id", "");
+         r.body = {{"runner_id", runner},
+                   {"project_id", project.empty() ? json(nullptr) : json(project)},
+                   {"env_type_id", type.empty() ? json(nullptr) : json(type)}};
+         r.columns = {{"runner_id", runner}, {"project_id", project}, {"env_type_id", type}};
+         return r;
+       },
+       Common});
+  return types;
+}
+
+// JSON merge patch (RFC 7386).
+void MergePatch(json& target, const json& patch) {
+  if (!patch.is_object()) {
+    target = patch;
+    return;
+  }
+  if (!target.is_object()) target = json::object();
+  for (const auto& [key, value] : patch.items()) {
+    if (value.is_null()) {
+      target.erase(key);
+    } else {
+      MergePatch(target[key], value);
+    }
+  }
+}
+
+class Handlers {
+ public:
+  Handlers(store::Store& store, Router& router) : store_(store) {
+    router.Add("GET", "/healthz",
+               [](const RouteRequest&) { return JsonResponse(200, "{\"status\":\"ok\"}"); });
+    for (const auto& type : ResourceTypes()) AddResource(router, type);
+    router.Add("POST", "/orgs/{org}/projects/{project}/envs/{env}/actions/refresh_runner",
+               [this](const RouteRequest& r) {
+                 return Authorized(r, [&](const Caller& c) { return RefreshRunner(r, c); });
+               });
+  }
+
+ private:
+  using Body = std::function<net::ServerResponse(const Caller&)>;
+
+  // 401 without a valid token, 403 for another organization's objects.
+  net::ServerResponse Authorized(const RouteRequest& r, const Body& body) const {
+    auto header = r.http.headers.find("authorization");
+    if (header == r.http.headers.end() || !header->second.starts_with("Bearer ")) {
+      auto response = ErrorResponse(401, "Unauthenticated", "a bearer token is required");
+      response.headers["WWW-Authenticate"] = "Bearer";
+      return response;
+    }
+    auto token = store_.FindToken(HashToken(header->second.substr(7)));
+    if (!token) {
+      if (token.error().kind != ErrorKind::kNotFound) return ErrorResponse(token.error());
+      auto response = ErrorResponse(401, "Unauthenticated", "the token is not valid");
+      response.headers["WWW-Authenticate"] = "Bearer error=\"invalid_token\"";
+      return response;
+    }
+    const std::string& org = r.params.at("org");
+    if (token->org_id != org) {
+      return ErrorResponse(403, "PermissionDenied",
+                           "the token is not valid for organization " + org);
+    }
+    return body(Caller{org, token->id});
+  }
+
+  static Result<json> ParseBody(const RouteRequest& r, bool merge_patch = false) {
+    auto type = r.http.headers.find("content-type");
+    std::string media =
+        type == r.http.headers.end() ? "" : type->second.substr(0, type->second.find(';'));
+    bool ok =
+        media == "application/json" || (merge_patch && media == "application/merge-patch+json");
+    if (!ok) {
+      return MakeError(ErrorKind::kInvalidArgument,
+                       std::string("unsupported media type: send application/json") +
+                           (merge_patch ? " or application/merge-patch+json" : ""),
+                       "415");
+    }
+    json body = json::parse(r.http.body, nullptr, false);
+    if (body.is_discarded())
+      return Invalid("$", "must be valid JSON", "the body is not valid JSON");
+    if (!body.is_object()) return Invalid("$", "must be an object");
+    return Ok(std::move(body));
+  }
+
+  static net::ServerResponse BodyError(const Error& e) {
+    if (e.context == "415") return ErrorResponse(415, "UnsupportedMediaType", e.message);
+    return ErrorResponse(e);
+  }
+
+  static std::optional<int64_t> IfMatch(const RouteRequest& r, bool& malformed) {
+    malformed = false;
+    auto it = r.http.headers.find("if-match");
+    if (it == r.http.headers.end() || it->second == "*") return std::nullopt;
+    std::string v = it->second;
+    if (v.starts_with("W/")) v = v.substr(2);
+    if (v.size() < 3 || v.front() != '"' || v.back() != '"') {
+      malformed = true;
+      return std::nullopt;
+    }
+    try {
+      return std::stoll(v.substr(1, v.size() - 2));
+    } catch (...) {
+      malformed = true;
+      return std::nullopt;
+    }
+  }
+
+  static net::ServerResponse WithEtag(net::ServerResponse response, int64_t version) {
+    response.headers["ETag"] = "\"" + std::to_string(version) + "\"";
+    return response;
+  }
+
+  // A conflict on a version named by If-Match is a failed precondition (412).
+  static net::ServerResponse VersionAware(const Error& e, bool if_match) {
+    if (if_match && e.kind == ErrorKind::kConflict) {
+      return ErrorResponse(412, "PreconditionFailed", e.message);
+    }
+    return ErrorResponse(e);
+  }
+
+  void AddResource(Router& router, const ResourceType& type) {
+    std::string base = type.in_project ? "/orgs/{org}/projects/{project}/" + type.collection
+                                       : "/orgs/{org}/" + type.collection;
+    std::string item = base + "/{id}";
+    auto project_of = [in_project = type.in_project](const RouteRequest& r) {
+      return in_project ? r.params.at("project") : std::string();
+    };
+
+    router.Add("GET", base, [=, this](const RouteRequest& r) {
+      return Authorized(r, [&](const Caller& c) {
+        store::ListQuery query;
+        query.after = r.query.count("after") ? r.query.at("after") : "";
+        if (r.query.count("limit")) {
+          try {
+            query.limit = std::stoi(r.query.at("limit"));
+          } catch (...) {
+            return ErrorResponse(Invalid("limit", "must be a whole number from 1 to 1000"));
+          }
+          if (query.limit < 1 || query.limit > 1000) {
+            return ErrorResponse(Invalid("limit", "must be a whole number from 1 to 1000"));
+          }
+        }
+        for (const char* filter : {"runner_id", "project_id", "env_type_id", "runner_type"}) {
+          if (r.query.count(filter)) query.where[filter] = r.query.at(filter);
+        }
+        auto page = store_.List(type.kind, c.org, project_of(r), query);
+        if (!page) return ErrorResponse(page.error());
+        json items = json::array();
+        for (const auto& record : page->items) items.push_back(type.render(record));
+        json out = {{"items", items}};
+        if (!page->next.empty()) out["next"] = page->next;
+        return JsonResponse(200, Dump(out));
+      });
+    });
+
+    router.Add("POST", base, [=, this](const RouteRequest& r) {
+      return Authorized(r, [&](const Caller& c) {
+        auto body = ParseBody(r);
+        if (!body) return BodyError(body.error());
+        std::string id;
+        if (body->contains("id")) {
+          if (!(*body)["id"].is_string()) return ErrorResponse(Invalid("$.id", "must be a string"));
+          id = (*body)["id"];
+        } else if (type.kind == Kind::kRunnerRule) {
+          id = "rule-" + crypto::RandomId();
+        } else {
+          return ErrorResponse(Invalid("$.id", "is required"));
+        }
+        if (!IsValidId(id))
+          return ErrorResponse(Invalid("$.id", "must be " + std::string(kIdRule)));
+        auto record = type.build(store_, c, project_of(r), id, std::move(*body));
+        if (!record) return ErrorResponse(record.error());
+        auto created = store_.Create(std::move(*record));
+        if (!created) return ErrorResponse(created.error());
+        auto response = WithEtag(JsonResponse(201, Dump(type.render(*created))), created->version);
+        response.headers["Location"] = r.path + "/" + created->id;
+        return response;
+      });
+    });
+
+    router.Add("GET", item, [=, this](const RouteRequest& r) {
+      return Authorized(r, [&](const Caller& c) {
+        auto record = store_.Get(type.kind, c.org, project_of(r), r.params.at("id"));
+        if (!record) return ErrorResponse(record.error());
+        return WithEtag(JsonResponse(200, Dump(type.render(*record))), record->version);
+      });
+    });
+
+    auto update = [=, this](const RouteRequest& r, bool patch) {
+      return Authorized(r, [&](const Caller& c) {
+        bool malformed = false;
+        auto expected = IfMatch(r, malformed);
+        if (malformed) return ErrorResponse(Invalid("If-Match", "must be an ETag such as \"3\""));
+        auto body = ParseBody(r, patch);
+        if (!body) return BodyError(body.error());
+        const std::string& id = r.params.at("id");
+        auto current = store_.Get(type.kind, c.org, project_of(r), id);
+        if (!current) return ErrorResponse(current.error());
+        if (expected && *expected != current->version) {
+          return ErrorResponse(412, "PreconditionFailed",
+                               "If-Match names version " + std::to_string(*expected) + ", the " +
+                                   std::string(store::KindName(type.kind)) + " is at version " +
+                                   std::to_string(current->version));
+        }
+        json next = *body;
+        if (patch) {
+          next = type.render(*current);
+          for (const char* meta : {"version", "created_at", "updated_at", "project_id"})
+            next.erase(meta);
+          if (type.kind == Kind::kEnvironment) next.erase("runner_id");
+          MergePatch(next, *body);
+        }
+        if (next.contains("id") && next["id"] != id) {
+          return ErrorResponse(Invalid("$.id", "must match the id in the path"));
+        }
+        next.erase("id");
+        auto record = type.build(store_, c, project_of(r), id, std::move(next));
+        if (!record) return ErrorResponse(record.error());
+        // The runner link of an environment is kept: only refresh_runner moves it.
+        if (type.kind == Kind::kEnvironment)
+          record->columns["runner_id"] = current->columns["runner_id"];
+        auto updated = store_.Update(std::move(*record), current->version);
+        if (!updated) return VersionAware(updated.error(), true);
+        return WithEtag(JsonResponse(200, Dump(type.render(*updated))), updated->version);
+      });
+    };
+    router.Add("PUT", item, [update](const RouteRequest& r) { return update(r, false); });
+    router.Add("PATCH", item, [update](const RouteRequest& r) { return update(r, true); });
+
+    router.Add("DELETE", item, [=, this](const RouteRequest& r) {
+      return Authorized(r, [&](const Caller& c) {
+        bool malformed = false;
+        auto expected = IfMatch(r, malformed);
+        if (malformed) return ErrorResponse(Invalid("If-Match", "must be an ETag such as \"3\""));
+        const std::string& id = r.params.at("id");
+        if (type.kind == Kind::kRunner) {
+          auto users = store_.EnvironmentsUsingRunner(c.org, id);
+          if (!users) return ErrorResponse(users.error());
+          if (!users->empty()) return RunnerInUse(id, *users);
+        }
+        auto deleted = store_.Delete(type.kind, c.org, project_of(r), id, expected.value_or(-1));
+        if (!deleted) {
+          if (type.kind == Kind::kRunner &&
+              deleted.error().kind == ErrorKind::kFailedPrecondition) {
+            // An environment was linked between the check and the delete.
+            auto users = store_.EnvironmentsUsingRunner(c.org, id);
+            if (users) return RunnerInUse(id, *users);
+          }
+          return VersionAware(deleted.error(), expected.has_value());
+        }
+        net::ServerResponse response;
+        response.status = 204;
+        return response;
+      });
+    });
+  }
+
+  static net::ServerResponse RunnerInUse(const std::string& id,
+                                         const std::vector<std::string>& envs) {
+    json doc = {{"error",
+                 {{"kind", "FailedPrecondition"},
+                  {"message", "runner " + id + " is linked to " + std::to_string(envs.size()) +
+                                  " environment(s); refresh their runner first"},
+                  {"environments", envs}}}};
+    return JsonResponse(409, Dump(doc));
+  }
+
+  net::ServerResponse RefreshRunner(const RouteRequest& r, const Caller& c) {
+    auto body = ParseBody(r);
+    if (!body) return BodyError(body.error());
+    static const Schema kSchema = Schema::Object({Optional("dry_run", Schema::Bool())});
+    auto valid = ValidateWith(kSchema, std::move(*body));
+    if (!valid) return ErrorResponse(valid.error());
+    bool dry_run = valid->value("dry_run", false);
+    const std::string& project = r.params.at("project");
+    auto env = store_.Get(Kind::kEnvironment, c.org, project, r.params.at("env"));
+    if (!env) return ErrorResponse(env.error());
+    // Every rule of the organization: their number is small (one per selector).
+    std::vector<RunnerRule> rules;
+    std::string after;
+    do {
+      auto page = store_.List(Kind::kRunnerRule, c.org, "", {.after = after, .limit = 1000});
+      if (!page) return ErrorResponse(page.error());
+      for (const auto& rec : page->items) {
+        rules.push_back({rec.id, rec.columns.at("runner_id").value_or(""),
+                         rec.columns.at("project_id").value_or(""),
+                         rec.columns.at("env_type_id").value_or("")});
+      }
+      after = page->next;
+    } while (!after.empty());
+    auto rule = ChooseRunnerRule(rules, project, env->columns["env_type_id"].value_or(""));
+    std::optional<std::string> previous = env->columns["runner_id"];
+    if (!rule) {
+      return ErrorResponse(409, "FailedPrecondition",
+                           "no runner rule matches environment " + project + "/" + env->id +
+                               (previous ? "; it stays linked to runner " + *previous : ""));
+    }
+    bool changed = previous != rule->runner_id;
+    if (!dry_run && changed) {
+      env->columns["runner_id"] = rule->runner_id;
+      auto updated = store_.Update(*env, env->version);
+      if (!updated) return ErrorResponse(updated.error());
+    }
+    json out = {{"runner_id", rule->runner_id},
+                {"rule_id", rule->id},
+                {"previous_runner_id", previous ? json(*previous) : json(nullptr)},
+                {"changed", changed},
+                {"dry_run", dry_run}};
+    return JsonResponse(200, Dump(out));
+  }
+
+  store::Store& store_;
+};
+
+}  // namespace
+
+std::string HashToken(const std::string& secret) { return crypto::Sha256Hex(secret); }
+
+Result<std::string> IssueToken(store::Store& store, const std::string& org,
+                               const std::string& description) {
+  std::string secret = "berth_" + crypto::RandomToken(32);
+  store::ApiToken token{"tok-" + crypto::RandomId(), org, description, 0};
+  if (auto created = store.CreateToken(token, HashToken(secret)); !created) return created.error();
+  return secret;
+}
+
+Api::Api(store::Store& store) : store_(store) {
+  handlers_ = std::make_shared<Handlers>(store_, router_);
+}
+
+net::ServerResponse Api::Handle(const net::ServerRequest& request) const {
+  return router_.Dispatch(request);
+}
+
+}  // namespace berth::server

@@ -1,0 +1,34 @@
+// berthd's REST API (docs/api.md): organizations' projects, environment types, environments,
+// runners and runner rules under /orgs/{org}/..., bearer tokens scoped to one organization,
+// refresh_runner, and typed errors with the JSON path of every bad field.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "net/http_server.h"
+#include "server/api/router.h"
+#include "store/store.h"
+
+namespace berth::server {
+
+class Api {
+ public:
+  explicit Api(store::Store& store);
+  net::ServerResponse Handle(const net::ServerRequest& request) const;
+  std::vector<std::string> Routes() const { return router_.Routes(); }
+
+ private:
+  store::Store& store_;
+  Router router_;
+  std::shared_ptr<void> handlers_;  // what the routes call into; lives as long as the Api
+};
+
+// Tokens: "berth_" and 32 random bytes; the store keeps only their SHA-256.
+std::string HashToken(const std::string& secret);
+// Creates a token for org and returns its secret (shown once).
+Result<std::string> IssueToken(store::Store& store, const std::string& org,
+                               const std::string& description);
+
+}  // namespace berth::server
