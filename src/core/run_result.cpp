@@ -62,13 +62,13 @@ std::string Cut(const std::string& s, size_t n, bool keep_end) {
 json ToJson(const RunResult& r, const Trim& trim) {
   // Short identity fields are capped too, and cut further as a last resort: escaping can make
   // each of their bytes cost six.
-  auto Short = [&trim](const std::string& s) { return Cut(s, trim.short_bytes, false); };
-  json doc = {{"apiVersion", "berth.dev/v1"}, {"kind", "RunResult"}, {"op", Short(r.op)}};
-  doc["binary"] = {{"name", Short(r.binary_name)}, {"version", Short(r.binary_version)}};
-  if (trim.image && !r.image.empty()) doc["image"] = Short(r.image);
-  if (trim.inputs_hash && !r.inputs_hash.empty()) doc["inputsHash"] = Short(r.inputs_hash);
-  doc["startedAt"] = Short(r.started_at);
-  doc["finishedAt"] = Short(r.finished_at);
+  auto cut_short = [&trim](const std::string& s) { return Cut(s, trim.short_bytes, false); };
+  json doc = {{"apiVersion", "berth.dev/v1"}, {"kind", "RunResult"}, {"op", cut_short(r.op)}};
+  doc["binary"] = {{"name", cut_short(r.binary_name)}, {"version", cut_short(r.binary_version)}};
+  if (trim.image && !r.image.empty()) doc["image"] = cut_short(r.image);
+  if (trim.inputs_hash && !r.inputs_hash.empty()) doc["inputsHash"] = cut_short(r.inputs_hash);
+  doc["startedAt"] = cut_short(r.started_at);
+  doc["finishedAt"] = cut_short(r.finished_at);
   if (trim.steps) {
     json steps = json::array();
     for (const auto& s : r.steps) {
@@ -78,9 +78,10 @@ json ToJson(const RunResult& r, const Trim& trim) {
   }
   if (r.plan) {
     const auto& p = *r.plan;
-    doc["plan"] = {{"hash", Short(p.hash)}, {"keyed", p.keyed},           {"add", p.add},
-                   {"change", p.change},    {"destroy", p.destroy},       {"replace", p.replace},
-                   {"import", p.import},    {"hasChanges", p.has_changes}};
+    doc["plan"] = {
+        {"hash", cut_short(p.hash)}, {"keyed", p.keyed},           {"add", p.add},
+        {"change", p.change},        {"destroy", p.destroy},       {"replace", p.replace},
+        {"import", p.import},        {"hasChanges", p.has_changes}};
   }
   if (trim.outputs && r.outputs) {
     json outputs = json::array();
@@ -96,7 +97,7 @@ json ToJson(const RunResult& r, const Trim& trim) {
   if (r.error) {
     const auto& e = *r.error;
     doc["error"] = {{"kind", RunErrorKindName(e.kind)},
-                    {"step", Short(e.step)},
+                    {"step", cut_short(e.step)},
                     {"message", Cut(e.message, trim.message_bytes, false)},
                     {"exitCode", e.exit_code},
                     {"tail", Cut(e.tail, trim.tail_bytes, true)}};

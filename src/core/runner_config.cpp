@@ -302,6 +302,7 @@ std::optional<StateStorageType> ParseStateStorageType(std::string_view name) {
 const std::vector<RunnerType>& AllRunnerTypes() {
   static const std::vector<RunnerType> kAll = [] {
     std::vector<RunnerType> all;
+    all.reserve(kRunnerTypes.size());
     for (const auto& [t, n] : kRunnerTypes) all.push_back(t);
     return all;
   }();
@@ -311,6 +312,7 @@ const std::vector<RunnerType>& AllRunnerTypes() {
 const std::vector<StateStorageType>& AllStateStorageTypes() {
   static const std::vector<StateStorageType> kAll = [] {
     std::vector<StateStorageType> all;
+    all.reserve(kStorageTypes.size());
     for (const auto& [t, n] : kStorageTypes) all.push_back(t);
     return all;
   }();

@@ -35,7 +35,7 @@ Schema& Schema::Doc(std::string text) {
   return *this;
 }
 
-Schema& Schema::Pattern(const std::string& regex, std::string description) {
+Schema& Schema::Pattern(const std::string& regex, const std::string& description) {
   auto re = std::make_shared<std::regex>(regex);
   std::string rule = "must be " + description;
   checks_.push_back([re, rule](const json& v) -> std::optional<std::string> {
@@ -144,7 +144,8 @@ void Schema::Validate(json& value, const std::string& path, FieldErrors& errors)
       break;
     case Kind::kObject: {
       if (!value.is_object()) return fail("must be an object");
-      for (const auto& [name, _] : value.items()) {
+      for (const auto& item : value.items()) {
+        const std::string& name = item.key();
         bool known = std::any_of(fields_.begin(), fields_.end(),
                                  [&name](const Field& f) { return f.name == name; });
         if (!known) errors.push_back({JoinPath(path, name), "is not a known field"});

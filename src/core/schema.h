@@ -40,7 +40,7 @@ class Schema {
   static Schema ObjectOrJsonString() { return Schema(Kind::kObjectOrJsonString); }
 
   Schema& Doc(std::string text);
-  Schema& Pattern(const std::string& regex, std::string description);
+  Schema& Pattern(const std::string& regex, const std::string& description);
   Schema& OneOf(std::vector<std::string> values);
   Schema& Range(int64_t min, int64_t max);
   Schema& MaxLength(size_t n);

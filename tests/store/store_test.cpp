@@ -209,6 +209,7 @@ TEST_P(StoreTest, TwoRulesCannotShareASelectorEvenWhenCreatedAtOnce) {
   ASSERT_TRUE(store_->Create(Runner("r1")));
   std::atomic<int> won{0}, conflicts{0};
   std::vector<std::thread> threads;
+  threads.reserve(8);
   for (int i = 0; i < 8; ++i) {
     threads.emplace_back([&, i] {
       auto created = store_->Create(Rule("rule-" + std::to_string(i), "r1", "web", ""));
@@ -243,6 +244,7 @@ TEST_P(StoreTest, OfTwoConcurrentUpdatesFromOneVersionExactlyOneWins) {
   ASSERT_TRUE(created);
   std::atomic<int> won{0}, conflicts{0};
   std::vector<std::thread> threads;
+  threads.reserve(8);
   for (int i = 0; i < 6; ++i) {
     threads.emplace_back([&, i] {
       Record r = *created;

@@ -1,0 +1,40 @@
+// berthd: the control plane (docs/api.md).
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <cstdio>
+
+#include "server/daemon.h"
+
+namespace {
+std::atomic<bool> g_stop{false};
+void OnSignal(int) { g_stop = true; }
+}  // namespace
+
+int main(int argc, char** argv) {
+  berth::server::DaemonOptions options;
+  std::string data_dir = "/var/lib/berth";
+  CLI::App app{"berthd: the berth control plane"};
+  app.add_option("--data-dir", data_dir, "folder for the SQLite database and the admin token");
+  app.add_option("--database", options.database, "postgres://... (default: SQLite in --data-dir)");
+  app.add_option("--listen", options.listen, "ADDRESS:PORT to serve the API on");
+  app.add_option("--tls-cert", options.tls_cert_file, "PEM certificate chain for HTTPS");
+  app.add_option("--tls-key", options.tls_key_file, "PEM private key for HTTPS");
+  app.add_flag("--allow-plain-http", options.allow_plain_http,
+               "serve plain HTTP on a non-loopback address (not recommended)");
+  CLI11_PARSE(app, argc, argv);
+  options.data_dir = data_dir;
+  signal(SIGTERM, OnSignal);
+  signal(SIGINT, OnSignal);
+  auto ran =
+      berth::server::RunDaemon(options, g_stop, [](const std::string& url, const auto& token) {
+        std::printf("berthd serving %s (admin token: %s)\n", url.c_str(), token.c_str());
+        std::fflush(stdout);
+      });
+  if (!ran) {
+    std::fprintf(stderr, "berthd: %s\n", ran.error().ToString().c_str());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,97 @@
+// Start-up: store, first organization, API, server; then wait for the stop flag.
+#include "server/daemon.h"
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <thread>
+
+#include "net/http_server.h"
+#include "server/api/api.h"
+#include "store/store.h"
+#include "sys/files.h"
+
+namespace berth::server {
+
+namespace fs = std::filesystem;
+
+fs::path AdminTokenPath(const fs::path& data_dir) { return data_dir / "admin-token"; }
+fs::path UrlFilePath(const fs::path& data_dir) { return data_dir / "berthd.url"; }
+
+namespace {
+
+Result<std::pair<std::string, int>> SplitListen(const std::string& listen) {
+  size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) {
+    return MakeError(ErrorKind::kInvalidArgument, "--listen: must be ADDRESS:PORT", listen);
+  }
+  std::string host = listen.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  try {
+    int port = std::stoi(listen.substr(colon + 1));
+    if (port < 0 || port > 65535) throw std::out_of_range("port");
+    return std::pair{host, port};
+  } catch (...) {
+    return MakeError(ErrorKind::kInvalidArgument, "--listen: the port must be 0 to 65535", listen);
+  }
+}
+
+// The first start makes organization `default` and an admin token, written where only the
+// owner can read it. Later starts change nothing.
+Result<void> Bootstrap(store::Store& store, const fs::path& data_dir) {
+  auto created = store.CreateOrganization("default");
+  if (!created) return created.error();
+  fs::path token_file = AdminTokenPath(data_dir);
+  std::error_code ec;
+  if (!*created && fs::exists(token_file, ec)) return {};
+  if (!*created) return {};  // an organization someone made; its tokens are theirs
+  auto secret = IssueToken(store, "default", "admin token made at the first start");
+  if (!secret) return secret.error();
+  return sys::WriteFileAtomic(token_file, *secret + "\n");
+}
+
+}  // namespace
+
+Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& stop,
+                       const std::function<void(const std::string&, const fs::path&)>& on_ready) {
+  std::error_code ec;
+  fs::create_directories(options.data_dir, ec);
+  if (ec)
+    return MakeError(ErrorKind::kFailedPrecondition, "--data-dir: " + ec.message(),
+                     options.data_dir);
+  fs::permissions(options.data_dir, fs::perms::owner_all, ec);
+  std::string database = options.database.empty()
+                             ? "sqlite:" + (options.data_dir / "berth.db").string()
+                             : options.database;
+  auto store = store::OpenStore(database, 8);
+  if (!store) return store.error();
+  if (auto ready = Bootstrap(**store, options.data_dir); !ready) return ready.error();
+
+  auto listen = SplitListen(options.listen);
+  if (!listen) return listen.error();
+  Api api(**store);
+  net::ServerOptions server_options;
+  server_options.address = listen->first;
+  server_options.port = listen->second;
+  server_options.tls_cert_file = options.tls_cert_file;
+  server_options.tls_key_file = options.tls_key_file;
+  server_options.allow_plain_http = options.allow_plain_http;
+  auto server = net::StartHttpServer(server_options,
+                                     [&api](const net::ServerRequest& r) { return api.Handle(r); });
+  if (!server) return server.error();
+  bool tls = !options.tls_cert_file.empty();
+  std::string host =
+      listen->first.find(':') != std::string::npos ? "[" + listen->first + "]" : listen->first;
+  std::string url = (tls ? "https://" : "http://") + host + ":" + std::to_string((*server)->Port());
+  if (auto written = sys::WriteFileAtomic(UrlFilePath(options.data_dir), url + "\n"); !written) {
+    return written.error();
+  }
+  on_ready(url, AdminTokenPath(options.data_dir));
+  while (!stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  (*server)->Stop();
+  fs::remove(UrlFilePath(options.data_dir), ec);
+  return {};
+}
+
+}  // namespace berth::server

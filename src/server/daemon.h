@@ -1,0 +1,34 @@
+// berthd as a library: opens the store, makes the first organization and its admin token on
+// the first start, and serves the API until asked to stop. apps/berthd and `berth up` both
+// run it.
+#pragma once
+
+#include <atomic>
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include "core/error.h"
+
+namespace berth::server {
+
+struct DaemonOptions {
+  std::filesystem::path data_dir;  // SQLite database, admin token, the URL file
+  std::string database;            // empty: sqlite under data_dir; or postgres://...
+  std::string listen = "127.0.0.1:8480";
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  bool allow_plain_http = false;
+};
+
+// The files berthd leaves in its data folder for the CLI to find it.
+std::filesystem::path AdminTokenPath(const std::filesystem::path& data_dir);
+std::filesystem::path UrlFilePath(const std::filesystem::path& data_dir);
+
+// Serves until stop becomes true. on_ready is called once with the URL and the path of the
+// admin token file (written 0600 on the first start only).
+Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& stop,
+                       const std::function<void(const std::string& url,
+                                                const std::filesystem::path& token)>& on_ready);
+
+}  // namespace berth::server
