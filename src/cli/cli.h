@@ -1,0 +1,17 @@
+// `berth`, the CLI (docs/cli.md): berth up, create/get/update/delete for runners, runner
+// rules, projects, environment types and environments, refresh-runner.
+#pragma once
+
+namespace berth::cli {
+
+// Exit codes scripts can rely on.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitRefused = 1;      // the server refused the request (4xx)
+inline constexpr int kExitUsage = 2;        // bad flags or arguments
+inline constexpr int kExitNotFound = 3;     // 404
+inline constexpr int kExitConflict = 4;     // 409 or 412
+inline constexpr int kExitUnavailable = 5;  // no answer, or a server error (5xx)
+
+int Main(int argc, char** argv);
+
+}  // namespace berth::cli

@@ -1,0 +1,169 @@
+// The berth CLI against a real `berth up`: the seed's runner YAML, rules, refresh-runner,
+// output formats, the server's field errors printed as they are, exit codes, and a restart
+// that keeps everything.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "sys/files.h"
+#include "sys/subprocess.h"
+
+namespace berth::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr const char* kGkeRunner = R"(description: GKE runner for my-cluster in europe-west3
+runner_configuration:
+  type: kubernetes-gke
+  cluster:
+    name: my-cluster
+    project_id: my-gcp-project
+    location: europe-west3
+    auth:
+      gcp_audience: //iam.googleapis.com/projects/123456789012/locations/global/workloadIdentityPools/my-wif-pool/providers/platform-orchestrator-runner
+      gcp_service_account: platform-orchestrator-runner@my-gcp-project.iam.gserviceaccount.com
+  job:
+    namespace: platform-orchestrator-runner
+    service_account: platform-orchestrator-runner
+state_storage_configuration:
+  type: kubernetes
+  namespace: platform-orchestrator-runner
+)";
+
+class BerthCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = sys::TempDir::Create("berth-cli");
+    ASSERT_TRUE(dir);
+    dir_.emplace(std::move(*dir));
+    data_ = (dir_->Path() / "data").string();
+    StartUp();
+  }
+
+  void StartUp() {
+    sys::SpawnOptions options;
+    options.argv = {BERTH_CLI_BIN, "up", "--data-dir=" + data_, "--listen=127.0.0.1:0"};
+    options.pipe_output = true;
+    auto up = sys::Subprocess::Spawn(options);
+    ASSERT_TRUE(up) << up.error().ToString();
+    up_.emplace(std::move(*up));
+    std::string seen;
+    char buffer[1024];
+    while (seen.find("stop with Ctrl-C") == std::string::npos) {
+      ssize_t n = read(up_->OutputFd(), buffer, sizeof buffer);
+      ASSERT_GT(n, 0) << "berth up ended: " << seen;
+      seen.append(buffer, static_cast<size_t>(n));
+    }
+    EXPECT_NE(seen.find("berth is up at http://127.0.0.1:"), std::string::npos) << seen;
+  }
+
+  void StopUp() {
+    up_->Signal(SIGTERM);
+    EXPECT_EQ(up_->Wait(), 0);
+    up_.reset();
+  }
+
+  sys::Completed Berth(std::vector<std::string> args) {
+    sys::SpawnOptions options;
+    options.argv = {BERTH_CLI_BIN};
+    options.argv.insert(options.argv.end(), args.begin(), args.end());
+    options.env = std::vector<std::string>{"BERTH_DATA_DIR=" + data_,
+                                           "HOME=" + dir_->Path().string(), "PATH=/usr/bin:/bin"};
+    auto done = sys::RunToCompletion(options);
+    EXPECT_TRUE(done);
+    return done ? *done : sys::Completed{-1, ""};
+  }
+
+  std::optional<sys::TempDir> dir_;
+  std::string data_;
+  std::optional<sys::Subprocess> up_;
+};
+
+TEST_F(BerthCli, TheSeedRunnerGoesInFromYamlAndComesBackInEveryFormat) {
+  std::string yaml = (dir_->Path() / "gke-runner-config.yaml").string();
+  ASSERT_TRUE(sys::WriteFileAtomic(yaml, kGkeRunner));
+  auto created = Berth({"create", "runner", "my-gke-runner", "--set-yaml=@" + yaml});
+  ASSERT_EQ(created.exit_code, 0) << created.output;
+  EXPECT_NE(created.output.find("my-gke-runner   kubernetes-gke   kubernetes"), std::string::npos)
+      << created.output;
+
+  auto as_json = Berth({"get", "runner", "my-gke-runner", "-o", "json"});
+  ASSERT_EQ(as_json.exit_code, 0);
+  auto doc = json::parse(as_json.output);
+  EXPECT_EQ(doc["runner_configuration"]["cluster"]["location"], "europe-west3");
+  EXPECT_EQ(doc["version"], 1);
+
+  auto as_yaml = Berth({"get", "runners", "-o", "yaml"});
+  EXPECT_NE(as_yaml.output.find("type: kubernetes-gke"), std::string::npos) << as_yaml.output;
+
+  auto updated =
+      Berth({"update", "runner", "my-gke-runner", "--set", "description=moved", "-o", "json"});
+  ASSERT_EQ(updated.exit_code, 0) << updated.output;
+  EXPECT_EQ(json::parse(updated.output)["version"], 2);
+
+  auto rule = Berth({"create", "runner-rule", "--set=runner_id=my-gke-runner", "-o", "json"});
+  ASSERT_EQ(rule.exit_code, 0) << rule.output;
+  auto listed = Berth({"get", "runner-rules", "--runner", "my-gke-runner"});
+  EXPECT_NE(listed.output.find(json::parse(rule.output)["id"].get<std::string>()),
+            std::string::npos);
+}
+
+TEST_F(BerthCli, ErrorsArePrintedAsTheServerGaveThemWithExitCodesScriptsCanUse) {
+  auto bad = Berth({"create", "runner", "bad", "--set", "runner_configuration.type=vm", "--set",
+                    "state_storage_configuration.type=kubernetes"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.output.find("  $.runner_configuration.key: is required"), std::string::npos)
+      << bad.output;
+  EXPECT_NE(bad.output.find("vm accepts: s3, gcs, azurerm, berth"), std::string::npos)
+      << bad.output;
+
+  EXPECT_EQ(Berth({"get", "runner", "nope"}).exit_code, 3);
+  ASSERT_EQ(Berth({"create", "project", "web"}).exit_code, 0);
+  EXPECT_EQ(Berth({"create", "project", "web"}).exit_code, 4);
+  EXPECT_EQ(Berth({"get", "widgets"}).exit_code, 2);
+  EXPECT_EQ(Berth({"get"}).exit_code, 2);
+  EXPECT_EQ(Berth({"create", "env", "dev"}).exit_code, 2);  // needs --project
+  EXPECT_EQ(Berth({"create", "project", "x", "--set-yaml=@/nonexistent.yaml"}).exit_code, 2);
+  auto elsewhere = Berth({"get", "runners", "--data-dir", (dir_->Path() / "empty").string()});
+  EXPECT_EQ(elsewhere.exit_code, 5);
+  EXPECT_NE(elsewhere.output.find("berth up"), std::string::npos);
+}
+
+TEST_F(BerthCli, RefreshRunnerPinsAndARestartKeepsEverything) {
+  ASSERT_EQ(Berth({"create", "runner", "local-1", "--set", "runner_configuration.type=local",
+                   "--set", "state_storage_configuration.type=berth"})
+                .exit_code,
+            0);
+  ASSERT_EQ(Berth({"create", "project", "web"}).exit_code, 0);
+  ASSERT_EQ(Berth({"create", "env-type", "development"}).exit_code, 0);
+  ASSERT_EQ(Berth({"create", "env", "dev", "--project", "web", "--set", "env_type_id=development"})
+                .exit_code,
+            0);
+  EXPECT_EQ(Berth({"refresh-runner", "dev", "--project", "web"}).exit_code, 4);  // no rule yet
+  ASSERT_EQ(Berth({"create", "runner-rule", "catch-all", "--set", "runner_id=local-1"}).exit_code,
+            0);
+  auto dry = Berth({"refresh-runner", "dev", "--project", "web", "--dry-run", "-o", "json"});
+  ASSERT_EQ(dry.exit_code, 0) << dry.output;
+  EXPECT_EQ(json::parse(dry.output)["dry_run"], true);
+  auto real = Berth({"refresh-runner", "dev", "--project", "web", "-o", "json"});
+  EXPECT_EQ(json::parse(real.output)["runner_id"], "local-1");
+  auto in_use = Berth({"delete", "runner", "local-1"});
+  EXPECT_EQ(in_use.exit_code, 4);
+  EXPECT_NE(in_use.output.find("in use by web/dev"), std::string::npos) << in_use.output;
+
+  std::string token = *sys::ReadFile(fs::path(data_) / "admin-token");
+  StopUp();
+  EXPECT_FALSE(fs::exists(fs::path(data_) / "berthd.url")) << "a stopped server left its URL";
+  EXPECT_EQ(Berth({"get", "runners"}).exit_code, 5);
+  StartUp();
+  EXPECT_EQ(*sys::ReadFile(fs::path(data_) / "admin-token"), token) << "a restart made a new token";
+  auto env = Berth({"get", "env", "dev", "--project", "web", "-o", "json"});
+  ASSERT_EQ(env.exit_code, 0) << env.output;
+  EXPECT_EQ(json::parse(env.output)["runner_id"], "local-1");
+}
+
+}  // namespace
+}  // namespace berth::cli
