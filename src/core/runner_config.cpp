@@ -360,6 +360,34 @@ std::string CompatibilityMatrixMarkdown() {
   return out;
 }
 
+std::string RunnerSchemasMarkdown() {
+  std::string out =
+      "# Runners\n\n"
+      "<!-- Generated from src/core/runner_config.cpp by tests/core/runner_docs_test.cpp: "
+      "BERTH_UPDATE_DOCS=1 ctest -R runner_docs -->\n\n"
+      "A runner is where runs execute (`runner_configuration`, typed by `type`) and where their "
+      "state lives (`state_storage_configuration`, typed by `type`):\n\n"
+      "```yaml\ndescription: optional, up to 1024 characters\nrunner_configuration:\n  type: "
+      "kubernetes-gke\n  # the type's fields\nstate_storage_configuration:\n  type: kubernetes\n"
+      "  # the type's fields\n```\n\n"
+      "Unknown fields are refused; every error names its JSON path. A `pod_template` may be an "
+      "object or a string holding one as JSON.\n\n## Which state storage each runner type "
+      "takes\n\n" +
+      CompatibilityMatrixMarkdown() + "\n## Runner types\n";
+  const std::string header =
+      "\n| field | type | required | description |\n| --- | --- | --- | --- |\n";
+  for (auto t : AllRunnerTypes()) {
+    out += "\n### `" + std::string(RunnerTypeName(t)) + "`\n" + header +
+           DescribeFields(RunnerConfigurationSchema(t));
+  }
+  out += "\n## State storage types\n";
+  for (auto t : AllStateStorageTypes()) {
+    out += "\n### `" + std::string(StateStorageTypeName(t)) + "`\n" + header +
+           DescribeFields(StateStorageSchema(t));
+  }
+  return out;
+}
+
 const Schema& RunnerConfigurationSchema(RunnerType type) {
   static const auto kSchemas = [] {
     std::map<RunnerType, Schema> schemas;

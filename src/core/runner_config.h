@@ -40,6 +40,8 @@ bool Compatible(RunnerType runner, StateStorageType storage);
 // matrix as a Markdown table (docs and error messages print it).
 std::string AcceptedStorage(RunnerType runner);
 std::string CompatibilityMatrixMarkdown();
+// docs/runners.md: every type's fields, from the schemas themselves.
+std::string RunnerSchemasMarkdown();
 
 // The schema of each type's configuration (including its `type` field).
 const Schema& RunnerConfigurationSchema(RunnerType type);

@@ -10,6 +10,7 @@
 #include "core/schema.h"
 #include "crypto/digest.h"
 #include "crypto/random.h"
+#include "server/api/openapi.h"
 
 namespace berth::server {
 namespace {
@@ -203,6 +204,9 @@ class Handlers {
   Handlers(store::Store& store, Router& router) : store_(store) {
     router.Add("GET", "/healthz",
                [](const RouteRequest&) { return JsonResponse(200, "{\"status\":\"ok\"}"); });
+    router.Add("GET", "/openapi.json", [](const RouteRequest&) {
+      return JsonResponse(200, std::string(OpenApiDocument()));
+    });
     for (const auto& type : ResourceTypes()) AddResource(router, type);
     router.Add("POST", "/orgs/{org}/projects/{project}/envs/{env}/actions/refresh_runner",
                [this](const RouteRequest& r) {

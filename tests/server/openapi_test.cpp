@@ -1,0 +1,48 @@
+// docs/openapi.json and the router agree: every route in the document exists, every route
+// exists in the document, and berthd serves the document as it is.
+#include "server/api/openapi.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "server/api/api.h"
+#include "store/store.h"
+#include "sys/files.h"
+
+namespace berth::server {
+namespace {
+
+TEST(OpenApi, TheDocumentAndTheRoutesAgree) {
+  auto doc = nlohmann::json::parse(OpenApiDocument(), nullptr, false);
+  ASSERT_TRUE(doc.is_object());
+  EXPECT_EQ(doc["openapi"], "3.1.0");
+  std::set<std::string> documented;
+  for (const auto& [path, methods] : doc["paths"].items()) {
+    for (const auto& [method, _] : methods.items()) {
+      std::string upper = method;
+      for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      documented.insert(upper + " " + path);
+    }
+  }
+  auto dir = sys::TempDir::Create("openapi");
+  ASSERT_TRUE(dir);
+  auto store = store::OpenStore("sqlite:" + (dir->Path() / "db").string(), 1);
+  ASSERT_TRUE(store);
+  Api api(**store);
+  std::set<std::string> routed;
+  for (const auto& r : api.Routes()) routed.insert(r);
+  for (const auto& r : routed)
+    EXPECT_TRUE(documented.count(r)) << r << " is not in docs/openapi.json";
+  for (const auto& d : documented)
+    EXPECT_TRUE(routed.count(d)) << d << " is documented but not routed";
+
+  net::ServerRequest request{.method = "GET", .target = "/openapi.json"};
+  auto served = api.Handle(request);
+  EXPECT_EQ(served.status, 200);
+  EXPECT_EQ(served.body, *sys::ReadFile(BERTH_OPENAPI_FILE));
+}
+
+}  // namespace
+}  // namespace berth::server
