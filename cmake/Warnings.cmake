@@ -9,6 +9,9 @@ add_compile_options(-Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wold-s
                     -Wno-missing-field-initializers)
 if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
   add_compile_options(-Wthread-safety)
+else()
+  # GCC 12 warns falsely on "literal" + std::string&& at -O2 and above (GCC bug 105329).
+  add_compile_options(-Wno-restrict)
 endif()
 if(BERTH_WERROR)
   add_compile_options(-Werror)
