@@ -51,7 +51,7 @@ LUA
 
 run() {
   local name=$1 database=$2 data=$WORK/$1
-  "$BERTHD" --data-dir="$data" --listen=127.0.0.1:0 ${database:+--database="$database"} \
+  "$BERTHD" --data-dir="$data" --listen=127.0.0.1:0 --rate-limit=0 ${database:+--database="$database"} \
     >"$WORK/$name.log" 2>&1 &
   PIDS+=($!)
   for _ in $(seq 100); do [[ -s $data/berthd.url ]] && break; sleep 0.1; done

@@ -21,6 +21,9 @@ int main(int argc, char** argv) {
   app.add_option("--listen", options.listen, "ADDRESS:PORT to serve the API on");
   app.add_option("--tls-cert", options.tls_cert_file, "PEM certificate chain for HTTPS");
   app.add_option("--tls-key", options.tls_key_file, "PEM private key for HTTPS");
+  app.add_option("--rate-limit", options.rate_limit,
+                 "API requests a second per token, bursts of twice that (0: no limit)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--allow-plain-http", options.allow_plain_http,
                "serve plain HTTP on a non-loopback address (not recommended)");
   CLI11_PARSE(app, argc, argv);

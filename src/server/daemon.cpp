@@ -70,7 +70,8 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
 
   auto listen = SplitListen(options.listen);
   if (!listen) return listen.error();
-  Api api(**store);
+  Api api(**store,
+          ApiOptions{.requests_per_second = options.rate_limit, .burst = options.rate_limit * 2});
   net::ServerOptions server_options;
   server_options.address = listen->first;
   server_options.port = listen->second;

@@ -19,6 +19,7 @@ struct DaemonOptions {
   std::string tls_cert_file;
   std::string tls_key_file;
   bool allow_plain_http = false;
+  double rate_limit = 100;  // requests a second per token (bursts of twice that); 0: off
 };
 
 // The files berthd leaves in its data folder for the CLI to find it.

@@ -66,12 +66,14 @@ class BerthCli : public ::testing::Test {
     up_.reset();
   }
 
-  sys::Completed Berth(std::vector<std::string> args) {
+  // env: the whole environment; by default one that finds berth up by its data folder.
+  sys::Completed Berth(std::vector<std::string> args,
+                       std::optional<std::vector<std::string>> env = std::nullopt) {
     sys::SpawnOptions options;
     options.argv = {BERTH_CLI_BIN};
     options.argv.insert(options.argv.end(), args.begin(), args.end());
-    options.env = std::vector<std::string>{"BERTH_DATA_DIR=" + data_,
-                                           "HOME=" + dir_->Path().string(), "PATH=/usr/bin:/bin"};
+    options.env = env.value_or(std::vector<std::string>{
+        "BERTH_DATA_DIR=" + data_, "HOME=" + dir_->Path().string(), "PATH=/usr/bin:/bin"});
     auto done = sys::RunToCompletion(options);
     EXPECT_TRUE(done);
     return done ? *done : sys::Completed{-1, ""};
@@ -130,6 +132,31 @@ TEST_F(BerthCli, ErrorsArePrintedAsTheServerGaveThemWithExitCodesScriptsCanUse) 
   auto elsewhere = Berth({"get", "runners", "--data-dir", (dir_->Path() / "empty").string()});
   EXPECT_EQ(elsewhere.exit_code, 5);
   EXPECT_NE(elsewhere.output.find("berth up"), std::string::npos);
+}
+
+TEST_F(BerthCli, TheServerCanBeNamedByEnvironmentOrByTheConfigFile) {
+  std::string url = *sys::ReadFile(fs::path(data_) / "berthd.url");
+  std::string token = *sys::ReadFile(fs::path(data_) / "admin-token");
+  url.pop_back();
+  token.pop_back();
+  std::string home = (dir_->Path() / "home").string();
+  fs::create_directories(home);
+  auto by_env = Berth({"create", "project", "from-env"},
+                      std::vector<std::string>{"BERTH_API_URL=" + url, "BERTH_TOKEN=" + token,
+                                               "BERTH_ORG=default", "HOME=" + home});
+  EXPECT_EQ(by_env.exit_code, 0) << by_env.output;
+  auto wrong =
+      Berth({"get", "projects"},
+            std::vector<std::string>{"BERTH_API_URL=" + url, "BERTH_TOKEN=nope", "HOME=" + home});
+  EXPECT_EQ(wrong.exit_code, 1);
+  EXPECT_NE(wrong.output.find("Unauthenticated"), std::string::npos);
+
+  fs::create_directories(home + "/.config/berth");
+  ASSERT_TRUE(sys::WriteFileAtomic(home + "/.config/berth/config.yaml",
+                                   "api_url: " + url + "\norg: default\ntoken: " + token + "\n"));
+  auto by_file = Berth({"get", "projects"}, std::vector<std::string>{"HOME=" + home});
+  EXPECT_EQ(by_file.exit_code, 0) << by_file.output;
+  EXPECT_NE(by_file.output.find("from-env"), std::string::npos);
 }
 
 TEST_F(BerthCli, RefreshRunnerPinsAndARestartKeepsEverything) {

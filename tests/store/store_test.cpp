@@ -263,6 +263,29 @@ TEST_P(StoreTest, OfTwoConcurrentUpdatesFromOneVersionExactlyOneWins) {
   EXPECT_EQ(conflicts, 5);
 }
 
+TEST_P(StoreTest, TwoServersOnOneDatabaseShareOneTruth) {
+  // As two berthd processes would: separate stores, separate connection pools.
+  auto second = OpenStore(url_, 4);
+  ASSERT_TRUE(second) << second.error().ToString();
+  ASSERT_TRUE(store_->Create(Runner("shared")));
+  EXPECT_TRUE((*second)->Get(Kind::kRunner, "acme", "", "shared"));
+  std::atomic<int> won{0};
+  std::vector<std::thread> threads;
+  threads.reserve(6);
+  for (int i = 0; i < 6; ++i) {
+    Store* store = i % 2 == 0 ? store_.get() : second->get();
+    threads.emplace_back([&, store, i] {
+      if (store->Create(Rule("r" + std::to_string(i), "shared", "", "prod"))) ++won;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(won, 1);
+  auto read = (*second)->Get(Kind::kRunner, "acme", "", "shared");
+  ASSERT_TRUE(read);
+  ASSERT_TRUE(store_->Update(*read, read->version));
+  EXPECT_EQ((*second)->Update(*read, read->version).error().kind, ErrorKind::kConflict);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, StoreTest,
                          ::testing::Values(Backend::kSqlite, Backend::kPostgres),
                          [](const auto& row) {

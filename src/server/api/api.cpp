@@ -11,6 +11,7 @@
 #include "crypto/digest.h"
 #include "crypto/random.h"
 #include "server/api/openapi.h"
+#include "server/api/rate_limiter.h"
 
 namespace berth::server {
 namespace {
@@ -201,7 +202,10 @@ void MergePatch(json& target, const json& patch) {
 
 class Handlers {
  public:
-  Handlers(store::Store& store, Router& router) : store_(store) {
+  Handlers(store::Store& store, Router& router, const ApiOptions& options)
+      : store_(store),
+        limiter_(options.requests_per_second, options.burst,
+                 options.clock ? *options.clock : SystemClock::Instance()) {
     router.Add("GET", "/healthz",
                [](const RouteRequest&) { return JsonResponse(200, "{\"status\":\"ok\"}"); });
     router.Add("GET", "/openapi.json", [](const RouteRequest&) {
@@ -230,6 +234,13 @@ class Handlers {
       if (token.error().kind != ErrorKind::kNotFound) return ErrorResponse(token.error());
       auto response = ErrorResponse(401, "Unauthenticated", "the token is not valid");
       response.headers["WWW-Authenticate"] = "Bearer error=\"invalid_token\"";
+      return response;
+    }
+    if (auto wait = limiter_.Take(token->id)) {
+      auto response = ErrorResponse(
+          429, "ResourceExhausted",
+          "too many requests for this token; retry in " + std::to_string(wait->count()) + " s");
+      response.headers["Retry-After"] = std::to_string(wait->count());
       return response;
     }
     const std::string& org = r.params.at("org");
@@ -487,6 +498,7 @@ class Handlers {
   }
 
   store::Store& store_;
+  mutable RateLimiter limiter_;
 };
 
 }  // namespace
@@ -501,8 +513,8 @@ Result<std::string> IssueToken(store::Store& store, const std::string& org,
   return secret;
 }
 
-Api::Api(store::Store& store) : store_(store) {
-  handlers_ = std::make_shared<Handlers>(store_, router_);
+Api::Api(store::Store& store, ApiOptions options) : store_(store) {
+  handlers_ = std::make_shared<Handlers>(store_, router_, options);
 }
 
 net::ServerResponse Api::Handle(const net::ServerRequest& request) const {

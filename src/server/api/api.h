@@ -7,15 +7,22 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.h"
 #include "net/http_server.h"
 #include "server/api/router.h"
 #include "store/store.h"
 
 namespace berth::server {
 
+struct ApiOptions {
+  double requests_per_second = 100;  // per token; 0: no limit
+  double burst = 200;
+  Clock* clock = nullptr;  // nullptr: the system's
+};
+
 class Api {
  public:
-  explicit Api(store::Store& store);
+  explicit Api(store::Store& store, ApiOptions options = {});
   net::ServerResponse Handle(const net::ServerRequest& request) const;
   std::vector<std::string> Routes() const { return router_.Routes(); }
 

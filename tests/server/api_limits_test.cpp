@@ -1,0 +1,112 @@
+// What protects berthd: per-token rate limits (429 with Retry-After, on a simulated clock),
+// TLS from files, and plain HTTP refused off loopback.
+#include <gtest/gtest.h>
+
+#include "core/clock.h"
+#include "crypto/x509.h"
+#include "net/http_client.h"
+#include "net/http_server.h"
+#include "server/api/api.h"
+#include "server/api/rate_limiter.h"
+#include "store/store.h"
+#include "sys/files.h"
+
+namespace berth::server {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(RateLimiter, ABurstThenTheRateAndEachKeyOnItsOwn) {
+  ManualClock clock;
+  RateLimiter limiter(1, 2, clock);
+  EXPECT_FALSE(limiter.Take("a"));
+  EXPECT_FALSE(limiter.Take("a"));
+  auto wait = limiter.Take("a");
+  ASSERT_TRUE(wait);
+  EXPECT_EQ(*wait, 1s);
+  EXPECT_FALSE(limiter.Take("b")) << "another token has its own bucket";
+  clock.Advance(1s);
+  EXPECT_FALSE(limiter.Take("a"));
+  EXPECT_TRUE(limiter.Take("a"));
+  clock.Advance(10s);  // refills to the burst, not beyond
+  EXPECT_FALSE(limiter.Take("a"));
+  EXPECT_FALSE(limiter.Take("a"));
+  EXPECT_TRUE(limiter.Take("a"));
+}
+
+TEST(RateLimiter, ZeroMeansNoLimit) {
+  ManualClock clock;
+  RateLimiter limiter(0, 0, clock);
+  for (int i = 0; i < 1000; ++i) ASSERT_FALSE(limiter.Take("a"));
+}
+
+TEST(ApiLimits, ATokenOverItsRateGets429WithRetryAfter) {
+  auto dir = sys::TempDir::Create("api-limits");
+  ASSERT_TRUE(dir);
+  auto store = store::OpenStore("sqlite:" + (dir->Path() / "db").string(), 1);
+  ASSERT_TRUE(store);
+  ASSERT_TRUE((*store)->CreateOrganization("acme"));
+  auto busy = IssueToken(**store, "acme", "busy");
+  auto calm = IssueToken(**store, "acme", "calm");
+  ASSERT_TRUE(busy && calm);
+  ManualClock clock;
+  Api api(**store, ApiOptions{.requests_per_second = 1, .burst = 1, .clock = &clock});
+  auto get = [&](const std::string& token) {
+    return api.Handle({.method = "GET",
+                       .target = "/orgs/acme/runners",
+                       .headers = {{"authorization", "Bearer " + token}}});
+  };
+  EXPECT_EQ(get(*busy).status, 200);
+  auto limited = get(*busy);
+  EXPECT_EQ(limited.status, 429);
+  EXPECT_EQ(limited.headers["Retry-After"], "1");
+  EXPECT_NE(limited.body.find("ResourceExhausted"), std::string::npos);
+  EXPECT_EQ(get(*calm).status, 200);
+  clock.Advance(1s);
+  EXPECT_EQ(get(*busy).status, 200);
+}
+
+TEST(HttpServer, ServesTlsFromFilesAndOnlyToClientsThatTrustIt) {
+  auto dir = sys::TempDir::Create("tls");
+  ASSERT_TRUE(dir);
+  auto ca = crypto::CreateCertificateAuthority("berth-test", 1h);
+  ASSERT_TRUE(ca);
+  auto cert = crypto::IssueCertificate({.common_name = "berthd",
+                                        .ip_addresses = {"127.0.0.1"},
+                                        .use = crypto::CertificateUse::kServer},
+                                       *ca);
+  ASSERT_TRUE(cert);
+  ASSERT_TRUE(sys::WriteFileAtomic(dir->Path() / "tls.crt", cert->certificate_pem));
+  ASSERT_TRUE(sys::WriteFileAtomic(dir->Path() / "tls.key", cert->key.pem));
+  net::ServerOptions options;
+  options.tls_cert_file = (dir->Path() / "tls.crt").string();
+  options.tls_key_file = (dir->Path() / "tls.key").string();
+  auto server = net::StartHttpServer(options, [](const net::ServerRequest& r) {
+    return net::ServerResponse{.status = 200, .body = "over " + r.method};
+  });
+  ASSERT_TRUE(server) << server.error().ToString();
+  std::string url = "https://127.0.0.1:" + std::to_string((*server)->Port()) + "/";
+  auto trusted = net::MakeCurlHttpClient({.ca_pem = ca->certificate_pem})->Send({.url = url});
+  ASSERT_TRUE(trusted) << trusted.error().ToString();
+  EXPECT_EQ(trusted->body, "over GET");
+  auto other_ca = crypto::CreateCertificateAuthority("someone-else", 1h);
+  EXPECT_FALSE(net::MakeCurlHttpClient({.ca_pem = other_ca->certificate_pem})->Send({.url = url}));
+  std::string plain = "http://127.0.0.1:" + std::to_string((*server)->Port()) + "/";
+  auto refused = net::MakeCurlHttpClient()->Send({.url = plain, .timeout = 5s});
+  EXPECT_TRUE(!refused || refused->status != 200);
+  (*server)->Stop();
+}
+
+TEST(HttpServer, PlainHttpOffLoopbackNeedsToBeAskedFor) {
+  auto handler = [](const net::ServerRequest&) { return net::ServerResponse{}; };
+  auto refused = net::StartHttpServer({.address = "0.0.0.0"}, handler);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("plain HTTP is served on loopback only"),
+            std::string::npos);
+  auto allowed = net::StartHttpServer({.address = "0.0.0.0", .allow_plain_http = true}, handler);
+  ASSERT_TRUE(allowed) << allowed.error().ToString();
+  (*allowed)->Stop();
+}
+
+}  // namespace
+}  // namespace berth::server
