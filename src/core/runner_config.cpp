@@ -69,126 +69,105 @@ Schema Ed25519Key() {
                        .Doc("Ed25519 public key (PEM) the agent signs its requests with"));
 }
 
+// A string matching regex (whole), described for errors and docs.
+Schema Text(const std::string& regex, const std::string& description) {
+  return std::move(Schema::String().Pattern(regex, description));
+}
+Schema Uuid() { return Text(kUuid, "a UUID"); }
+Schema AwsRegion() { return Text("[a-z]{2}(-gov)?-[a-z]+-[0-9]", "an AWS region"); }
+Schema RoleArn() { return Text("arn:aws[a-z-]*:iam::[0-9]{12}:role/.+", "an IAM role ARN"); }
+Schema AzureResourceGroup() { return Text("[-\\w._()]{1,90}", "an Azure resource group"); }
+
 Schema AbsolutePath(std::string doc) {
-  return std::move(Schema::String().Pattern("/.*", "an absolute path").Doc(std::move(doc)));
+  return std::move(Text("/.*", "an absolute path").Doc(std::move(doc)));
+}
+
+// The Kubernetes types differ only in how the cluster is found and reached.
+Schema KubernetesType(std::string_view name, Field cluster) {
+  return Schema::Object(
+      {Required("type", TypeField(name)), std::move(cluster), Required("job", Job())});
 }
 
 Schema Build(RunnerType type) {
   std::string_view name = RunnerTypeName(type);
   switch (type) {
     case RunnerType::kKubernetes:
-      return Schema::Object({
-          Required("type", TypeField(name)),
+      return KubernetesType(
+          name,
           Optional(
               "cluster",
               std::move(Schema::Object({Optional("kubeconfig_context",
                                                  std::move(Schema::String().MaxLength(253).Doc(
                                                      "context of berthd's kubeconfig to use")))})
                             .Doc("the cluster berthd reaches with its own credentials "
-                                 "(in-cluster or KUBECONFIG)"))),
-          Required("job", Job()),
-      });
+                                 "(in-cluster or KUBECONFIG)"))));
     case RunnerType::kKubernetesAgent:
-      return Schema::Object({Required("type", TypeField(name)), Required("key", Ed25519Key()),
-                             Required("job", Job())});
+      return KubernetesType(name, Required("key", Ed25519Key()));
     case RunnerType::kKubernetesGke:
-      return Schema::Object({
-          Required("type", TypeField(name)),
+      return KubernetesType(
+          name,
           Required(
               "cluster",
               Schema::Object({
-                  Required("name",
-                           std::move(Schema::String().Pattern(kDnsLabel, "a GKE cluster name"))),
-                  Required("project_id", std::move(Schema::String().Pattern(
-                                             "[a-z][-a-z0-9]{4,28}[a-z0-9]", "a GCP project id"))),
-                  Required("location", std::move(Schema::String().Pattern(
-                                           "[a-z]+-[a-z]+[0-9](-[a-z])?", "a GCP region or zone"))),
+                  Required("name", Text(kDnsLabel, "a GKE cluster name")),
+                  Required("project_id", Text("[a-z][-a-z0-9]{4,28}[a-z0-9]", "a GCP project id")),
+                  Required("location", Text("[a-z]+-[a-z]+[0-9](-[a-z])?", "a GCP region or zone")),
                   Optional("internal_ip", std::move(Schema::Bool().Doc(
                                               "reach the control plane on its internal IP"))),
-                  Required(
-                      "auth",
-                      Schema::Object({
-                          Required("gcp_audience",
-                                   std::move(Schema::String().Pattern(
-                                       "//iam\\.googleapis\\.com/projects/[0-9]+/locations/global/"
-                                       "workloadIdentityPools/[^/]+/providers/[^/]+",
-                                       "a workload identity provider audience"))),
-                          Required("gcp_service_account",
-                                   std::move(Schema::String().Pattern(
-                                       "[^@]+@[^@]+\\.iam\\.gserviceaccount\\.com",
-                                       "a GCP service account email"))),
-                      })),
-              })),
-          Required("job", Job()),
-      });
-    case RunnerType::kKubernetesEks:
-      return Schema::Object({
-          Required("type", TypeField(name)),
-          Required(
-              "cluster",
-              Schema::Object({
-                  Required("name", std::move(Schema::String().Pattern(
-                                       "[0-9A-Za-z][A-Za-z0-9\\-_]{0,99}", "an EKS cluster name"))),
-                  Required("region", std::move(Schema::String().Pattern(
-                                         "[a-z]{2}(-gov)?-[a-z]+-[0-9]", "an AWS region"))),
                   Required("auth",
                            Schema::Object({
-                               Required("role_arn", std::move(Schema::String().Pattern(
-                                                        "arn:aws[a-z-]*:iam::[0-9]{12}:role/.+",
-                                                        "an IAM role ARN"))),
-                               Optional("session_name",
-                                        std::move(Schema::String().Pattern("[\\w+=,.@-]{2,64}",
-                                                                           "an STS session name"))),
+                               Required("gcp_audience",
+                                        Text("//iam\\.googleapis\\.com/projects/[0-9]+/locations/"
+                                             "global/workloadIdentityPools/[^/]+/providers/[^/]+",
+                                             "a workload identity provider audience")),
+                               Required("gcp_service_account",
+                                        Text("[^@]+@[^@]+\\.iam\\.gserviceaccount\\.com",
+                                             "a GCP service account email")),
                            })),
-              })),
-          Required("job", Job()),
-      });
-    case RunnerType::kKubernetesAks:
-      return Schema::Object({
-          Required("type", TypeField(name)),
+              })));
+    case RunnerType::kKubernetesEks:
+      return KubernetesType(
+          name,
           Required(
               "cluster",
               Schema::Object({
-                  Required("name", std::move(Schema::String().Pattern(
-                                       "[A-Za-z0-9][-_A-Za-z0-9]{0,62}", "an AKS cluster name"))),
-                  Required("resource_group", std::move(Schema::String().Pattern(
-                                                 "[-\\w._()]{1,90}", "an Azure resource group"))),
-                  Required("subscription_id", std::move(Schema::String().Pattern(kUuid, "a UUID"))),
+                  Required("name", Text("[0-9A-Za-z][A-Za-z0-9\\-_]{0,99}", "an EKS cluster name")),
+                  Required("region", AwsRegion()),
                   Required("auth", Schema::Object({
-                                       Required("client_id", std::move(Schema::String().Pattern(
-                                                                 kUuid, "a UUID"))),
-                                       Required("tenant_id", std::move(Schema::String().Pattern(
-                                                                 kUuid, "a UUID"))),
+                                       Required("role_arn", RoleArn()),
+                                       Optional("session_name",
+                                                Text("[\\w+=,.@-]{2,64}", "an STS session name")),
                                    })),
-              })),
-          Required("job", Job()),
-      });
+              })));
+    case RunnerType::kKubernetesAks:
+      return KubernetesType(
+          name,
+          Required(
+              "cluster",
+              Schema::Object({
+                  Required("name", Text("[A-Za-z0-9][-_A-Za-z0-9]{0,62}", "an AKS cluster name")),
+                  Required("resource_group", AzureResourceGroup()),
+                  Required("subscription_id", Uuid()),
+                  Required("auth", Schema::Object({Required("client_id", Uuid()),
+                                                   Required("tenant_id", Uuid())})),
+              })));
     case RunnerType::kServerlessEcs:
       return Schema::Object({
           Required("type", TypeField(name)),
-          Required("auth",
-                   Schema::Object({Required("role_arn", std::move(Schema::String().Pattern(
-                                                            "arn:aws[a-z-]*:iam::[0-9]{12}:role/.+",
-                                                            "an IAM role ARN")))})),
-          Required(
-              "job",
-              Schema::Object({
-                  Required("region", std::move(Schema::String().Pattern(
-                                         "[a-z]{2}(-gov)?-[a-z]+-[0-9]", "an AWS region"))),
-                  Required("cluster", std::move(Schema::String().MaxLength(255))),
-                  Required("subnets", Schema::ArrayOf(std::move(Schema::String().Pattern(
-                                          "subnet-[0-9a-f]{8,17}", "a subnet id")))),
-                  Optional("security_groups", Schema::ArrayOf(std::move(Schema::String().Pattern(
-                                                  "sg-[0-9a-f]{8,17}", "a security group id")))),
-                  Optional("task_role_arn",
-                           std::move(Schema::String().Pattern(
-                               "arn:aws[a-z-]*:iam::[0-9]{12}:role/.+", "an IAM role ARN"))),
-                  Optional("execution_role_arn",
-                           std::move(Schema::String().Pattern(
-                               "arn:aws[a-z-]*:iam::[0-9]{12}:role/.+", "an IAM role ARN"))),
-                  Optional("image",
-                           std::move(Schema::String().MaxLength(512).Doc("runner image override"))),
-              })),
+          Required("auth", Schema::Object({Required("role_arn", RoleArn())})),
+          Required("job",
+                   Schema::Object({
+                       Required("region", AwsRegion()),
+                       Required("cluster", std::move(Schema::String().MaxLength(255))),
+                       Required("subnets",
+                                Schema::ArrayOf(Text("subnet-[0-9a-f]{8,17}", "a subnet id"))),
+                       Optional("security_groups",
+                                Schema::ArrayOf(Text("sg-[0-9a-f]{8,17}", "a security group id"))),
+                       Optional("task_role_arn", RoleArn()),
+                       Optional("execution_role_arn", RoleArn()),
+                       Optional("image", std::move(Schema::String().MaxLength(512).Doc(
+                                             "runner image override"))),
+                   })),
       });
     case RunnerType::kVm:
       return Schema::Object({Required("type", TypeField(name)), Required("key", Ed25519Key()),
@@ -206,8 +185,7 @@ Schema Build(RunnerType type) {
 }
 
 Schema PathPrefix() {
-  return std::move(Schema::String()
-                       .Pattern("([A-Za-z0-9._-]+/)*[A-Za-z0-9._-]*", "a relative key prefix")
+  return std::move(Text("([A-Za-z0-9._-]+/)*[A-Za-z0-9._-]*", "a relative key prefix")
                        .MaxLength(512)
                        .Doc("prefix of every environment's state key"));
 }
@@ -218,42 +196,33 @@ Schema Build(StateStorageType type) {
     case StateStorageType::kKubernetes:
       return Schema::Object(
           {Required("type", TypeField(name)),
-           Required("namespace", std::move(Schema::String()
-                                               .Pattern(kDnsLabel, "a Kubernetes namespace name")
+           Required("namespace", std::move(Text(kDnsLabel, "a Kubernetes namespace name")
                                                .Doc("namespace of the state Secrets")))});
     case StateStorageType::kS3:
       return Schema::Object({
           Required("type", TypeField(name)),
-          Required("bucket", std::move(Schema::String().Pattern("[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]",
-                                                                "an S3 bucket name"))),
-          Required("region", std::move(Schema::String().Pattern("[a-z]{2}(-gov)?-[a-z]+-[0-9]",
-                                                                "an AWS region"))),
+          Required("bucket", Text("[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", "an S3 bucket name")),
+          Required("region", AwsRegion()),
           Optional("path_prefix", PathPrefix()),
-          Optional("endpoint", std::move(Schema::String()
-                                             .Pattern("https?://.+", "an http(s) URL")
-                                             .Doc("S3-compatible endpoint"))),
+          Optional("endpoint",
+                   std::move(Text("https?://.+", "an http(s) URL").Doc("S3-compatible endpoint"))),
           Optional("use_path_style", Schema::Bool()),
-          Optional("role_arn", std::move(Schema::String().Pattern(
-                                   "arn:aws[a-z-]*:iam::[0-9]{12}:role/.+", "an IAM role ARN"))),
+          Optional("role_arn", RoleArn()),
       });
     case StateStorageType::kGcs:
       return Schema::Object({
           Required("type", TypeField(name)),
-          Required("bucket", std::move(Schema::String().Pattern(
-                                 "[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]", "a GCS bucket name"))),
+          Required("bucket", Text("[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]", "a GCS bucket name")),
           Optional("path_prefix", PathPrefix()),
       });
     case StateStorageType::kAzurerm:
       return Schema::Object({
           Required("type", TypeField(name)),
-          Required("storage_account_name",
-                   std::move(Schema::String().Pattern("[a-z0-9]{3,24}", "a storage account name"))),
+          Required("storage_account_name", Text("[a-z0-9]{3,24}", "a storage account name")),
           Required("container_name",
-                   std::move(Schema::String().Pattern("[a-z0-9]([a-z0-9-]{1,61}[a-z0-9])?",
-                                                      "a container name"))),
-          Optional("resource_group_name", std::move(Schema::String().Pattern(
-                                              "[-\\w._()]{1,90}", "an Azure resource group"))),
-          Optional("subscription_id", std::move(Schema::String().Pattern(kUuid, "a UUID"))),
+                   Text("[a-z0-9]([a-z0-9-]{1,61}[a-z0-9])?", "a container name")),
+          Optional("resource_group_name", AzureResourceGroup()),
+          Optional("subscription_id", Uuid()),
           Optional("path_prefix", PathPrefix()),
       });
     case StateStorageType::kBerth:

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/masker.h"
+#include "core/time_format.h"
 #include "crypto/digest.h"
 #include "runner/module_archive.h"
 #include "runner/step_runner.h"
@@ -26,14 +27,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string Now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
+std::string Now() { return FormatRfc3339(std::chrono::system_clock::now()); }
 
 std::string LockTimeoutFlag(Duration d) {
   return "-lock-timeout=" +

@@ -6,6 +6,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "core/time_format.h"
 #include "runner/work_dir.h"
 #include "sys/files.h"
 
@@ -15,19 +16,6 @@ namespace {
 constexpr auto kRequestTimeout = std::chrono::seconds(2);
 constexpr auto kFlushTimeout = std::chrono::seconds(5);
 constexpr size_t kMaxNote = 1024;  // the API refuses longer notes
-
-// MicroTime: RFC 3339 with microseconds.
-std::string MicroTime() {
-  auto now = std::chrono::system_clock::now();
-  auto us = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count();
-  std::time_t seconds = static_cast<std::time_t>(us / 1000000);
-  std::tm tm{};
-  gmtime_r(&seconds, &tm);
-  char text[40];
-  size_t n = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &tm);
-  std::snprintf(text + n, sizeof text - n, ".%06dZ", static_cast<int>(us % 1000000));
-  return text;
-}
 
 std::string EventName(const std::string& object) {
   static std::atomic<unsigned> counter{0};
@@ -70,7 +58,8 @@ KubeRunEvents::~KubeRunEvents() {
 void KubeRunEvents::Record(const std::string& reason, const std::string& note, bool warning) {
   MutexLock lock(mutex_);
   if (stopping_ || queue_.size() >= kMaxQueued) return;
-  queue_.push_back({reason, note.substr(0, kMaxNote), warning, MicroTime()});
+  queue_.push_back({reason, note.substr(0, kMaxNote), warning,
+                    FormatRfc3339(std::chrono::system_clock::now(), 6)});
   wake_.notify_one();
 }
 

@@ -30,7 +30,7 @@ void TarBuilder::Entry(const std::string& name, char type, const std::string& co
   h[156] = type;
   std::strncpy(h + 157, link.c_str(), 100);
   std::copy_n("ustar", 6, h + 257);  // the magic and its NUL
-  h[263] = h[264] = '0';  // version "00", no NUL
+  h[263] = h[264] = '0';             // version "00", no NUL
   std::memset(h + 148, ' ', 8);
   unsigned sum = 0;
   for (char c : h) sum += static_cast<unsigned char>(c);
@@ -80,9 +80,9 @@ TarBuilder& TarBuilder::ZeroFile(const std::string& name, uint64_t size) {
 std::string TarBuilder::Tar() const { return data_ + std::string(1024, '\0'); }
 std::string TarBuilder::TarGz() const { return Gzip(Tar()); }
 
-std::string Gzip(const std::string& data) {
+std::string Gzip(const std::string& data, int level) {
   z_stream z{};
-  if (deflateInit2(&z, 9, Z_DEFLATED, 16 + MAX_WBITS, 9, Z_DEFAULT_STRATEGY) != Z_OK) {
+  if (deflateInit2(&z, level, Z_DEFLATED, 16 + MAX_WBITS, 9, Z_DEFAULT_STRATEGY) != Z_OK) {
     throw std::runtime_error("deflateInit2");
   }
   std::string out(deflateBound(&z, data.size()), '\0');

@@ -28,6 +28,7 @@ class TarBuilder {
   std::string data_;
 };
 
-std::string Gzip(const std::string& data);
+// level 0 stores without compressing (fast, for the fuzzer); 9 compresses best.
+std::string Gzip(const std::string& data, int level = 9);
 
 }  // namespace berth::testing
