@@ -129,6 +129,14 @@ TEST_F(BerthCli, ErrorsArePrintedAsTheServerGaveThemWithExitCodesScriptsCanUse) 
   EXPECT_EQ(Berth({"get"}).exit_code, 2);
   EXPECT_EQ(Berth({"create", "env", "dev"}).exit_code, 2);  // needs --project
   EXPECT_EQ(Berth({"create", "project", "x", "--set-yaml=@/nonexistent.yaml"}).exit_code, 2);
+  std::string broken = (dir_->Path() / "broken.yaml").string();
+  ASSERT_TRUE(sys::WriteFileAtomic(broken, "display_name: [unclosed\n"));
+  auto yaml = Berth({"create", "project", "x", "--set-yaml=@" + broken});
+  EXPECT_EQ(yaml.exit_code, 2);
+  EXPECT_NE(yaml.output.find("invalid YAML at line"), std::string::npos) << yaml.output;
+  auto json_flag = Berth({"create", "project", "x", "--set-json", "{not json"});
+  EXPECT_EQ(json_flag.exit_code, 2);
+  EXPECT_NE(json_flag.output.find("--set-json: must be a JSON object"), std::string::npos);
   auto elsewhere = Berth({"get", "runners", "--data-dir", (dir_->Path() / "empty").string()});
   EXPECT_EQ(elsewhere.exit_code, 5);
   EXPECT_NE(elsewhere.output.find("berth up"), std::string::npos);
