@@ -51,7 +51,7 @@ class BeastServer final : public HttpServer {
       : options_(std::move(options)),
         handler_(std::move(handler)),
         workers_(static_cast<size_t>(options_.worker_threads)),
-        acceptor_(io_) {}
+        acceptor_(asio::make_strand(io_)) {}
 
   ~BeastServer() override { Stop(); }
 
@@ -91,7 +91,10 @@ class BeastServer final : public HttpServer {
                        options_.address + ":" + std::to_string(options_.port));
     }
     port_ = acceptor_.local_endpoint().port();
-    asio::co_spawn(io_, Accept(), asio::detached);
+    // Several I/O threads run the context: the acceptor, and each connection, has its own
+    // strand, so that no two threads touch one socket at once (Stop closes the acceptor on
+    // its strand too).
+    asio::co_spawn(acceptor_.get_executor(), Accept(), asio::detached);
     for (int i = 0; i < options_.io_threads; ++i) threads_.emplace_back([this] { io_.run(); });
     return {};
   }
@@ -100,7 +103,7 @@ class BeastServer final : public HttpServer {
 
   void Stop() override {
     if (stopped_.exchange(true)) return;
-    asio::post(io_, [this] {
+    asio::post(acceptor_.get_executor(), [this] {
       boost::system::error_code ignored;
       acceptor_.close(ignored);
     });
@@ -113,15 +116,16 @@ class BeastServer final : public HttpServer {
  private:
   asio::awaitable<void> Accept() {
     for (;;) {
-      auto [ec, socket] = co_await acceptor_.async_accept(kAsTuple);
+      auto [ec, socket] = co_await acceptor_.async_accept(asio::make_strand(io_), kAsTuple);
       if (ec) {
         if (!acceptor_.is_open()) co_return;
         continue;
       }
+      auto strand = socket.get_executor();
       if (ssl_) {
-        asio::co_spawn(io_, ServeTls(std::move(socket)), asio::detached);
+        asio::co_spawn(strand, ServeTls(std::move(socket)), asio::detached);
       } else {
-        asio::co_spawn(io_, Serve(beast::tcp_stream(std::move(socket))), asio::detached);
+        asio::co_spawn(strand, Serve(beast::tcp_stream(std::move(socket))), asio::detached);
       }
     }
   }

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "sys/files.h"
 #include "sys/subprocess.h"
@@ -43,27 +45,40 @@ class BerthCli : public ::testing::Test {
     StartUp();
   }
 
+  // berth up writes to a file, not a pipe: a pipe nobody reads would block it (a sanitizer
+  // report at exit is long).
   void StartUp() {
+    log_ = (dir_->Path() / ("up-" + std::to_string(++starts_) + ".log")).string();
     sys::SpawnOptions options;
     options.argv = {BERTH_CLI_BIN, "up", "--data-dir=" + data_, "--listen=127.0.0.1:0"};
-    options.pipe_output = true;
+    options.output_path = log_;
     auto up = sys::Subprocess::Spawn(options);
     ASSERT_TRUE(up) << up.error().ToString();
     up_.emplace(std::move(*up));
     std::string seen;
-    char buffer[1024];
-    while (seen.find("stop with Ctrl-C") == std::string::npos) {
-      ssize_t n = read(up_->OutputFd(), buffer, sizeof buffer);
-      ASSERT_GT(n, 0) << "berth up ended: " << seen;
-      seen.append(buffer, static_cast<size_t>(n));
+    for (int i = 0; i < 600 && seen.find("stop with Ctrl-C") == std::string::npos; ++i) {
+      ASSERT_TRUE(up_->Running()) << "berth up ended: " << seen;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      seen = Log();
     }
     EXPECT_NE(seen.find("berth is up at http://127.0.0.1:"), std::string::npos) << seen;
   }
 
+  std::string Log() const {
+    auto text = sys::ReadFile(log_);
+    return text ? *text : "";
+  }
+
   void StopUp() {
     up_->Signal(SIGTERM);
-    EXPECT_EQ(up_->Wait(), 0);
+    EXPECT_EQ(up_->Wait(), 0) << Log();
     up_.reset();
+  }
+
+  void TearDown() override {
+    if (up_) StopUp();
+    std::string log = Log();
+    EXPECT_EQ(log.find("Sanitizer"), std::string::npos) << log;
   }
 
   // env: the whole environment; by default one that finds berth up by its data folder.
@@ -82,6 +97,8 @@ class BerthCli : public ::testing::Test {
   std::optional<sys::TempDir> dir_;
   std::string data_;
   std::optional<sys::Subprocess> up_;
+  std::string log_;
+  int starts_ = 0;
 };
 
 TEST_F(BerthCli, TheSeedRunnerGoesInFromYamlAndComesBackInEveryFormat) {
