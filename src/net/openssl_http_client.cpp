@@ -39,7 +39,8 @@ Result<Url> ParseUrl(const std::string& url) {
   u.target = slash == std::string::npos ? "/" : rest.substr(slash);
   if (!authority.empty() && authority.front() == '[') {  // [IPv6]:port
     size_t close = authority.find(']');
-    if (close == std::string::npos) return MakeError(ErrorKind::kInvalidArgument, "URL: bad IPv6 host", url);
+    if (close == std::string::npos)
+      return MakeError(ErrorKind::kInvalidArgument, "URL: bad IPv6 host", url);
     u.host = authority.substr(1, close - 1);
     u.port = close + 2 <= authority.size() ? authority.substr(close + 2) : "";
   } else {
@@ -73,7 +74,8 @@ Result<std::string> ReadAll(BIO* bio, const std::string& context) {
     int n = BIO_read(bio, buffer, sizeof buffer);
     if (n > 0) {
       data.append(buffer, static_cast<size_t>(n));
-      if (data.size() > (64u << 20)) return MakeError(ErrorKind::kResourceExhausted, "response over 64 MiB", context);
+      if (data.size() > (64u << 20))
+        return MakeError(ErrorKind::kResourceExhausted, "response over 64 MiB", context);
       continue;
     }
     if (BIO_should_retry(bio)) continue;
@@ -109,15 +111,18 @@ Result<HttpResponse> ParseResponse(const std::string& raw, const std::string& co
     size_t at = 0;
     for (;;) {
       size_t eol = body.find("\r\n", at);
-      if (eol == std::string::npos) return MakeError(ErrorKind::kUnavailable, "bad chunked body", context);
+      if (eol == std::string::npos)
+        return MakeError(ErrorKind::kUnavailable, "bad chunked body", context);
       size_t size = std::stoul(body.substr(at, eol - at), nullptr, 16);
       if (size == 0) break;
-      if (eol + 2 + size > body.size()) return MakeError(ErrorKind::kUnavailable, "short chunk", context);
+      if (eol + 2 + size > body.size())
+        return MakeError(ErrorKind::kUnavailable, "short chunk", context);
       decoded.append(body, eol + 2, size);
       at = eol + 2 + size + 2;
     }
     body = std::move(decoded);
-  } else if (auto length = response.headers.find("content-length"); length != response.headers.end()) {
+  } else if (auto length = response.headers.find("content-length");
+             length != response.headers.end()) {
     body.resize(std::min(body.size(), static_cast<size_t>(std::stoull(length->second))));
   }
   response.body = std::move(body);
@@ -165,11 +170,12 @@ class OpenSslHttpClient final : public HttpClient {
       setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
       setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     }
-    if (url->tls && BIO_do_handshake(bio.get()) <= 0) return Unavailable("TLS handshake failed", context);
+    if (url->tls && BIO_do_handshake(bio.get()) <= 0)
+      return Unavailable("TLS handshake failed", context);
 
-    std::string head = request.method + " " + url->target + " HTTP/1.1\r\nHost: " + url->host +
-                       "\r\nConnection: close\r\nContent-Length: " +
-                       std::to_string(request.body.size()) + "\r\n";
+    std::string head =
+        request.method + " " + url->target + " HTTP/1.1\r\nHost: " + url->host +
+        "\r\nConnection: close\r\nContent-Length: " + std::to_string(request.body.size()) + "\r\n";
     for (const auto& [name, value] : request.headers) head += name + ": " + value + "\r\n";
     head += "\r\n";
     std::string wire = head + request.body;
@@ -205,20 +211,24 @@ class OpenSslHttpClient final : public HttpClient {
           X509_free(cert);
         }
         ERR_clear_error();
-        if (added == 0) return MakeError(ErrorKind::kInvalidArgument, "TLS: no certificate in the CA bundle", host);
+        if (added == 0)
+          return MakeError(ErrorKind::kInvalidArgument, "TLS: no certificate in the CA bundle",
+                           host);
       }
     }
     if (!tls_.client_cert_pem.empty()) {
-      std::unique_ptr<BIO, Deleter<BIO, BIO_free_all>> cert(
-          BIO_new_mem_buf(tls_.client_cert_pem.data(), static_cast<int>(tls_.client_cert_pem.size())));
-      std::unique_ptr<BIO, Deleter<BIO, BIO_free_all>> key(
-          BIO_new_mem_buf(tls_.client_key_pem.data(), static_cast<int>(tls_.client_key_pem.size())));
-      std::unique_ptr<X509, Deleter<X509, X509_free>> x509(PEM_read_bio_X509(cert.get(), nullptr, nullptr, nullptr));
+      std::unique_ptr<BIO, Deleter<BIO, BIO_free_all>> cert(BIO_new_mem_buf(
+          tls_.client_cert_pem.data(), static_cast<int>(tls_.client_cert_pem.size())));
+      std::unique_ptr<BIO, Deleter<BIO, BIO_free_all>> key(BIO_new_mem_buf(
+          tls_.client_key_pem.data(), static_cast<int>(tls_.client_key_pem.size())));
+      std::unique_ptr<X509, Deleter<X509, X509_free>> x509(
+          PEM_read_bio_X509(cert.get(), nullptr, nullptr, nullptr));
       std::unique_ptr<EVP_PKEY, Deleter<EVP_PKEY, EVP_PKEY_free>> pkey(
           PEM_read_bio_PrivateKey(key.get(), nullptr, nullptr, nullptr));
       if (!x509 || !pkey || SSL_CTX_use_certificate(ctx, x509.get()) != 1 ||
           SSL_CTX_use_PrivateKey(ctx, pkey.get()) != 1) {
-        return MakeError(ErrorKind::kInvalidArgument, "TLS: unusable client certificate or key", host);
+        return MakeError(ErrorKind::kInvalidArgument, "TLS: unusable client certificate or key",
+                         host);
       }
     }
     return {};

@@ -14,9 +14,9 @@ namespace berth::runner {
 
 struct RunContext {
   std::vector<std::string> environment;  // the runner's own environment, NAME=VALUE
-  LogSink* log = nullptr;        // required
-  RunEvents* events = nullptr;   // required (NoRunEvents when there is no --event-object)
-  int signal_fd = -1;  // readable when SIGTERM or SIGINT arrived
+  LogSink* log = nullptr;                // required
+  RunEvents* events = nullptr;           // required (NoRunEvents when there is no --event-object)
+  int signal_fd = -1;                    // readable when SIGTERM or SIGINT arrived
 };
 
 RunResult ExecuteRun(const RunOptions& options, const RunContext& context);

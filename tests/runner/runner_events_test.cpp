@@ -25,8 +25,8 @@ class RunnerEvents : public ::testing::Test {
     auto h = RunnerHarness::Create();
     ASSERT_TRUE(h);
     h_.emplace(std::move(*h));
-    Create("/api/v1/namespaces", {{"apiVersion", "v1"}, {"kind", "Namespace"},
-                                  {"metadata", {{"name", kNamespace}}}});
+    Create("/api/v1/namespaces",
+           {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", kNamespace}}}});
   }
 
   json Send(const std::string& method, const std::string& path, const json& body = nullptr) {
@@ -47,20 +47,28 @@ class RunnerEvents : public ::testing::Test {
            {{"apiVersion", "v1"}, {"kind", "ServiceAccount"}, {"metadata", {{"name", name}}}});
     if (allowed) {
       std::string rbac = std::string("/apis/rbac.authorization.k8s.io/v1/namespaces/") + kNamespace;
-      Create(rbac + "/roles",
-             {{"apiVersion", "rbac.authorization.k8s.io/v1"},
-              {"kind", "Role"},
-              {"metadata", {{"name", "runner-events"}}},
-              {"rules", {{{"apiGroups", {"events.k8s.io"}}, {"resources", {"events"}}, {"verbs", {"create"}}}}}});
+      Create(rbac + "/roles", {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+                               {"kind", "Role"},
+                               {"metadata", {{"name", "runner-events"}}},
+                               {"rules",
+                                {{{"apiGroups", {"events.k8s.io"}},
+                                  {"resources", {"events"}},
+                                  {"verbs", {"create"}}}}}});
       Create(rbac + "/rolebindings",
              {{"apiVersion", "rbac.authorization.k8s.io/v1"},
               {"kind", "RoleBinding"},
               {"metadata", {{"name", name + "-events"}}},
-              {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", "runner-events"}}},
-              {"subjects", {{{"kind", "ServiceAccount"}, {"name", name}, {"namespace", kNamespace}}}}});
+              {"roleRef",
+               {{"apiGroup", "rbac.authorization.k8s.io"},
+                {"kind", "Role"},
+                {"name", "runner-events"}}},
+              {"subjects",
+               {{{"kind", "ServiceAccount"}, {"name", name}, {"namespace", kNamespace}}}}});
     }
     json token = Send("POST", ns + "/serviceaccounts/" + name + "/token",
-                      {{"apiVersion", "authentication.k8s.io/v1"}, {"kind", "TokenRequest"}, {"spec", json::object()}});
+                      {{"apiVersion", "authentication.k8s.io/v1"},
+                       {"kind", "TokenRequest"},
+                       {"spec", json::object()}});
     std::string dir = (h_->Root() / ("sa-" + name)).string();
     std::filesystem::create_directories(dir);
     EXPECT_TRUE(sys::WriteFileAtomic(dir + "/token", token["status"]["token"].get<std::string>()));
@@ -91,7 +99,8 @@ class RunnerEvents : public ::testing::Test {
 TEST_F(RunnerEvents, ARunPostsItsStoryAsEvents) {
   auto run = Plan("net", ServiceAccount("runner", true));
   ASSERT_EQ(run.exit_code, 0) << run.log;
-  json events = Send("GET", std::string("/apis/events.k8s.io/v1/namespaces/") + kNamespace + "/events");
+  json events =
+      Send("GET", std::string("/apis/events.k8s.io/v1/namespaces/") + kNamespace + "/events");
   std::multiset<std::string> reasons;
   for (const auto& e : events["items"]) {
     if (e["regarding"]["name"] != "net") continue;
@@ -104,7 +113,8 @@ TEST_F(RunnerEvents, ARunPostsItsStoryAsEvents) {
       EXPECT_NE(e["note"].get<std::string>().find("1 to add"), std::string::npos) << e.dump();
     }
   }
-  EXPECT_EQ(reasons.count("RunStarted"), 1u) << run.log.substr(run.log.size() > 2000 ? run.log.size() - 2000 : 0);
+  EXPECT_EQ(reasons.count("RunStarted"), 1u)
+      << run.log.substr(run.log.size() > 2000 ? run.log.size() - 2000 : 0);
   EXPECT_EQ(reasons.count("RunFinished"), 1u);
   EXPECT_EQ(reasons.count("PlanSummary"), 1u);
   EXPECT_EQ(reasons.count("StepStarted"), reasons.count("StepSucceeded"));

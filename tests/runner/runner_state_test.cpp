@@ -23,7 +23,8 @@ std::string Kind(const RunnerRun& run) {
 }
 
 std::string Describe(const RunnerRun& run) {
-  return "exit " + std::to_string(run.exit_code) + "\nresult: " + run.result_text + "\nlog (end): " +
+  return "exit " + std::to_string(run.exit_code) + "\nresult: " + run.result_text +
+         "\nlog (end): " +
          (run.log.size() > 3000 ? run.log.substr(run.log.size() - 3000) : run.log);
 }
 
@@ -81,10 +82,12 @@ TEST_F(RunnerKubernetesBackend, AHeldLockIsStateLockedAndForceUnlockFreesIt) {
   auto unlocked = h_->Run(Flags("plan", "locked", "unlocked", {"--force-unlock=" + id[1].str()}));
   ASSERT_EQ(unlocked.exit_code, 0) << Describe(unlocked);
   bool ran_force_unlock = false;
-  for (const auto& step : unlocked.result["steps"]) ran_force_unlock |= step["name"] == "force-unlock";
+  for (const auto& step : unlocked.result["steps"])
+    ran_force_unlock |= step["name"] == "force-unlock";
   EXPECT_TRUE(ran_force_unlock);
 
-  auto wrong = h_->Run(Flags("plan", "locked", "wrong", {"--force-unlock=00000000-0000-0000-0000-000000000000"}));
+  auto wrong = h_->Run(
+      Flags("plan", "locked", "wrong", {"--force-unlock=00000000-0000-0000-0000-000000000000"}));
   EXPECT_EQ(Kind(wrong), "ForceUnlock") << Describe(wrong);
 }
 
@@ -111,7 +114,8 @@ void Sql(const std::string& conninfo, const std::string& sql) {
   ASSERT_EQ(PQstatus(conn.get()), CONNECTION_OK) << PQerrorMessage(conn.get());
   std::unique_ptr<PGresult, decltype(&PQclear)> r(PQexec(conn.get(), sql.c_str()), PQclear);
   auto status = PQresultStatus(r.get());
-  ASSERT_TRUE(status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) << PQerrorMessage(conn.get());
+  ASSERT_TRUE(status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK)
+      << PQerrorMessage(conn.get());
 }
 
 TEST(RunnerStatePersist, ABackendThatFailsOnWriteLeavesTheStateKeptAndSaysWhere) {
@@ -126,10 +130,15 @@ TEST(RunnerStatePersist, ABackendThatFailsOnWriteLeavesTheStateKeptAndSaysWhere)
   std::string target = (h->Root() / "world/file.txt").string();
   auto flags = [&](const std::string& content) {
     std::string config = (h->Root() / (content + ".tfvars.json")).string();
-    EXPECT_TRUE(sys::WriteFileAtomic(config, nlohmann::json{{"path", target}, {"content", content}}.dump()));
-    return std::vector<std::string>{"--op=apply", "--module=" + module.string(), "--name=persist",
-                                    "--workdir=" + (h->Root() / "work").string(), "--config=" + config,
-                                    "--backend-config=conn_str=" + (*pg)->Url("persist") + "?sslmode=disable"};
+    EXPECT_TRUE(sys::WriteFileAtomic(
+        config, nlohmann::json{{"path", target}, {"content", content}}.dump()));
+    return std::vector<std::string>{
+        "--op=apply",
+        "--module=" + module.string(),
+        "--name=persist",
+        "--workdir=" + (h->Root() / "work").string(),
+        "--config=" + config,
+        "--backend-config=conn_str=" + (*pg)->Url("persist") + "?sslmode=disable"};
   };
   auto first = h->Run(flags("v1"));
   ASSERT_EQ(first.exit_code, 0) << Describe(first);
