@@ -13,6 +13,18 @@ namespace fs = std::filesystem;
 
 fs::path RunnerBinary() { return BERTH_RUNNER_BIN; }
 
+std::string Kind(const RunnerRun& run) {
+  if (!run.result.is_object() || !run.result["error"].is_object()) return "";
+  return run.result["error"]["kind"];
+}
+
+std::string Describe(const RunnerRun& run) {
+  constexpr size_t kEnd = 3000;
+  return "exit " + std::to_string(run.exit_code) + "\nresult: " + run.result_text +
+         "\nlog (end): " +
+         (run.log.size() > kEnd ? run.log.substr(run.log.size() - kEnd) : run.log);
+}
+
 std::optional<RunnerHarness> RunnerHarness::Create() {
   auto tofu = testenv::TofuTestEnv::Shared();
   auto mirror = testenv::TestTool("BERTH_TEST_PROVIDER_MIRROR");

@@ -21,6 +21,11 @@ struct RunnerRun {
   std::string result_text;  // as written
 };
 
+// The result's error kind, or "" on success or without a result.
+std::string Kind(const RunnerRun& run);
+// Exit code, result and the end of the log: what a failing assertion should show.
+std::string Describe(const RunnerRun& run);
+
 class RunnerHarness {
  public:
   // Fails the current test (and returns nullopt) when the test environment is missing.

@@ -17,17 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string Kind(const RunnerRun& run) {
-  if (!run.result.is_object() || !run.result["error"].is_object()) return "";
-  return run.result["error"]["kind"];
-}
-
-std::string Describe(const RunnerRun& run) {
-  return "exit " + std::to_string(run.exit_code) + "\nresult: " + run.result_text +
-         "\nlog (end): " +
-         (run.log.size() > 3000 ? run.log.substr(run.log.size() - 3000) : run.log);
-}
-
 class RunnerKubernetesBackend : public ::testing::Test {
  protected:
   void SetUp() override {
