@@ -8,7 +8,6 @@ namespace berth {
 void Masker::Add(std::string value) {
   if (value.size() < kMinLength) return;
   if (std::find(values_.begin(), values_.end(), value) != values_.end()) return;
-  longest_ = std::max(longest_, value.size());
   values_.push_back(std::move(value));
   std::stable_sort(values_.begin(), values_.end(),
                    [](const std::string& a, const std::string& b) { return a.size() > b.size(); });

@@ -20,14 +20,10 @@ class Masker {
   // Every occurrence of every value, longest values first so that a value containing another
   // is masked whole.
   std::string Mask(std::string_view text) const;
-  // How many bytes of a stream must be held back so that a value split across two chunks is
-  // still found: the longest value minus one.
-  size_t Overlap() const { return longest_ == 0 ? 0 : longest_ - 1; }
   bool Empty() const { return values_.empty(); }
 
  private:
   std::vector<std::string> values_;  // sorted longest first
-  size_t longest_ = 0;
 };
 
 }  // namespace berth

@@ -5,12 +5,14 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "core/enum_names.h"
+
 namespace berth {
 namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::pair<RunErrorKind, std::string_view>, 18> kKindNames{{
+constexpr EnumNames<RunErrorKind, 18> kKindNames{{
     {RunErrorKind::kInvalidFlags, "InvalidFlags"},
     {RunErrorKind::kSourceUnavailable, "SourceUnavailable"},
     {RunErrorKind::kInputsMismatch, "InputsMismatch"},
@@ -115,17 +117,11 @@ std::string Dump(const json& doc) {
 }  // namespace
 
 std::string_view RunErrorKindName(RunErrorKind kind) {
-  for (const auto& [k, name] : kKindNames) {
-    if (k == kind) return name;
-  }
-  return "Internal";
+  return NameOf(kKindNames, kind, "Internal");
 }
 
 std::optional<RunErrorKind> ParseRunErrorKind(std::string_view name) {
-  for (const auto& [k, n] : kKindNames) {
-    if (n == name) return k;
-  }
-  return std::nullopt;
+  return ValueOf(kKindNames, name);
 }
 
 std::string SerializeRunResult(const RunResult& result, size_t max_bytes) {

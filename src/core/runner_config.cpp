@@ -7,13 +7,14 @@
 #include <utility>
 
 #include "core/ed25519_key.h"
+#include "core/enum_names.h"
 
 namespace berth {
 namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::pair<RunnerType, std::string_view>, 8> kRunnerTypes{{
+constexpr EnumNames<RunnerType, 8> kRunnerTypes{{
     {RunnerType::kKubernetes, "kubernetes"},
     {RunnerType::kKubernetesAgent, "kubernetes-agent"},
     {RunnerType::kKubernetesGke, "kubernetes-gke"},
@@ -24,7 +25,7 @@ constexpr std::array<std::pair<RunnerType, std::string_view>, 8> kRunnerTypes{{
     {RunnerType::kLocal, "local"},
 }};
 
-constexpr std::array<std::pair<StateStorageType, std::string_view>, 5> kStorageTypes{{
+constexpr EnumNames<StateStorageType, 5> kStorageTypes{{
     {StateStorageType::kKubernetes, "kubernetes"},
     {StateStorageType::kS3, "s3"},
     {StateStorageType::kGcs, "gcs"},
@@ -240,51 +241,27 @@ bool IsKubernetes(RunnerType t) {
 
 }  // namespace
 
-std::string_view RunnerTypeName(RunnerType type) {
-  for (const auto& [t, n] : kRunnerTypes) {
-    if (t == type) return n;
-  }
-  return "unknown";
-}
+std::string_view RunnerTypeName(RunnerType type) { return NameOf(kRunnerTypes, type, "unknown"); }
 
 std::optional<RunnerType> ParseRunnerType(std::string_view name) {
-  for (const auto& [t, n] : kRunnerTypes) {
-    if (n == name) return t;
-  }
-  return std::nullopt;
+  return ValueOf(kRunnerTypes, name);
 }
 
 std::string_view StateStorageTypeName(StateStorageType type) {
-  for (const auto& [t, n] : kStorageTypes) {
-    if (t == type) return n;
-  }
-  return "unknown";
+  return NameOf(kStorageTypes, type, "unknown");
 }
 
 std::optional<StateStorageType> ParseStateStorageType(std::string_view name) {
-  for (const auto& [t, n] : kStorageTypes) {
-    if (n == name) return t;
-  }
-  return std::nullopt;
+  return ValueOf(kStorageTypes, name);
 }
 
 const std::vector<RunnerType>& AllRunnerTypes() {
-  static const std::vector<RunnerType> kAll = [] {
-    std::vector<RunnerType> all;
-    all.reserve(kRunnerTypes.size());
-    for (const auto& [t, n] : kRunnerTypes) all.push_back(t);
-    return all;
-  }();
+  static const std::vector<RunnerType> kAll = ValuesOf(kRunnerTypes);
   return kAll;
 }
 
 const std::vector<StateStorageType>& AllStateStorageTypes() {
-  static const std::vector<StateStorageType> kAll = [] {
-    std::vector<StateStorageType> all;
-    all.reserve(kStorageTypes.size());
-    for (const auto& [t, n] : kStorageTypes) all.push_back(t);
-    return all;
-  }();
+  static const std::vector<StateStorageType> kAll = ValuesOf(kStorageTypes);
   return kAll;
 }
 

@@ -62,6 +62,19 @@ Result<void> CheckByteSize(std::string_view v) {
   return {};
 }
 
+// "a,b,c" -> {"a", "b", "c"}; an empty value has no entries.
+std::vector<std::string_view> SplitCommas(std::string_view v) {
+  std::vector<std::string_view> parts;
+  while (!v.empty()) {
+    size_t comma = v.find(',');
+    parts.push_back(v.substr(0, comma));
+    if (comma == std::string_view::npos) break;
+    v.remove_prefix(comma + 1);
+    if (v.empty()) parts.emplace_back();  // a trailing comma leaves an empty entry
+  }
+  return parts;
+}
+
 void AddLoggingFlags(FlagSet& flags, LoggingOptions& logging) {
   auto verbosity = [&logging](std::string_view v) -> Result<void> {
     auto n = ParseInt<int>(v);
@@ -73,14 +86,10 @@ void AddLoggingFlags(FlagSet& flags, LoggingOptions& logging) {
   flags.Value("vmodule", [&logging](std::string_view v) -> Result<void> {
     // pattern=N[,pattern=N...]
     static const std::regex kEntry(R"(^[^=,]+=[0-9]+$)");
-    size_t start = 0;
-    while (start <= v.size() && !v.empty()) {
-      size_t comma = v.find(',', start);
-      std::string entry(v.substr(
-          start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
-      if (!std::regex_match(entry, kEntry)) return Invalid("each entry must be pattern=N");
-      if (comma == std::string_view::npos) break;
-      start = comma + 1;
+    for (std::string_view entry : SplitCommas(v)) {
+      if (!std::regex_match(std::string(entry), kEntry)) {
+        return Invalid("each entry must be pattern=N");
+      }
     }
     logging.vmodule = std::string(v);
     return {};
@@ -107,11 +116,7 @@ void AddLoggingFlags(FlagSet& flags, LoggingOptions& logging) {
     // The logging gates a component registers: Name=true|false[,...]
     static const std::array<std::string_view, 3> kGates = {
         "ContextualLogging", "LoggingAlphaOptions", "LoggingBetaOptions"};
-    size_t start = 0;
-    while (!v.empty() && start <= v.size()) {
-      size_t comma = v.find(',', start);
-      std::string_view entry =
-          v.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    for (std::string_view entry : SplitCommas(v)) {
       size_t eq = entry.find('=');
       if (eq == std::string_view::npos) return Invalid("each entry must be Name=true|false");
       std::string_view gate = entry.substr(0, eq);
@@ -120,8 +125,6 @@ void AddLoggingFlags(FlagSet& flags, LoggingOptions& logging) {
       }
       if (!ParseBool(entry.substr(eq + 1)))
         return Invalid("the value of " + std::string(gate) + " must be true or false");
-      if (comma == std::string_view::npos) break;
-      start = comma + 1;
     }
     logging.feature_gates = std::string(v);
     return {};

@@ -29,13 +29,5 @@ TEST(Masker, IgnoresValuesTooShortToMeanAnything) {
   EXPECT_EQ(m.Mask("a 12 b"), "a 12 b");
 }
 
-TEST(Masker, OverlapIsTheLongestValueLessOne) {
-  Masker m;
-  EXPECT_EQ(m.Overlap(), 0u);
-  m.Add("four");
-  m.Add("sixsix");
-  EXPECT_EQ(m.Overlap(), 5u);
-}
-
 }  // namespace
 }  // namespace berth

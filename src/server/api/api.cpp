@@ -251,28 +251,30 @@ class Handlers {
     return body(Caller{org, token->id});
   }
 
-  static Result<json> ParseBody(const RouteRequest& r, bool merge_patch = false) {
+  // A request's JSON object body, or the response that refuses it (415 for another media
+  // type, 400 for anything that is not a JSON object).
+  using ParsedBody = boost::system::result<json, net::ServerResponse>;
+  static ParsedBody ParseBody(const RouteRequest& r, bool merge_patch = false) {
+    auto refuse = [](net::ServerResponse response) {
+      return ParsedBody(boost::system::in_place_error, std::move(response));
+    };
     auto type = r.http.headers.find("content-type");
     std::string media =
         type == r.http.headers.end() ? "" : type->second.substr(0, type->second.find(';'));
     bool ok =
         media == "application/json" || (merge_patch && media == "application/merge-patch+json");
     if (!ok) {
-      return MakeError(ErrorKind::kInvalidArgument,
-                       std::string("unsupported media type: send application/json") +
-                           (merge_patch ? " or application/merge-patch+json" : ""),
-                       "415");
+      return refuse(ErrorResponse(415, "UnsupportedMediaType",
+                                  std::string("unsupported media type: send application/json") +
+                                      (merge_patch ? " or application/merge-patch+json" : "")));
     }
     json body = json::parse(r.http.body, nullptr, false);
-    if (body.is_discarded())
-      return Invalid("$", "must be valid JSON", "the body is not valid JSON");
-    if (!body.is_object()) return Invalid("$", "must be an object");
-    return Ok(std::move(body));
-  }
-
-  static net::ServerResponse BodyError(const Error& e) {
-    if (e.context == "415") return ErrorResponse(415, "UnsupportedMediaType", e.message);
-    return ErrorResponse(e);
+    if (body.is_discarded()) {
+      return refuse(
+          ErrorResponse(Invalid("$", "must be valid JSON", "the body is not valid JSON")));
+    }
+    if (!body.is_object()) return refuse(ErrorResponse(Invalid("$", "must be an object")));
+    return ParsedBody(boost::system::in_place_value, std::move(body));
   }
 
   static std::optional<int64_t> IfMatch(const RouteRequest& r, bool& malformed) {
@@ -344,7 +346,7 @@ class Handlers {
     router.Add("POST", base, [=, this](const RouteRequest& r) {
       return Authorized(r, [&](const Caller& c) {
         auto body = ParseBody(r);
-        if (!body) return BodyError(body.error());
+        if (!body) return body.error();
         std::string id;
         if (body->contains("id")) {
           if (!(*body)["id"].is_string()) return ErrorResponse(Invalid("$.id", "must be a string"));
@@ -380,7 +382,7 @@ class Handlers {
         auto expected = IfMatch(r, malformed);
         if (malformed) return ErrorResponse(Invalid("If-Match", "must be an ETag such as \"3\""));
         auto body = ParseBody(r, patch);
-        if (!body) return BodyError(body.error());
+        if (!body) return body.error();
         const std::string& id = r.params.at("id");
         auto current = store_.Get(type.kind, c.org, project_of(r), id);
         if (!current) return ErrorResponse(current.error());
@@ -455,7 +457,7 @@ class Handlers {
 
   net::ServerResponse RefreshRunner(const RouteRequest& r, const Caller& c) {
     auto body = ParseBody(r);
-    if (!body) return BodyError(body.error());
+    if (!body) return body.error();
     static const Schema kSchema = Schema::Object({Optional("dry_run", Schema::Bool())});
     auto valid = ValidateWith(kSchema, std::move(*body));
     if (!valid) return ErrorResponse(valid.error());
