@@ -40,13 +40,14 @@ struct Error {
   std::string message;
   std::string context;  // where it happened (a path, a URL, a step); may be empty
   FieldErrors fields;   // for kInvalidArgument on a document: every field that is wrong
+  std::string reason;   // a machine-readable cause within the kind ("Expired", "QuotaExceeded")
 
   // "message (context)" for logs and CLI output.
   std::string ToString() const;
 };
 
 inline Error MakeError(ErrorKind kind, std::string message, std::string context = {}) {
-  return Error{kind, std::move(message), std::move(context), {}};
+  return Error{kind, std::move(message), std::move(context), {}, {}};
 }
 
 // Boost.System's result behaves as std::expected; see cmake/Dependencies.cmake for why.

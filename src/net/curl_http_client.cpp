@@ -37,6 +37,29 @@ size_t AppendHeader(char* data, size_t size, size_t count, void* user) {
   return size * count;
 }
 
+struct Streaming {
+  const HttpRequest* request;
+  bool stopped = false;
+};
+
+size_t StreamBody(char* data, size_t size, size_t count, void* user) {
+  auto* streaming = static_cast<Streaming*>(user);
+  if (!streaming->request->on_body(std::string_view(data, size * count))) {
+    streaming->stopped = true;
+    return 0;  // curl ends the transfer with CURLE_WRITE_ERROR
+  }
+  return size * count;
+}
+
+int CheckCancel(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  auto* streaming = static_cast<Streaming*>(user);
+  if (streaming->request->cancelled()) {
+    streaming->stopped = true;
+    return 1;
+  }
+  return 0;
+}
+
 curl_blob Blob(const std::string& pem) {
   return curl_blob{const_cast<char*>(pem.data()), pem.size(), CURL_BLOB_COPY};
 }
@@ -53,9 +76,21 @@ class CurlHttpClient final : public HttpClient {
     curl_easy_setopt(h, CURLOPT_URL, request.url.c_str());
     curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, request.method.c_str());
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    if (!request.proxy.empty()) curl_easy_setopt(h, CURLOPT_PROXY, request.proxy.c_str());
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, AppendBody);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &response.body);
+    Streaming streaming{&request};
+    if (request.on_body) {
+      curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, StreamBody);
+      curl_easy_setopt(h, CURLOPT_WRITEDATA, &streaming);
+    } else {
+      curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, AppendBody);
+      curl_easy_setopt(h, CURLOPT_WRITEDATA, &response.body);
+    }
+    if (request.cancelled) {
+      curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+      curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, CheckCancel);
+      curl_easy_setopt(h, CURLOPT_XFERINFODATA, &streaming);
+    }
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, AppendHeader);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, &response.headers);
     if (!request.body.empty() || request.method == "POST" || request.method == "PUT" ||
@@ -86,6 +121,10 @@ class CurlHttpClient final : public HttpClient {
     }
 
     CURLcode code = curl_easy_perform(h);
+    if (streaming.stopped) {
+      return MakeError(ErrorKind::kCancelled, "HTTP transfer ended by the caller",
+                       request.method + " " + request.url);
+    }
     if (code != CURLE_OK) {
       ErrorKind kind =
           code == CURLE_OPERATION_TIMEDOUT ? ErrorKind::kDeadlineExceeded : ErrorKind::kUnavailable;

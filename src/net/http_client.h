@@ -3,9 +3,11 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -26,6 +28,12 @@ struct HttpRequest {
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
   std::chrono::milliseconds timeout{30000};
+  std::string proxy;  // empty: HTTP(S)_PROXY and NO_PROXY from the environment
+  // For a long response read as it arrives (a watch): each piece of the body goes here instead
+  // of into HttpResponse::body; returning false ends the transfer (kCancelled).
+  std::function<bool(std::string_view)> on_body;
+  // Asked about once a second while the transfer runs: true ends it (kCancelled).
+  std::function<bool()> cancelled;
 };
 
 struct HttpResponse {

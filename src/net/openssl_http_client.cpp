@@ -190,7 +190,15 @@ class OpenSslHttpClient final : public HttpClient {
     }
     auto raw = ReadAll(bio.get(), context);
     if (!raw) return raw.error();
-    return ParseResponse(*raw, context);
+    auto response = ParseResponse(*raw, context);
+    // Whole responses only: a streaming caller gets the body as one piece.
+    if (response && request.on_body) {
+      bool accepted = request.on_body(response->body);
+      response->body.clear();
+      if (!accepted)
+        return MakeError(ErrorKind::kCancelled, "HTTP transfer ended by the caller", context);
+    }
+    return response;
   }
 
  private:

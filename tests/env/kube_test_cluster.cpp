@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "core/base64.h"
 #include "loopback.h"
 #include "test_tools.h"
@@ -107,33 +109,24 @@ Result<void> KubeTestCluster::StartApiserver() {
   }
 
   admin_kubeconfig_ = dir / "admin.kubeconfig";
-  std::string kubeconfig = fmt::format(
-      "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: {}\n"
-      "    certificate-authority-data: {}\nusers:\n- name: admin\n  user:\n"
-      "    client-certificate-data: {}\n    client-key-data: {}\ncontexts:\n- name: test\n"
-      "  context:\n    cluster: test\n    user: admin\n    namespace: default\n"
-      "current-context: test\n",
-      url_, Base64Encode(ca_.certificate_pem), Base64Encode(admin_.certificate_pem),
-      Base64Encode(admin_.key.pem));
+  std::string kubeconfig = KubeconfigYaml(AdminTls());
   if (auto r = Write(admin_kubeconfig_, kubeconfig); !r) return r.error();
 
   sys::SpawnOptions options;
-  options.argv = {apiserver->string(),
-                  "--etcd-servers=" + etcd_url_,
-                  "--cert-dir=" + (dir / "certs").string(),
-                  "--tls-cert-file=" + (dir / "apiserver.crt").string(),
-                  "--tls-private-key-file=" + (dir / "apiserver.key").string(),
-                  "--client-ca-file=" + (dir / "ca.crt").string(),
-                  fmt::format("--secure-port={}", *port),
-                  "--bind-address=127.0.0.1",
-                  "--advertise-address=127.0.0.1",
-                  "--service-cluster-ip-range=10.0.0.0/24",
-                  "--allow-privileged=true",
-                  "--authorization-mode=RBAC",
-                  "--service-account-issuer=" + url_ + "/",
-                  "--service-account-key-file=" + (dir / "sa.pub").string(),
-                  "--service-account-signing-key-file=" + (dir / "sa.key").string(),
-                  "--disable-admission-plugins=DefaultStorageClass,StorageObjectInUseProtection"};
+  options.argv = {
+      apiserver->string(), "--etcd-servers=" + etcd_url_, "--cert-dir=" + (dir / "certs").string(),
+      "--tls-cert-file=" + (dir / "apiserver.crt").string(),
+      "--tls-private-key-file=" + (dir / "apiserver.key").string(),
+      "--client-ca-file=" + (dir / "ca.crt").string(), fmt::format("--secure-port={}", *port),
+      "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+      "--service-cluster-ip-range=10.0.0.0/24", "--allow-privileged=true",
+      "--authorization-mode=RBAC", "--service-account-issuer=" + url_ + "/",
+      "--service-account-key-file=" + (dir / "sa.pub").string(),
+      "--service-account-signing-key-file=" + (dir / "sa.key").string(),
+      "--disable-admission-plugins=DefaultStorageClass,StorageObjectInUseProtection",
+      // ConfigMaps bypass the watch cache, so that a test can expire a watch by
+      // compacting etcd (the cache would serve an old version from memory).
+      "--watch-cache-sizes=configmaps#0"};
   options.output_path = (dir / "kube-apiserver.log").string();
   auto process = sys::Subprocess::Spawn(options);
   if (!process) return process.error();
@@ -152,6 +145,55 @@ net::TlsConfig KubeTestCluster::AdminTls() const {
   return {.ca_pem = ca_.certificate_pem,
           .client_cert_pem = admin_.certificate_pem,
           .client_key_pem = admin_.key.pem};
+}
+
+std::string KubeTestCluster::KubeconfigYaml(const net::TlsConfig& tls,
+                                            const std::string& token) const {
+  std::string user =
+      token.empty()
+          ? fmt::format("    client-certificate-data: {}\n    client-key-data: {}\n",
+                        Base64Encode(tls.client_cert_pem), Base64Encode(tls.client_key_pem))
+          : fmt::format("    token: {}\n", token);
+  return fmt::format(
+      "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: {}\n"
+      "    certificate-authority-data: {}\nusers:\n- name: user\n  user:\n{}"
+      "contexts:\n- name: test\n  context:\n    cluster: test\n    user: user\n"
+      "    namespace: default\ncurrent-context: test\n",
+      url_, Base64Encode(ca_.certificate_pem), user);
+}
+
+Result<void> KubeTestCluster::CreateNamespace(const std::string& name) const {
+  auto http = net::MakeCurlHttpClient(AdminTls());
+  auto create = [&](const std::string& path, const std::string& kind) -> Result<void> {
+    net::HttpRequest request{.method = "POST", .url = url_ + path};
+    request.headers = {{"Content-Type", "application/json"}};
+    request.body = fmt::format(R"({{"apiVersion":"v1","kind":"{}","metadata":{{"name":"{}"}}}})",
+                               kind, kind == "Namespace" ? name : "default");
+    auto response = http->Send(request);
+    if (!response) return response.error();
+    if (response->status != 201 && response->status != 409)
+      return MakeError(ErrorKind::kInternal, "cannot create " + kind + ": " + response->body);
+    return {};
+  };
+  if (auto r = create("/api/v1/namespaces", "Namespace"); !r) return r;
+  return create("/api/v1/namespaces/" + name + "/serviceaccounts", "ServiceAccount");
+}
+
+Result<void> KubeTestCluster::CompactEtcd() const {
+  // etcd's v3 JSON gateway: read the current revision, then compact to it.
+  auto http = net::MakeCurlHttpClient();
+  auto post = [&](const std::string& path, const std::string& body) {
+    return http->Send({.method = "POST", .url = etcd_url_ + path, .body = body});
+  };
+  auto range = post("/v3/kv/range", R"({"key":"Lw=="})");
+  if (!range || range->status != 200)
+    return MakeError(ErrorKind::kInternal, "cannot read etcd's revision");
+  auto revision = nlohmann::json::parse(range->body)["header"]["revision"];
+  auto compacted = post("/v3/kv/compaction", fmt::format(R"({{"revision":{},"physical":true}})",
+                                                         revision.get<std::string>()));
+  if (!compacted || compacted->status != 200)
+    return MakeError(ErrorKind::kInternal, "etcd refused the compaction");
+  return {};
 }
 
 Result<net::TlsConfig> KubeTestCluster::UserTls(const std::string& user,

@@ -29,6 +29,15 @@ class KubeTestCluster {
   net::TlsConfig AdminTls() const;
   // A kubeconfig file for that admin (for tools and the launcher under test).
   const std::filesystem::path& AdminKubeconfig() const { return admin_kubeconfig_; }
+  // A kubeconfig document for this cluster with a client certificate (tls) or a bearer token.
+  std::string KubeconfigYaml(const net::TlsConfig& tls, const std::string& token = "") const;
+  // A namespace with its `default` ServiceAccount (no controller manager makes it here);
+  // succeeds when both exist already.
+  Result<void> CreateNamespace(const std::string& name) const;
+  // Compacts etcd's history up to now, as the apiserver does every few minutes: a watch from an
+  // older resourceVersion is then answered 410 Expired. ConfigMaps show it: their watches go to
+  // etcd (other kinds are served from the apiserver's watch cache).
+  Result<void> CompactEtcd() const;
   // A client certificate for any user and groups, signed by the cluster's client CA.
   Result<net::TlsConfig> UserTls(const std::string& user,
                                  const std::vector<std::string>& groups) const;

@@ -2,9 +2,6 @@
 // dropped when the map grows.
 #include "server/api/rate_limiter.h"
 
-#include <algorithm>
-#include <cmath>
-
 namespace berth::server {
 
 std::optional<std::chrono::seconds> RateLimiter::Take(const std::string& key) {
@@ -12,23 +9,12 @@ std::optional<std::chrono::seconds> RateLimiter::Take(const std::string& key) {
   auto now = clock_.Now();
   MutexLock lock(mutex_);
   if (buckets_.size() >= kMaxKeys) {
-    std::erase_if(buckets_, [&](const auto& entry) {
-      double idle = std::chrono::duration<double>(now - entry.second.at).count();
-      return entry.second.tokens + idle * rate_ >= burst_;
-    });
+    std::erase_if(buckets_, [&](const auto& entry) { return entry.second.FullAt(now); });
   }
-  auto [it, fresh] = buckets_.try_emplace(key, Bucket{burst_, now});
-  Bucket& b = it->second;
-  if (!fresh) {
-    double elapsed = std::chrono::duration<double>(now - b.at).count();
-    b.tokens = std::min(burst_, b.tokens + elapsed * rate_);
-    b.at = now;
-  }
-  if (b.tokens >= 1) {
-    b.tokens -= 1;
-    return std::nullopt;
-  }
-  return std::chrono::seconds(static_cast<int64_t>(std::ceil((1 - b.tokens) / rate_)));
+  auto it = buckets_.try_emplace(key, rate_, burst_, now).first;
+  auto wait = it->second.TryTake(now);
+  if (wait == std::chrono::nanoseconds::zero()) return std::nullopt;
+  return std::chrono::ceil<std::chrono::seconds>(wait);
 }
 
 }  // namespace berth::server

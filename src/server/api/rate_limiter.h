@@ -9,6 +9,7 @@
 
 #include "core/clock.h"
 #include "core/mutex.h"
+#include "core/token_bucket.h"
 
 namespace berth::server {
 
@@ -22,16 +23,12 @@ class RateLimiter {
   std::optional<std::chrono::seconds> Take(const std::string& key) EXCLUDES(mutex_);
 
  private:
-  struct Bucket {
-    double tokens;
-    std::chrono::steady_clock::time_point at;
-  };
   static constexpr size_t kMaxKeys = 10000;  // forget the idle beyond this, not limit them
 
   double rate_, burst_;
   Clock& clock_;
   Mutex mutex_;
-  std::map<std::string, Bucket> buckets_ GUARDED_BY(mutex_);
+  std::map<std::string, TokenBucket> buckets_ GUARDED_BY(mutex_);
 };
 
 }  // namespace berth::server

@@ -1,0 +1,81 @@
+// A shared, watched cache of one kind of object (client-go's informer): list, then watch from
+// the list's resourceVersion with bookmarks; on 410 Expired list again; on a cut, watch again
+// from the last version seen, backing off while the API is away. Handlers see each change once:
+// an event whose resourceVersion the cache already holds is not delivered again, and a relist
+// delivers only the differences. N runs share one watch.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/mutex.h"
+#include "kube/kube_api.h"
+
+namespace berth::kube {
+
+struct InformerOptions {
+  std::string ns;  // empty: every namespace
+  std::string label_selector;
+  std::chrono::milliseconds initial_backoff{200};
+  std::chrono::milliseconds max_backoff{30000};
+  int watch_timeout_seconds = 300;
+};
+
+struct InformerStats {
+  uint64_t lists = 0;
+  uint64_t watches = 0;
+  uint64_t events = 0;  // delivered to handlers
+};
+
+class Informer {
+ public:
+  // type: ADDED, MODIFIED or DELETED; object: the new object (the last known one for DELETED).
+  using Handler = std::function<void(const std::string& type, const json& object)>;
+
+  Informer(KubeApi& api, const ResourceKind& kind, InformerOptions options);
+  ~Informer();
+  Informer(const Informer&) = delete;
+  Informer& operator=(const Informer&) = delete;
+
+  // Handlers run on the informer's thread, in order; add them before Start.
+  void AddHandler(Handler handler);
+  void Start();
+  void Stop();
+  // True once the first list is in the cache.
+  bool WaitForSync(std::chrono::milliseconds timeout) EXCLUDES(mutex_);
+
+  std::optional<json> Get(const std::string& ns, const std::string& name) const EXCLUDES(mutex_);
+  std::vector<json> List() const EXCLUDES(mutex_);
+  InformerStats Stats() const EXCLUDES(mutex_);
+
+ private:
+  void Loop();
+  Result<void> Relist() EXCLUDES(mutex_);
+  Result<void> WatchOnce() EXCLUDES(mutex_);
+  void Apply(const std::string& type, json object) EXCLUDES(mutex_);
+  void Deliver(const std::string& type, const json& object);
+  void SleepFor(std::chrono::milliseconds delay) EXCLUDES(mutex_);
+
+  KubeApi& api_;
+  const ResourceKind& kind_;
+  InformerOptions options_;
+  std::vector<Handler> handlers_;
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+
+  mutable Mutex mutex_;
+  std::condition_variable_any changed_;
+  std::map<std::string, json> cache_ GUARDED_BY(mutex_);  // by "namespace/name"
+  std::string resource_version_ GUARDED_BY(mutex_);
+  bool synced_ GUARDED_BY(mutex_) = false;
+  InformerStats stats_ GUARDED_BY(mutex_);
+};
+
+}  // namespace berth::kube
