@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/body.h"
+#include "cli/render.h"
 #include "net/http_client.h"
 #include "server/daemon.h"
 #include "sys/files.h"
@@ -316,6 +317,24 @@ int Main(int argc, char** argv) {
   refresh->add_option("--project", project, "its project")->required();
   refresh->add_flag("--dry-run", dry_run, "say what would change, change nothing");
 
+  RenderPodOptions render_options;
+  std::vector<std::string> render_labels;
+  auto* render = app.add_subcommand("render", "print what berth would create, create nothing");
+  render->require_subcommand(1);
+  auto* render_pod = render->add_subcommand(
+      "pod", "the runner Pod (or Job) for a runner configuration, with KUBERNETES_* defaults");
+  render_pod
+      ->add_option("--runner-config", render_options.runner_config,
+                   "YAML or JSON: spec.runner or a runner's job")
+      ->required();
+  render_pod->add_option("--label", render_labels, "KEY=VALUE, a run label (repeatable)");
+  render_pod->add_option("--kind", render_options.kind, "pod or job")
+      ->check(CLI::IsMember({"pod", "job"}));
+  render_pod->add_option("--op", render_options.op, "the operation (default plan)")
+      ->check(
+          CLI::IsMember({"plan", "apply", "destroy", "refresh", "drift", "output", "validate"}));
+  render_pod->add_option("--run-id", render_options.run_id, "names the Pod (default example)");
+
   // --org, --data-dir and -o work after the subcommand too.
   for (auto* cmd : {up, create, get, update, remove, refresh}) cmd->fallthrough();
   try {
@@ -325,6 +344,17 @@ int Main(int argc, char** argv) {
     return code == 0 ? kExitOk : kExitUsage;
   }
   if (*up) return Up(g.data_dir, listen);
+  if (*render_pod) {
+    for (const std::string& label : render_labels) {
+      auto eq = label.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        std::fprintf(stderr, "error: --label %s: must be KEY=VALUE\n", label.c_str());
+        return kExitUsage;
+      }
+      render_options.labels[label.substr(0, eq)] = label.substr(eq + 1);
+    }
+    return RenderPod(render_options);
+  }
   if (*refresh) {
     json body = {{"dry_run", dry_run}};
     return Call(g, "POST", "/projects/" + project + "/envs/" + id + "/actions/refresh_runner",

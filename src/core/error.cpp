@@ -72,4 +72,17 @@ void throw_exception_from_error(const Error& error, const boost::source_location
   throw std::runtime_error(error.ToString());
 }
 
+Error InvalidFields(std::string_view what, FieldErrors fields) {
+  std::string message(what);
+  char separator = ':';
+  for (const auto& field : fields) {
+    message += separator;
+    message += " " + field.path + " " + field.rule;
+    separator = ';';
+  }
+  Error error = MakeError(ErrorKind::kInvalidArgument, std::move(message));
+  error.fields = std::move(fields);
+  return error;
+}
+
 }  // namespace berth

@@ -50,6 +50,10 @@ inline Error MakeError(ErrorKind kind, std::string message, std::string context 
   return Error{kind, std::move(message), std::move(context), {}, {}};
 }
 
+// kInvalidArgument for a document with these field errors; the message lists them all
+// ("what: $.a is required; $.b must be ...") for a reader without the fields.
+Error InvalidFields(std::string_view what, FieldErrors fields);
+
 // Boost.System's result behaves as std::expected; see cmake/Dependencies.cmake for why.
 template <class T>
 using Result = boost::system::result<T, Error>;

@@ -126,14 +126,14 @@ Result<void> Informer::WatchOnce() {
   }
   return api_.Watch(
       kind_, options_.ns, watch_options,
-      [this](WatchEvent event) {
-        Apply(event.type, std::move(event.object));
+      [this](const WatchEvent& event) {
+        Apply(event.type, event.object);
         return !stopping_.load();
       },
       [this] { return stopping_.load(); });
 }
 
-void Informer::Apply(const std::string& type, json object) {
+void Informer::Apply(const std::string& type, const json& object) {
   std::string version = VersionOf(object);
   bool deliver = false;
   {

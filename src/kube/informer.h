@@ -59,7 +59,7 @@ class Informer {
   void Loop();
   Result<void> Relist() EXCLUDES(mutex_);
   Result<void> WatchOnce() EXCLUDES(mutex_);
-  void Apply(const std::string& type, json object) EXCLUDES(mutex_);
+  void Apply(const std::string& type, const json& object) EXCLUDES(mutex_);
   void Deliver(const std::string& type, const json& object);
   void SleepFor(std::chrono::milliseconds delay) EXCLUDES(mutex_);
 

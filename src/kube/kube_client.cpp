@@ -239,8 +239,8 @@ class CurlKubeClient final : public KubeClient {
     return request;
   }
 
-  Result<json> SendJson(std::string_view verb, const ResourceKind& kind, std::string method,
-                        const std::string& path_and_query, std::string body,
+  Result<json> SendJson(std::string_view verb, const ResourceKind& kind, const std::string& method,
+                        const std::string& path_and_query, const std::string& body,
                         std::string_view content_type, bool idempotent) {
     constexpr int kAttempts = 4;
     Result<net::HttpResponse> response = MakeError(ErrorKind::kInternal, "not sent");

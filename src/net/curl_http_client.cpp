@@ -38,7 +38,7 @@ size_t AppendHeader(char* data, size_t size, size_t count, void* user) {
 }
 
 struct Streaming {
-  const HttpRequest* request;
+  const HttpRequest* request = nullptr;
   bool stopped = false;
 };
 

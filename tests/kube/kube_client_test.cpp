@@ -149,7 +149,7 @@ TEST_F(KubeClientTest, WatchesFromAListsVersion) {
   std::vector<std::string> seen;
   auto watched = client_->Watch(
       kSecrets, ns_, {.resource_version = list->resource_version, .timeout_seconds = 5},
-      [&](WatchEvent event) {
+      [&](const WatchEvent& event) {
         if (event.type != "BOOKMARK")
           seen.push_back(event.type + " " + event.object["metadata"]["name"].get<std::string>());
         return seen.empty();  // stop after the first real event
@@ -172,7 +172,7 @@ TEST_F(KubeClientTest, AWatchFromACompactedVersionIsExpired) {
   auto watched = client_->Watch(
       kConfigMaps, ns_,
       {.resource_version = (*first)["metadata"]["resourceVersion"], .timeout_seconds = 5},
-      [](WatchEvent) { return true; }, {});
+      [](const WatchEvent&) { return true; }, {});
   ASSERT_FALSE(watched);
   EXPECT_EQ(watched.error().reason, kReasonExpired) << watched.error().ToString();
 }

@@ -1,0 +1,283 @@
+#include "launch/kubernetes/pod_builder.h"
+
+#include <regex>
+
+#include "crypto/digest.h"
+
+namespace berth::launch {
+namespace {
+
+using nlohmann::json;
+
+const std::regex kDnsLabel("[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?");
+// A label value (Kubernetes API reference, "Labels and Selectors").
+const std::regex kLabelValue("([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?");
+
+constexpr int64_t kRunnerUid = 65532;
+constexpr const char* kRunnerImageBinary = "/runner";  // where the runner image keeps it
+constexpr const char* kSharedBinaryDir = "/berth/bin";
+constexpr const char* kSharedBinary = "/berth/bin/runner";
+
+// seed 000's hardened default; a podTemplate securityContext replaces it whole.
+json HardenedSecurityContext() {
+  return {{"runAsNonRoot", true},
+          {"runAsUser", kRunnerUid},
+          {"readOnlyRootFilesystem", true},
+          {"allowPrivilegeEscalation", false},
+          {"capabilities", {{"drop", {"ALL"}}}},
+          {"seccompProfile", {{"type", "RuntimeDefault"}}}};
+}
+
+class Resources {
+ public:
+  // A value written by the user: parsed here, an invalid one kept as an error.
+  void Merge(const std::string& which, const std::string& resource, const std::string& value,
+             const std::string& source) {
+    auto quantity = Quantity::Parse(value);
+    if (!quantity) {
+      errors_.push_back({source, "must be a Kubernetes quantity such as 500m or 512Mi: " +
+                                     quantity.error().message});
+      return;
+    }
+    Set(which, resource, *quantity, source);
+  }
+  void Set(const std::string& which, const std::string& resource, const Quantity& value,
+           const std::string& source) {
+    (which == "requests" ? requests_ : limits_).insert_or_assign(resource, Entry{value, source});
+  }
+
+  // {requests, limits}, or the error: an invalid value, or a request above its limit.
+  Result<json> Build() {
+    for (const auto& [resource, request] : requests_) {
+      auto limit = limits_.find(resource);
+      if (limit != limits_.end() && request.value > limit->second.value) {
+        errors_.push_back({request.source, "request " + request.value.ToString() +
+                                               " is above the limit " +
+                                               limit->second.value.ToString() + " (from " +
+                                               limit->second.source + ")"});
+      }
+    }
+    if (!errors_.empty()) return InvalidFields("invalid runner resources", errors_);
+    json out = json::object();
+    for (const auto& [which, values] : {std::pair{"requests", &requests_}, {"limits", &limits_}}) {
+      for (const auto& [resource, entry] : *values) out[which][resource] = entry.value.ToString();
+    }
+    return Ok(std::move(out));
+  }
+
+ private:
+  struct Entry {
+    Quantity value;
+    std::string source;
+  };
+  std::map<std::string, Entry> requests_, limits_;
+  FieldErrors errors_;
+};
+
+Result<json> BuildResources(const KubernetesSettings& settings, const RunnerPodConfig& config,
+                            const RunOverrides& overrides) {
+  Resources resources;
+  for (const char* which : {"requests", "limits"}) {
+    if (settings.cpu) resources.Set(which, "cpu", *settings.cpu, "KUBERNETES_CPU");
+    if (settings.memory) resources.Set(which, "memory", *settings.memory, "KUBERNETES_MEMORY");
+    const json from_template =
+        config.template_spec.value("resources", json::object()).value(which, json::object());
+    for (const auto& [resource, value] : from_template.items()) {
+      resources.Merge(which, resource, value.get<std::string>(),
+                      std::string("$.podTemplate.spec.resources.") + which + "." + resource);
+    }
+  }
+  auto label = [](const char* key) { return std::string(kRunnerSpecLabelPrefix) + key; };
+  if (overrides.request_cpu)
+    resources.Set("requests", "cpu", *overrides.request_cpu, label("kubernetes_request_cpu"));
+  if (overrides.limit_cpu)
+    resources.Set("limits", "cpu", *overrides.limit_cpu, label("kubernetes_limit_cpu"));
+  if (overrides.request_memory)
+    resources.Set("requests", "memory", *overrides.request_memory,
+                  label("kubernetes_request_memory"));
+  if (overrides.limit_memory)
+    resources.Set("limits", "memory", *overrides.limit_memory, label("kubernetes_limit_memory"));
+  return resources.Build();
+}
+
+json Mount(const char* name, const char* path, bool read_only = false) {
+  json mount = {{"name", name}, {"mountPath", path}};
+  if (read_only) mount["readOnly"] = true;
+  return mount;
+}
+
+json FieldEnv(const char* name, const char* field) {
+  return {{"name", name}, {"valueFrom", {{"fieldRef", {{"fieldPath", field}}}}}};
+}
+
+json Array(const json& spec, const char* key) { return spec.value(key, json::array()); }
+
+}  // namespace
+
+Result<RunnerManifests> BuildRunnerManifests(const KubernetesSettings& settings,
+                                             const RunnerPodConfig& config,
+                                             const RunnerPodRequest& request) {
+  FieldErrors errors;
+  RunnerManifests out;
+  out.name = "berth-run-" + request.run_id;
+  out.secret_name = out.name + "-token";
+  out.ns = config.ns.empty() ? settings.ns : config.ns;
+  if (out.secret_name.size() > 63 || !std::regex_match(request.run_id, kDnsLabel))
+    errors.push_back({"run_id", "must be a DNS label of at most 47 characters"});
+  std::string instance = "tf-runner-" + request.revision;
+  if (instance.size() > 63 || !std::regex_match(request.revision, kLabelValue))
+    errors.push_back({"revision", "must make a label value (tf-runner-<revision>, 63 at most)"});
+  if (!errors.empty()) return InvalidFields("invalid run", std::move(errors));
+
+  auto overrides = RunOverrides::FromLabels(request.labels);
+  if (!overrides) return overrides.error();
+  std::string image = config.image.empty() ? settings.image : config.image;
+  if (!overrides->image.empty()) {
+    if (settings.allow_image_override) {
+      image = overrides->image;
+    } else {
+      out.warnings.push_back(std::string(kRunnerSpecLabelPrefix) +
+                             "kubernetes_image is ignored: KUBERNETES_ALLOW_STACK_IMAGE_OVERRIDE "
+                             "is not true");
+    }
+  }
+  auto resources = BuildResources(settings, config, *overrides);
+  if (!resources) return resources.error();
+
+  const json& spec = config.template_spec;
+  json security =
+      spec.contains("securityContext") ? spec["securityContext"] : HardenedSecurityContext();
+  auto berth_container = [&](json container) {
+    container["securityContext"] = security;
+    if (!resources->empty()) container["resources"] = *resources;
+    if (!settings.image_pull_policy.empty())
+      container["imagePullPolicy"] = settings.image_pull_policy;
+    return container;
+  };
+
+  json init_containers = json::array();
+  init_containers.push_back(
+      berth_container({{"name", "copy-runner"},
+                       {"image", settings.image},
+                       {"command", {kRunnerImageBinary, "copy", kSharedBinary}},
+                       {"volumeMounts", {Mount("berth-bin", kSharedBinaryDir)}}}));
+  for (json container : Array(spec, "initContainers")) {
+    if (!container.contains("securityContext")) container["securityContext"] = security;
+    if (!container.contains("resources") && !resources->empty())
+      container["resources"] = *resources;
+    init_containers.push_back(std::move(container));
+  }
+
+  size_t containers = init_containers.size() + 1;
+  out.result_max_bytes =
+      std::min(kTerminationMessageBytesPerContainer, kTerminationMessageBytesPerPod / containers);
+  if (out.result_max_bytes < 512)
+    return InvalidFields("invalid runner configuration",
+                         {{"$.podTemplate.spec.initContainers",
+                           "leave room for the runner's result: at most 23 init containers"}});
+
+  json env = json::array(
+      {FieldEnv("POD_NAME", "metadata.name"),
+       FieldEnv("POD_NAMESPACE", "metadata.namespace"),
+       {{"name", "HOME"}, {"value", "/home/runner"}},
+       {{"name", "BERTH_TOKEN_FILE"}, {"value", std::string(kTokenMountPath) + "/token"}}});
+  if (!settings.container_backend_url.empty())
+    env.push_back({{"name", "BERTH_GATEWAY_URL"}, {"value", settings.container_backend_url}});
+  for (const auto& [name, value] : settings.proxy_env)
+    env.push_back({{"name", name}, {"value", value}});
+  for (const json& entry : Array(spec, "env")) env.push_back(entry);
+
+  json args = {"run",
+               "--op=" + request.op,
+               "--binary=" + config.binary,
+               "--result-max-bytes=" + std::to_string(out.result_max_bytes),
+               "--namespace=" + out.ns,
+               "--name=" + request.run_id,
+               "--image=" + image};
+  for (const std::string& arg : request.runner_args) args.push_back(arg);
+
+  json mounts = {Mount("home", "/home/runner"), Mount("tmp", "/tmp"),
+                 Mount("berth-bin", kSharedBinaryDir, true),
+                 Mount("berth-token", kTokenMountPath.data(), true)};
+  for (const json& mount : Array(spec, "volumeMounts")) mounts.push_back(mount);
+  json main = berth_container({{"name", kMainContainer},
+                               {"image", image},
+                               {"command", {kSharedBinary}},
+                               {"args", args},
+                               {"env", env},
+                               {"volumeMounts", mounts},
+                               {"terminationMessagePath", "/dev/termination-log"},
+                               {"terminationMessagePolicy", "File"}});
+  if (spec.contains("envFrom")) main["envFrom"] = spec["envFrom"];
+
+  json volumes = {{{"name", "home"}, {"emptyDir", json::object()}},
+                  {{"name", "tmp"}, {"emptyDir", json::object()}},
+                  {{"name", "berth-bin"}, {"emptyDir", json::object()}},
+                  {{"name", "berth-token"},
+                   {"secret", {{"secretName", out.secret_name}, {"defaultMode", 0444}}}}};
+  for (const json& volume : Array(spec, "volumes")) volumes.push_back(volume);
+
+  json pod_spec = {{"restartPolicy", "Never"},
+                   {"enableServiceLinks", false},
+                   {"initContainers", init_containers},
+                   {"containers", {main}},
+                   {"volumes", volumes}};
+  std::string account =
+      config.service_account.empty() ? settings.service_account : config.service_account;
+  if (!account.empty()) pod_spec["serviceAccountName"] = account;
+  if (config.termination_grace_period_seconds)
+    pod_spec["terminationGracePeriodSeconds"] = *config.termination_grace_period_seconds;
+  for (const std::string& secret : settings.image_pull_secrets)
+    pod_spec["imagePullSecrets"].push_back({{"name", secret}});
+  for (const char* key :
+       {"nodeSelector", "affinity", "tolerations", "hostAliases", "priorityClassName"}) {
+    if (spec.contains(key)) pod_spec[key] = spec[key];
+  }
+
+  out.spec_hash = "sha256:" + crypto::Sha256Hex(pod_spec.dump());
+  json labels = config.template_metadata.value("labels", json::object());
+  labels["app.kubernetes.io/name"] = "tf-runner";
+  labels["app.kubernetes.io/instance"] = instance;
+  labels["app.kubernetes.io/managed-by"] = "berth";
+  labels["berth.dev/terraform"] = out.ns;
+  labels[std::string(kRunLabel)] = request.run_id;
+  labels[std::string(kLauncherLabel)] = request.launcher;
+  json annotations = config.template_metadata.value("annotations", json::object());
+  annotations[std::string(kSpecHashAnnotation)] = out.spec_hash;
+  json metadata = {
+      {"name", out.name}, {"namespace", out.ns}, {"labels", labels}, {"annotations", annotations}};
+
+  if (request.kind == WorkloadKind::kPod) {
+    out.workload = {
+        {"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", metadata}, {"spec", pod_spec}};
+  } else {
+    json on_failure = {
+        {{"action", "FailJob"}, {"onPodConditions", {{{"type", "DisruptionTarget"}}}}},
+        {{"action", "FailJob"},
+         {"onExitCodes",
+          {{"containerName", kMainContainer}, {"operator", "NotIn"}, {"values", {0}}}}}};
+    out.workload = {{"apiVersion", "batch/v1"},
+                    {"kind", "Job"},
+                    {"metadata", metadata},
+                    {"spec",
+                     {{"backoffLimit", 0},
+                      {"ttlSecondsAfterFinished", 600},
+                      {"podFailurePolicy", {{"rules", on_failure}}},
+                      {"template",
+                       {{"metadata", {{"labels", labels}, {"annotations", annotations}}},
+                        {"spec", pod_spec}}}}}};
+  }
+  out.secret = {{"apiVersion", "v1"},
+                {"kind", "Secret"},
+                {"type", "Opaque"},
+                {"metadata",
+                 {{"name", out.secret_name},
+                  {"namespace", out.ns},
+                  {"labels",
+                   {{"app.kubernetes.io/managed-by", "berth"},
+                    {std::string(kRunLabel), request.run_id},
+                    {std::string(kLauncherLabel), request.launcher}}}}}};
+  return out;
+}
+
+}  // namespace berth::launch

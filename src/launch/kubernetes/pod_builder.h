@@ -1,0 +1,56 @@
+// The runner Pod (or Job) of one run, built from three sources in order: the launcher's
+// KUBERNETES_* defaults, the runner's own configuration, and the run's override labels. Pure:
+// the same inputs give the same manifest, which `berth render pod` prints.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "launch/kubernetes/runner_pod_config.h"
+#include "launch/kubernetes/settings.h"
+
+namespace berth::launch {
+
+enum class WorkloadKind { kPod, kJob };
+
+struct RunnerPodRequest {
+  std::string run_id;                         // a DNS label: names the Pod or Job and its Secret
+  std::string op;                             // plan, apply, destroy, ...
+  std::string revision;                       // app.kubernetes.io/instance=tf-runner-<revision>
+  std::vector<std::string> runner_args;       // more `runner run` flags
+  std::map<std::string, std::string> labels;  // the run's labels (overrides among them)
+  WorkloadKind kind = WorkloadKind::kPod;
+  std::string launcher = "berth";  // berth.dev/launcher: whose runs these are
+};
+
+struct RunnerManifests {
+  std::string ns;
+  std::string name;         // of the Pod or Job
+  std::string secret_name;  // holds the run's token under key "token"
+  nlohmann::json workload;  // the Pod or the Job
+  nlohmann::json secret;    // without its data and owner: the launcher adds both
+  size_t result_max_bytes = 0;
+  std::string spec_hash;              // of the Pod spec: a reused Pod must still match it
+  std::vector<std::string> warnings;  // ignored overrides, said to the user and the run
+};
+
+// The termination message keeps 4096 bytes per container and 12 KiB per Pod across all of its
+// containers (Kubernetes API reference, ContainerStatus).
+inline constexpr size_t kTerminationMessageBytesPerContainer = 4096;
+inline constexpr size_t kTerminationMessageBytesPerPod = 12 * 1024;
+
+// Labels every runner Pod carries.
+inline constexpr std::string_view kRunLabel = "berth.dev/run";
+inline constexpr std::string_view kLauncherLabel = "berth.dev/launcher";
+inline constexpr std::string_view kSpecHashAnnotation = "berth.dev/spec-hash";
+inline constexpr std::string_view kMainContainer = "runner";
+inline constexpr std::string_view kTokenMountPath = "/berth/token";
+
+Result<RunnerManifests> BuildRunnerManifests(const KubernetesSettings& settings,
+                                             const RunnerPodConfig& config,
+                                             const RunnerPodRequest& request);
+
+}  // namespace berth::launch

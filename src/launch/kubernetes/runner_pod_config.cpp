@@ -1,0 +1,188 @@
+#include "launch/kubernetes/runner_pod_config.h"
+
+#include "core/runner_config.h"
+#include "core/schema.h"
+
+namespace berth::launch {
+namespace {
+
+using nlohmann::json;
+
+const char* const kDnsLabel = "[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?";
+const char* const kDnsSubdomain =
+    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+
+Schema StringMap() {
+  return std::move(Schema::FreeObject()
+                       .Require([](const json& v) -> std::optional<std::string> {
+                         for (const auto& [key, value] : v.items()) {
+                           if (!value.is_string()) return "values must be strings (" + key + ")";
+                         }
+                         return std::nullopt;
+                       })
+                       .Doc("string keys and values"));
+}
+
+Schema ListOfObjects() { return Schema::ArrayOf(Schema::FreeObject()); }
+
+// podTemplate.spec: the fields a user may set, passed through to the Pod.
+Schema TemplateSpec() {
+  return Schema::Object({
+      Optional("env", ListOfObjects()),
+      Optional("envFrom", ListOfObjects()),
+      Optional("volumes", ListOfObjects()),
+      Optional("volumeMounts", ListOfObjects()),
+      Optional("initContainers", ListOfObjects()),
+      Optional("nodeSelector", StringMap()),
+      Optional("affinity", Schema::FreeObject()),
+      Optional("tolerations", ListOfObjects()),
+      Optional("hostAliases", ListOfObjects()),
+      Optional("priorityClassName", Schema::String()),
+      Optional("securityContext", Schema::FreeObject()),
+      Optional("resources", Schema::Object({Optional("requests", StringMap()),
+                                            Optional("limits", StringMap())})),
+  });
+}
+
+Schema PodTemplate() {
+  return Schema::Object({
+      Optional("metadata", Schema::Object({Optional("labels", StringMap()),
+                                           Optional("annotations", StringMap())})),
+      Optional("spec", TemplateSpec()),
+  });
+}
+
+// seed 000's spec.runner.
+Schema ControllerRunner() {
+  return Schema::Object({
+      Optional("binary", std::move(Schema::String().OneOf({"auto", "tofu", "terraform"}))),
+      Optional("image", std::move(Schema::String().MaxLength(512))),
+      Optional("serviceAccountName",
+               std::move(Schema::String().Pattern(kDnsSubdomain, "a service account name"))),
+      Optional("alwaysCleanup", Schema::Bool()),
+      Optional("terminationGracePeriodSeconds", std::move(Schema::Integer().Range(0, 86400))),
+      Optional("podTemplate", PodTemplate()),
+  });
+}
+
+// A runner's `job` (the kubernetes runner types): its pod_template may be a JSON string.
+Schema RunnerJob() {
+  return Schema::Object({
+      Required("namespace", std::move(Schema::String().Pattern(kDnsLabel, "a namespace name"))),
+      Optional("service_account",
+               std::move(Schema::String().Pattern(kDnsSubdomain, "a service account name"))),
+      Optional("pod_template", Schema::ObjectOrJsonString()),
+      Optional("image", std::move(Schema::String().MaxLength(512))),
+  });
+}
+
+Result<void> Check(const Schema& schema, json& value, const std::string& path) {
+  FieldErrors errors;
+  schema.Validate(value, path, errors);
+  if (errors.empty()) return {};
+  return InvalidFields("invalid runner configuration", std::move(errors));
+}
+
+Result<RunnerPodConfig> FromControllerRunner(json runner, const std::string& path) {
+  if (auto ok = Check(ControllerRunner(), runner, path); !ok) return ok.error();
+  RunnerPodConfig config;
+  config.binary = runner.value("binary", "auto");
+  config.image = runner.value("image", "");
+  config.service_account = runner.value("serviceAccountName", "");
+  config.always_cleanup = runner.value("alwaysCleanup", true);
+  if (runner.contains("terminationGracePeriodSeconds"))
+    config.termination_grace_period_seconds =
+        runner["terminationGracePeriodSeconds"].get<int64_t>();
+  if (runner.contains("podTemplate")) {
+    config.template_metadata = runner["podTemplate"].value("metadata", json::object());
+    config.template_spec = runner["podTemplate"].value("spec", json::object());
+  }
+  return config;
+}
+
+Result<RunnerPodConfig> FromRunnerJob(json job, const std::string& path) {
+  if (auto ok = Check(RunnerJob(), job, path); !ok) return ok.error();
+  RunnerPodConfig config;
+  config.ns = job["namespace"].get<std::string>();
+  config.image = job.value("image", "");
+  config.service_account = job.value("service_account", "");
+  if (job.contains("pod_template")) {
+    json pod_template = job["pod_template"];
+    if (auto ok = Check(PodTemplate(), pod_template, path + ".pod_template"); !ok)
+      return ok.error();
+    config.template_metadata = pod_template.value("metadata", json::object());
+    config.template_spec = pod_template.value("spec", json::object());
+  }
+  return config;
+}
+
+Error NotAnObject(const std::string& path) {
+  return InvalidFields("invalid runner configuration", {{path, "must be an object"}});
+}
+
+}  // namespace
+
+Result<RunnerPodConfig> RunnerPodConfig::Parse(json document) {
+  if (!document.is_object()) return NotAnObject("$");
+  if (document.contains("type")) {  // a whole runner_configuration
+    auto type =
+        ParseRunnerType(document["type"].is_string() ? document["type"].get<std::string>() : "");
+    if (!type || !document.contains("job"))
+      return InvalidFields("invalid runner configuration",
+                           {{"$.type", "must name a Kubernetes runner type (one with a job)"}});
+    if (auto ok = Check(RunnerConfigurationSchema(*type), document, "$"); !ok) return ok.error();
+    return FromRunnerJob(document["job"], "$.job");
+  }
+  if (document.contains("job")) {
+    if (auto ok = Check(Schema::Object({Required("job", RunnerJob())}), document, "$"); !ok)
+      return ok.error();
+    return FromRunnerJob(document["job"], "$.job");
+  }
+  if (document.contains("spec")) {
+    json& spec = document["spec"];
+    if (!spec.is_object() || !spec.contains("runner")) return NotAnObject("$.spec.runner");
+    return FromControllerRunner(spec["runner"], "$.spec.runner");
+  }
+  if (document.contains("runner") && document.size() == 1)
+    return FromControllerRunner(document["runner"], "$.runner");
+  return FromControllerRunner(std::move(document), "$");
+}
+
+Result<RunOverrides> RunOverrides::FromLabels(const std::map<std::string, std::string>& labels) {
+  RunOverrides overrides;
+  FieldErrors errors;
+  for (const auto& [label, value] : labels) {
+    if (label.rfind(kRunnerSpecLabelPrefix, 0) != 0) continue;
+    std::string key = label.substr(kRunnerSpecLabelPrefix.size());
+    if (key == "kubernetes_image") {
+      overrides.image = value;
+      continue;
+    }
+    std::optional<Quantity>* target = key == "kubernetes_request_cpu" ? &overrides.request_cpu
+                                      : key == "kubernetes_limit_cpu" ? &overrides.limit_cpu
+                                      : key == "kubernetes_request_memory"
+                                          ? &overrides.request_memory
+                                      : key == "kubernetes_limit_memory" ? &overrides.limit_memory
+                                                                         : nullptr;
+    if (target == nullptr) {
+      errors.push_back({label,
+                        "is not a runner-spec label: kubernetes_image, "
+                        "kubernetes_request_cpu, kubernetes_limit_cpu, "
+                        "kubernetes_request_memory, kubernetes_limit_memory"});
+      continue;
+    }
+    auto quantity = Quantity::Parse(value);
+    if (!quantity) {
+      errors.push_back({label, "must be a Kubernetes quantity such as 500m or 512Mi: " +
+                                   quantity.error().message});
+    } else if (quantity->IsNegative()) {
+      errors.push_back({label, "must not be negative"});
+    } else {
+      *target = *quantity;
+    }
+  }
+  if (errors.empty()) return overrides;
+  return InvalidFields("invalid run labels", std::move(errors));
+}
+
+}  // namespace berth::launch

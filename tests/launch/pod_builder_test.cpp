@@ -1,0 +1,242 @@
+// The runner Pod from its three sources: launcher settings (KUBERNETES_*), the runner's
+// configuration in both shapes, and the run's override labels.
+#include "launch/kubernetes/pod_builder.h"
+
+#include <gtest/gtest.h>
+
+namespace berth::launch {
+namespace {
+
+using nlohmann::json;
+
+KubernetesSettings Settings(kube::Environment extra = {}) {
+  kube::Environment env = {{"KUBERNETES_IMAGE", "berth/runner:1"},
+                           {"KUBERNETES_NAMESPACE", "runners"}};
+  for (auto& [k, v] : extra) env[k] = v;
+  auto settings = KubernetesSettings::FromEnvironment(env);
+  EXPECT_TRUE(settings) << settings.error().ToString();
+  return *settings;
+}
+
+RunnerPodConfig Config(const json& document) {
+  auto config = RunnerPodConfig::Parse(document);
+  EXPECT_TRUE(config) << config.error().ToString();
+  return *config;
+}
+
+RunnerPodRequest Request(std::map<std::string, std::string> labels = {}) {
+  return {.run_id = "r1", .op = "plan", .revision = "7", .labels = std::move(labels)};
+}
+
+const json& MainContainer(const RunnerManifests& m) { return m.workload["spec"]["containers"][0]; }
+
+TEST(KubernetesSettings, NamesEveryBadVariable) {
+  auto settings =
+      KubernetesSettings::FromEnvironment({{"KUBERNETES_NAMESPACE", "Not_A_Namespace"},
+                                           {"KUBERNETES_MEMORY", "lots"},
+                                           {"KUBERNETES_STARTUP_GRACE_PERIOD", "soon"},
+                                           {"KUBERNETES_IMAGE_PULL_POLICY", "Sometimes"},
+                                           {"KUBERNETES_ALLOW_STACK_IMAGE_OVERRIDE", "yes"}});
+  ASSERT_FALSE(settings);
+  std::vector<std::string> names;
+  for (const auto& field : settings.error().fields) names.push_back(field.path);
+  EXPECT_EQ(names, (std::vector<std::string>{"KUBERNETES_IMAGE", "KUBERNETES_NAMESPACE",
+                                             "KUBERNETES_MEMORY", "KUBERNETES_STARTUP_GRACE_PERIOD",
+                                             "KUBERNETES_IMAGE_PULL_POLICY",
+                                             "KUBERNETES_ALLOW_STACK_IMAGE_OVERRIDE"}));
+  EXPECT_NE(settings.error().message.find("KUBERNETES_IMAGE is required"), std::string::npos);
+}
+
+TEST(KubernetesSettings, ReadsTheDefaults) {
+  auto s = Settings({{"KUBERNETES_CPU", "500m"},
+                     {"KUBERNETES_STARTUP_GRACE_PERIOD", "90s"},
+                     {"KUBERNETES_IMAGE_PULL_SECRETS", "a,b"},
+                     {"HTTPS_PROXY", "http://proxy:3128"}});
+  EXPECT_EQ(s.cpu->ToString(), "500m");
+  EXPECT_EQ(s.startup_grace_period, std::chrono::seconds(90));
+  EXPECT_EQ(s.image_pull_secrets, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(s.proxy_env.size(), 1u);
+}
+
+TEST(RunnerPodConfig, ReadsBothShapes) {
+  auto controller = Config({{"spec",
+                             {{"runner",
+                               {{"binary", "tofu"},
+                                {"serviceAccountName", "tf-runner"},
+                                {"alwaysCleanup", false},
+                                {"terminationGracePeriodSeconds", 45}}}}}});
+  EXPECT_EQ(controller.binary, "tofu");
+  EXPECT_EQ(controller.service_account, "tf-runner");
+  EXPECT_FALSE(controller.always_cleanup);
+  EXPECT_EQ(controller.termination_grace_period_seconds, 45);
+
+  auto job = Config({{"job",
+                      {{"namespace", "team-a"},
+                       {"service_account", "deployer"},
+                       {"pod_template", R"({"spec":{"nodeSelector":{"pool":"infra"}}})"}}}});
+  EXPECT_EQ(job.ns, "team-a");
+  EXPECT_EQ(job.service_account, "deployer");
+  EXPECT_EQ(job.template_spec["nodeSelector"]["pool"], "infra");
+}
+
+TEST(RunnerPodConfig, RefusesUnknownFieldsWithTheirPath) {
+  auto config = RunnerPodConfig::Parse(
+      {{"runner", {{"podTemplate", {{"spec", {{"hostNetwork", true}}}}}, {"binary", "bash"}}}});
+  ASSERT_FALSE(config);
+  std::vector<std::string> paths;
+  for (const auto& f : config.error().fields) paths.push_back(f.path);
+  EXPECT_EQ(paths,
+            (std::vector<std::string>{"$.runner.binary", "$.runner.podTemplate.spec.hostNetwork"}));
+}
+
+TEST(PodBuilder, HardensEveryContainerAndMountsTheWorkFolders) {
+  auto m = BuildRunnerManifests(Settings(), Config(json::object()), Request());
+  ASSERT_TRUE(m) << m.error().ToString();
+  EXPECT_EQ(m->name, "berth-run-r1");
+  EXPECT_EQ(m->ns, "runners");
+  for (const json& c : {m->workload["spec"]["initContainers"][0], MainContainer(*m)}) {
+    EXPECT_EQ(c["securityContext"]["runAsUser"], 65532);
+    EXPECT_EQ(c["securityContext"]["readOnlyRootFilesystem"], true);
+    EXPECT_EQ(c["securityContext"]["capabilities"]["drop"][0], "ALL");
+    EXPECT_FALSE(c.contains("resources"));        // none set anywhere: none given
+    EXPECT_FALSE(c.contains("imagePullPolicy"));  // the kubelet's default
+  }
+  const json& init = m->workload["spec"]["initContainers"][0];
+  EXPECT_EQ(init["command"], json({"/runner", "copy", "/berth/bin/runner"}));
+  EXPECT_EQ(MainContainer(*m)["command"][0], "/berth/bin/runner");
+  std::vector<std::string> paths;
+  for (const json& mount : MainContainer(*m)["volumeMounts"]) paths.push_back(mount["mountPath"]);
+  EXPECT_EQ(paths,
+            (std::vector<std::string>{"/home/runner", "/tmp", "/berth/bin", "/berth/token"}));
+  const json& labels = m->workload["metadata"]["labels"];
+  EXPECT_EQ(labels["app.kubernetes.io/name"], "tf-runner");
+  EXPECT_EQ(labels["app.kubernetes.io/instance"], "tf-runner-7");
+  EXPECT_EQ(labels["berth.dev/terraform"], "runners");
+  EXPECT_EQ(m->result_max_bytes, 4096u);
+}
+
+TEST(PodBuilder, ATemplateSecurityContextReplacesTheDefaultWhole) {
+  auto m = BuildRunnerManifests(
+      Settings(),
+      Config({{"runner",
+               {{"podTemplate", {{"spec", {{"securityContext", {{"runAsUser", 1000}}}}}}}}}}),
+      Request());
+  ASSERT_TRUE(m);
+  EXPECT_EQ(MainContainer(*m)["securityContext"], json({{"runAsUser", 1000}}));
+}
+
+TEST(PodBuilder, TheTokenIsInASecretNeverInTheSpec) {
+  auto m = BuildRunnerManifests(Settings(), Config(json::object()), Request());
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->workload["spec"]["volumes"][3]["secret"]["secretName"], "berth-run-r1-token");
+  for (const json& e : MainContainer(*m)["env"]) {
+    EXPECT_FALSE(e.contains("valueFrom") && e["valueFrom"].contains("secretKeyRef"));
+  }
+}
+
+TEST(PodBuilder, ResourcesComeFromSettingsThenTemplateThenLabels) {
+  auto m = BuildRunnerManifests(
+      Settings({{"KUBERNETES_CPU", "500m"}, {"KUBERNETES_MEMORY", "512Mi"}}),
+      Config({{"runner",
+               {{"podTemplate", {{"spec", {{"resources", {{"limits", {{"memory", "2Gi"}}}}}}}}}}}}),
+      Request({{"berth.dev/runner-spec.kubernetes_limit_cpu", "2"}, {"team", "platform"}}));
+  ASSERT_TRUE(m) << m.error().ToString();
+  json expected = {{"requests", {{"cpu", "500m"}, {"memory", "512Mi"}}},
+                   {"limits", {{"cpu", "2"}, {"memory", "2Gi"}}}};
+  EXPECT_EQ(MainContainer(*m)["resources"], expected);
+  EXPECT_EQ(m->workload["spec"]["initContainers"][0]["resources"], expected);
+}
+
+TEST(PodBuilder, ARequestAboveItsLimitIsRefusedBeforeAnyPod) {
+  auto m =
+      BuildRunnerManifests(Settings({{"KUBERNETES_MEMORY", "512Mi"}}), Config(json::object()),
+                           Request({{"berth.dev/runner-spec.kubernetes_request_memory", "1Gi"}}));
+  ASSERT_FALSE(m);
+  ASSERT_EQ(m.error().fields.size(), 1u);
+  EXPECT_EQ(m.error().fields[0].path, "berth.dev/runner-spec.kubernetes_request_memory");
+  EXPECT_NE(m.error().fields[0].rule.find("above the limit 512Mi (from KUBERNETES_MEMORY)"),
+            std::string::npos);
+}
+
+TEST(PodBuilder, AnInvalidQuantityLabelNamesTheLabel) {
+  auto m =
+      BuildRunnerManifests(Settings(), Config(json::object()),
+                           Request({{"berth.dev/runner-spec.kubernetes_limit_cpu", "2 cores"}}));
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().fields[0].path, "berth.dev/runner-spec.kubernetes_limit_cpu");
+}
+
+TEST(PodBuilder, TheImageOverrideNeedsTheOperatorsConsent) {
+  auto labels = std::map<std::string, std::string>{
+      {"berth.dev/runner-spec.kubernetes_image", "evil/image:1"}};
+  auto ignored = BuildRunnerManifests(Settings(), Config(json::object()), Request(labels));
+  ASSERT_TRUE(ignored);
+  EXPECT_EQ(MainContainer(*ignored)["image"], "berth/runner:1");
+  ASSERT_EQ(ignored->warnings.size(), 1u);
+  EXPECT_NE(ignored->warnings[0].find("KUBERNETES_ALLOW_STACK_IMAGE_OVERRIDE"), std::string::npos);
+
+  auto allowed = BuildRunnerManifests(Settings({{"KUBERNETES_ALLOW_STACK_IMAGE_OVERRIDE", "true"}}),
+                                      Config(json::object()), Request(labels));
+  ASSERT_TRUE(allowed);
+  EXPECT_EQ(MainContainer(*allowed)["image"], "evil/image:1");
+  EXPECT_TRUE(allowed->warnings.empty());
+  // The init container always copies the runner from the operator's image.
+  EXPECT_EQ(allowed->workload["spec"]["initContainers"][0]["image"], "berth/runner:1");
+}
+
+TEST(PodBuilder, PassesTemplateSchedulingAndVolumesThrough) {
+  json spec = {{"nodeSelector", {{"workload", "infra"}}},
+               {"tolerations", {{{"key", "infra"}, {"operator", "Exists"}}}},
+               {"priorityClassName", "infra-runs"},
+               {"env", {{{"name", "TF_LOG"}, {"value", "INFO"}}}},
+               {"envFrom", {{{"secretRef", {{"name", "aws-creds"}}}}}},
+               {"volumes", {{{"name", "ca"}, {"configMap", {{"name", "corp-ca"}}}}}},
+               {"volumeMounts", {{{"name", "ca"}, {"mountPath", "/etc/ca"}}}},
+               {"initContainers", {{{"name", "fetch"}, {"image", "oras"}}}}};
+  auto m = BuildRunnerManifests(
+      Settings({{"KUBERNETES_IMAGE_PULL_POLICY", "Always"}, {"HTTP_PROXY", "http://p:1"}}),
+      Config(
+          {{"runner",
+            {{"podTemplate", {{"metadata", {{"labels", {{"cost", "infra"}}}}}, {"spec", spec}}}}}}),
+      Request());
+  ASSERT_TRUE(m) << m.error().ToString();
+  const json& pod = m->workload["spec"];
+  EXPECT_EQ(pod["nodeSelector"]["workload"], "infra");
+  EXPECT_EQ(pod["priorityClassName"], "infra-runs");
+  EXPECT_EQ(pod["volumes"].back()["name"], "ca");
+  EXPECT_EQ(pod["initContainers"][1]["securityContext"]["runAsUser"], 65532);
+  EXPECT_EQ(MainContainer(*m)["imagePullPolicy"], "Always");
+  EXPECT_EQ(MainContainer(*m)["envFrom"][0]["secretRef"]["name"], "aws-creds");
+  std::string env = MainContainer(*m)["env"].dump();
+  EXPECT_NE(env.find("TF_LOG"), std::string::npos);
+  EXPECT_NE(env.find("HTTP_PROXY"), std::string::npos);
+  EXPECT_EQ(m->workload["metadata"]["labels"]["cost"], "infra");
+  // Three containers share the Pod's 12 KiB of termination messages.
+  EXPECT_EQ(m->result_max_bytes, 4096u);
+  EXPECT_NE(MainContainer(*m)["args"].dump().find("--result-max-bytes=4096"), std::string::npos);
+}
+
+TEST(PodBuilder, ManyContainersShrinkTheResultBudget) {
+  json inits = json::array();
+  for (int i = 0; i < 4; ++i) inits.push_back({{"name", "i" + std::to_string(i)}, {"image", "x"}});
+  auto m = BuildRunnerManifests(
+      Settings(), Config({{"runner", {{"podTemplate", {{"spec", {{"initContainers", inits}}}}}}}}),
+      Request());
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->result_max_bytes, 12u * 1024 / 6);
+}
+
+TEST(PodBuilder, AJobRunsOnceAndFailsAtTheFirstFailure) {
+  auto request = Request();
+  request.kind = WorkloadKind::kJob;
+  auto m = BuildRunnerManifests(Settings(), Config(json::object()), request);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->workload["kind"], "Job");
+  EXPECT_EQ(m->workload["spec"]["backoffLimit"], 0);
+  EXPECT_EQ(m->workload["spec"]["template"]["spec"]["restartPolicy"], "Never");
+  EXPECT_EQ(m->workload["spec"]["podFailurePolicy"]["rules"][1]["onExitCodes"]["containerName"],
+            "runner");
+}
+
+}  // namespace
+}  // namespace berth::launch
