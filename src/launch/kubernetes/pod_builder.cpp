@@ -187,13 +187,11 @@ Result<RunnerManifests> BuildRunnerManifests(const KubernetesSettings& settings,
     env.push_back({{"name", name}, {"value", value}});
   for (const json& entry : Array(spec, "env")) env.push_back(entry);
 
-  json args = {"run",
-               "--op=" + request.op,
-               "--binary=" + config.binary,
+  json args = {"run", "--op=" + request.op, "--binary=" + config.binary,
                "--result-max-bytes=" + std::to_string(out.result_max_bytes),
-               "--namespace=" + out.ns,
-               "--name=" + request.run_id,
-               "--image=" + image};
+               "--namespace=" + out.ns, "--name=" + request.run_id, "--image=" + image,
+               // Explicit, though they are the runner's defaults: the paths the Pod mounts.
+               "--workdir=/tmp/" + out.ns + "-" + request.run_id, "--result=/dev/termination-log"};
   for (const std::string& arg : request.runner_args) args.push_back(arg);
 
   json mounts = {Mount("home", "/home/runner"), Mount("tmp", "/tmp"),

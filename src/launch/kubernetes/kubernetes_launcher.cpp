@@ -1,0 +1,522 @@
+#include "launch/kubernetes/kubernetes_launcher.h"
+
+#include <fmt/format.h>
+
+#include "core/duration.h"
+
+namespace berth::launch {
+namespace {
+
+using kube::kPods;
+using kube::kSecrets;
+using nlohmann::json;
+
+// Waiting reasons that will not fix themselves (Kubernetes API reference, ContainerStateWaiting;
+// kubelet's image manager).
+std::optional<std::string_view> TerminalWaitingKind(const std::string& reason) {
+  if (reason == "ImagePullBackOff" || reason == "ErrImagePull" || reason == "InvalidImageName" ||
+      reason == "ErrImageNeverPull")
+    return kRunnerImagePullFailed;
+  if (reason == "CreateContainerConfigError" || reason == "CreateContainerError")
+    return kRunnerConfigError;
+  return std::nullopt;
+}
+
+const json* FindStatus(const json& statuses, std::string_view name) {
+  if (!statuses.is_array()) return nullptr;
+  for (const json& status : statuses) {
+    if (status.value("name", "") == name) return &status;
+  }
+  return nullptr;
+}
+
+RunOutcome FromTermination(const json& terminated) {
+  RunOutcome outcome;
+  outcome.exit_code = terminated.value("exitCode", -1);
+  std::string reason = terminated.value("reason", "");
+  json result = json::parse(terminated.value("message", ""), nullptr, false);
+  if (result.is_object() && result.contains("error")) {
+    outcome.result = result;
+    if (result["error"].is_null()) {
+      outcome.succeeded = outcome.exit_code == 0;
+    } else {
+      outcome.error_kind = result["error"].value("kind", std::string(kRunnerFailed));
+      outcome.message = result["error"].value("message", "");
+    }
+  }
+  if (reason == "OOMKilled") {
+    outcome.succeeded = false;
+    outcome.error_kind = kRunnerOomKilled;
+    outcome.message = "the runner ran out of memory (OOMKilled): raise its memory limit";
+  } else if (!outcome.succeeded && outcome.error_kind.empty()) {
+    outcome.error_kind = kRunnerFailed;
+    outcome.message =
+        fmt::format("the runner exited {} without a result ({})", outcome.exit_code, reason);
+  }
+  return outcome;
+}
+
+RunOutcome Failure(std::string_view kind, std::string message) {
+  RunOutcome outcome;
+  outcome.error_kind = kind;
+  outcome.message = std::move(message);
+  return outcome;
+}
+
+}  // namespace
+
+KubernetesLauncher::KubernetesLauncher(kube::KubeApi& api, KubernetesSettings settings,
+                                       Clock& clock, OnEnd on_end, OnWarning on_warning,
+                                       KubernetesLauncherOptions options)
+    : api_(api),
+      settings_(std::move(settings)),
+      clock_(clock),
+      on_end_(std::move(on_end)),
+      on_warning_(std::move(on_warning)),
+      options_(std::move(options)) {}
+
+KubernetesLauncher::~KubernetesLauncher() { Stop(); }
+
+Result<void> KubernetesLauncher::Start() {
+  {
+    MutexLock lock(mutex_);
+    last_reap_ = clock_.Now();
+  }
+  auto informer = InformerFor(settings_.ns);
+  if (!informer) return informer.error();
+  if (!thread_.joinable()) thread_ = std::thread([this] { Loop(); });
+  return {};
+}
+
+void KubernetesLauncher::Stop() {
+  {
+    MutexLock lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  std::map<std::string, std::unique_ptr<kube::Informer>> informers;
+  {
+    MutexLock lock(mutex_);
+    informers.swap(informers_);
+  }
+  for (auto& [ns, informer] : informers) informer->Stop();
+}
+
+void KubernetesLauncher::Loop() {
+  MutexLock lock(mutex_);
+  while (!stopping_) {
+    wake_.wait_for(mutex_, options_.tick, [&]() REQUIRES(mutex_) { return stopping_; });
+    if (stopping_) break;
+    mutex_.unlock();
+    Tick();
+    mutex_.lock();
+  }
+}
+
+std::vector<kube::InformerStats> KubernetesLauncher::WatchStats() const {
+  MutexLock lock(mutex_);
+  std::vector<kube::InformerStats> stats;
+  for (const auto& [ns, informer] : informers_) stats.push_back(informer->Stats());
+  return stats;
+}
+
+Result<kube::Informer*> KubernetesLauncher::InformerFor(const std::string& ns) {
+  {
+    MutexLock lock(mutex_);
+    if (auto it = informers_.find(ns); it != informers_.end()) return it->second.get();
+  }
+  // Built and synced outside the lock: its first list calls OnPod, which takes the lock.
+  auto informer = std::make_unique<kube::Informer>(
+      api_, kPods,
+      kube::InformerOptions{
+          .ns = ns, .label_selector = std::string(kLauncherLabel) + "=" + options_.launcher_id});
+  informer->AddHandler([this](const std::string& type, const json& pod) { OnPod(type, pod); });
+  informer->Start();
+  if (!informer->WaitForSync(std::chrono::seconds(60)))
+    return MakeError(ErrorKind::kUnavailable,
+                     "cannot list the runner Pods in namespace " + ns +
+                         ": check the launcher's Role (pods: get, list, watch)");
+  MutexLock lock(mutex_);
+  auto [it, inserted] = informers_.try_emplace(ns, std::move(informer));
+  return it->second.get();
+}
+
+Result<KubernetesLauncher::Run> KubernetesLauncher::Prepare(const LaunchRequest& request) const {
+  auto config = RunnerPodConfig::Parse(request.runner_configuration);
+  if (!config) return config.error();
+  RunnerPodRequest pod_request{.run_id = request.run_id,
+                               .op = request.op,
+                               .revision = request.revision,
+                               .runner_args = request.runner_args,
+                               .labels = request.labels,
+                               .kind = options_.kind,
+                               .launcher = options_.launcher_id};
+  auto manifests = BuildRunnerManifests(settings_, *config, pod_request);
+  if (!manifests) return manifests.error();
+  if (!config->always_cleanup)
+    manifests->workload["metadata"]["annotations"][std::string(kKeepAnnotation)] = "true";
+  Run run;
+  run.request = request;
+  run.config = std::move(*config);
+  run.manifests = std::move(*manifests);
+  run.launched_at = clock_.Now();
+  return run;
+}
+
+Result<void> KubernetesLauncher::Create(Run& run) {
+  const RunnerManifests& m = run.manifests;
+  const kube::ResourceKind& kind = options_.kind == WorkloadKind::kPod ? kPods : kube::kJobs;
+  auto created = api_.Create(kind, m.ns, m.workload);
+  if (!created && created.error().kind == ErrorKind::kAlreadyExists) {
+    created = api_.Get(kind, m.ns, m.name);  // a create that happened before: adopt it
+  }
+  if (!created) return created.error();
+  run.uid = (*created)["metadata"].value("uid", "");
+  run.created = true;
+  // The token's Secret is owned by the workload so that it goes with it.
+  json secret = m.secret;
+  secret["metadata"]["ownerReferences"] = {{{"apiVersion", std::string((*created)["apiVersion"])},
+                                            {"kind", std::string((*created)["kind"])},
+                                            {"name", m.name},
+                                            {"uid", run.uid}}};
+  secret["stringData"] = {{"token", run.request.token}};
+  auto stored = api_.Create(kSecrets, m.ns, secret);
+  if (!stored && stored.error().kind != ErrorKind::kAlreadyExists) return stored.error();
+  return {};
+}
+
+Result<void> KubernetesLauncher::Launch(const LaunchRequest& request) {
+  {
+    MutexLock lock(mutex_);
+    if (runs_.contains(request.run_id)) return {};  // launched already
+  }
+  auto run = Prepare(request);
+  if (!run) return run.error();
+  for (const std::string& warning : run->manifests.warnings) on_warning_(request.run_id, warning);
+  if (auto watched = InformerFor(run->manifests.ns); !watched) return watched.error();
+  auto created = Create(*run);
+  if (!created && created.error().reason == kube::kReasonQuotaExceeded) {
+    run->waiting_for = kRunnerQuotaExhausted;
+    run->quota_backoff = options_.quota_retry_initial;
+    run->next_create = clock_.Now() + run->quota_backoff;
+    on_warning_(request.run_id,
+                std::string(kRunnerQuotaExhausted) + ": " + created.error().message + "; retrying");
+  } else if (!created) {
+    return created.error();
+  }
+  std::string ns = run->manifests.ns, name = run->manifests.name;
+  auto informer = InformerFor(ns);
+  std::vector<Ending> endings;
+  {
+    MutexLock lock(mutex_);
+    auto [it, inserted] = runs_.try_emplace(request.run_id, std::move(*run));
+    // Events of the Pod before it was tracked were passed over: judge where it stands now (an
+    // adopted Pod may have finished already).
+    std::optional<json> pod = inserted && informer ? (*informer)->Get(ns, name) : std::nullopt;
+    if (pod) {
+      if (auto outcome = Judge(it->second, "MODIFIED", *pod))
+        End(it->second, std::move(*outcome), endings);
+    }
+  }
+  Report(std::move(endings));
+  return {};
+}
+
+Result<void> KubernetesLauncher::Cancel(const std::string& run_id) {
+  std::vector<Ending> endings;
+  Cleanup cleanup;
+  {
+    MutexLock lock(mutex_);
+    auto it = runs_.find(run_id);
+    if (it == runs_.end() || it->second.ended) return {};
+    Run& run = it->second;
+    run.cancelling = true;
+    if (!run.created) {
+      End(run, Failure(kRunnerCancelled, "cancelled before its runner was created"), endings);
+    } else {
+      cleanup = {run.manifests.ns, run.manifests.name, "", !run.started};
+    }
+  }
+  Report(std::move(endings));
+  if (cleanup.workload.empty()) return {};
+  // A started runner gets its termination grace period: the runner stops TF cleanly on SIGTERM
+  // and writes its result; the Pod's end then reports the run.
+  kube::DeleteOptions options;
+  if (cleanup.force) options.grace_period_seconds = 0;
+  options.propagation_policy = "Background";
+  const auto& kind = options_.kind == WorkloadKind::kPod ? kPods : kube::kJobs;
+  auto deleted = api_.Delete(kind, cleanup.ns, cleanup.workload, options);
+  if (!deleted && deleted.error().kind != ErrorKind::kNotFound) return deleted.error();
+  return {};
+}
+
+void KubernetesLauncher::OnPod(const std::string& type, const json& pod) {
+  const json labels = pod["metadata"].value("labels", json::object());
+  std::string run_id = labels.value(std::string(kRunLabel), "");
+  std::vector<Ending> endings;
+  {
+    MutexLock lock(mutex_);
+    auto it = runs_.find(run_id);
+    if (it == runs_.end() || it->second.ended) return;
+    Run& run = it->second;
+    if (auto outcome = Judge(run, type, pod)) End(run, std::move(*outcome), endings);
+  }
+  Report(std::move(endings));
+}
+
+std::optional<RunOutcome> KubernetesLauncher::Judge(Run& run, const std::string& type,
+                                                    const json& pod) {
+  const json status = pod.value("status", json::object());
+  const json containers = status.value("containerStatuses", json::array());
+  const json* main = FindStatus(containers, kMainContainer);
+  std::string phase = status.value("phase", "");
+  std::string reason = status.value("reason", "");
+  // The kubelet kills the containers of an evicted Pod: the Pod's reason is the cause.
+  if (phase == "Failed" && reason == "Evicted")
+    return Failure(kRunnerEvicted, "the runner Pod was evicted: " + status.value("message", ""));
+  if (phase == "Failed" && reason == "DeadlineExceeded")
+    return Failure(kRunnerDeadlineExceeded,
+                   "the runner Pod ran past its deadline: " + status.value("message", ""));
+  if (main != nullptr) {
+    const json state = main->value("state", json::object());
+    if (state.contains("running") || state.contains("terminated")) run.started = true;
+    if (state.contains("terminated")) {
+      RunOutcome outcome = FromTermination(state["terminated"]);
+      if (run.cancelling && !outcome.succeeded && !outcome.result) {
+        outcome.error_kind = kRunnerCancelled;
+        outcome.message = "cancelled";
+      }
+      return outcome;
+    }
+  }
+  if (type == "DELETED") {
+    if (run.cancelling) return Failure(kRunnerCancelled, "cancelled");
+    return Failure(kRunnerLost, run.started
+                                    ? "the runner Pod vanished while it ran (its node was lost "
+                                      "or it was deleted); the run's outcome is unknown"
+                                    : "the runner Pod was deleted before it started");
+  }
+  if (phase == "Failed") {
+    std::string message = status.value("message", "");
+    for (const json& init : status.value("initContainerStatuses", json::array())) {
+      const json terminated = init["state"].value("terminated", json::object());
+      if (terminated.value("exitCode", 0) != 0)
+        return Failure(
+            kRunnerFailed,
+            fmt::format("init container {} exited {}: {}", init.value("name", ""),
+                        terminated.value("exitCode", 0), terminated.value("message", "")));
+    }
+    return Failure(kRunnerFailed, "the runner Pod failed: " + reason + " " + message);
+  }
+  for (const char* list : {"initContainerStatuses", "containerStatuses"}) {
+    for (const json& container : status.value(list, json::array())) {
+      const json waiting = container["state"].value("waiting", json::object());
+      if (auto kind = TerminalWaitingKind(waiting.value("reason", ""))) {
+        return Failure(*kind,
+                       fmt::format("container {} cannot start: {}: {}", container.value("name", ""),
+                                   waiting.value("reason", ""), waiting.value("message", "")));
+      }
+    }
+  }
+  for (const json& condition : status.value("conditions", json::array())) {
+    if (condition.value("type", "") == "PodScheduled" && condition.value("status", "") == "False" &&
+        condition.value("reason", "") == "Unschedulable")
+      run.waiting_for = kRunnerUnschedulable;
+  }
+  return std::nullopt;
+}
+
+void KubernetesLauncher::End(Run& run, RunOutcome outcome, std::vector<Ending>& endings) {
+  run.ended = true;
+  bool keep = !run.config.always_cleanup && run.started;
+  if (run.created && !keep) {
+    cleanups_.push_back(
+        {run.manifests.ns, run.manifests.name, run.manifests.secret_name, !run.started});
+  } else if (run.created) {
+    cleanups_.push_back({run.manifests.ns, "", run.manifests.secret_name, false});
+  }
+  endings.push_back({run.request.run_id, std::move(outcome)});
+  wake_.notify_all();
+}
+
+void KubernetesLauncher::Report(std::vector<Ending> endings) {
+  for (auto& ending : endings) {
+    on_end_(ending.run_id, ending.outcome);
+    MutexLock lock(mutex_);
+    runs_.erase(ending.run_id);
+  }
+}
+
+void KubernetesLauncher::Tick() {
+  MutexLock ticking(tick_mutex_);
+  auto now = clock_.Now();
+  std::vector<Ending> endings;
+  std::vector<std::string> retry;
+  {
+    MutexLock lock(mutex_);
+    for (auto& [run_id, run] : runs_) {
+      if (run.ended || run.started) continue;
+      if (now - run.launched_at >= settings_.startup_grace_period) {
+        std::string why =
+            run.waiting_for.empty() ? std::string(kRunnerConnectionFailed) : run.waiting_for;
+        End(run,
+            Failure(why, fmt::format("the runner Pod was not running within {} "
+                                     "(KUBERNETES_STARTUP_GRACE_PERIOD){}",
+                                     FormatDuration(settings_.startup_grace_period),
+                                     run.waiting_for.empty() ? "" : ": " + run.waiting_for)),
+            endings);
+      } else if (run.next_create && now >= *run.next_create) {
+        retry.push_back(run_id);
+      }
+    }
+  }
+  Report(std::move(endings));
+  for (const std::string& run_id : retry) {
+    Run attempt;
+    {
+      MutexLock lock(mutex_);
+      auto it = runs_.find(run_id);
+      if (it == runs_.end() || it->second.ended) continue;
+      attempt = it->second;
+    }
+    auto created = Create(attempt);
+    MutexLock lock(mutex_);
+    auto it = runs_.find(run_id);
+    if (it == runs_.end()) continue;
+    Run& run = it->second;
+    if (created) {
+      run.created = true;
+      run.uid = attempt.uid;
+      run.next_create.reset();
+      run.waiting_for.clear();
+    } else {
+      run.quota_backoff = std::min(run.quota_backoff * 2, options_.quota_retry_max);
+      run.next_create = now + run.quota_backoff;
+    }
+  }
+  DoCleanups();
+  bool reap = false;
+  {
+    MutexLock lock(mutex_);
+    if (now - last_reap_ >= settings_.reap_interval) {
+      last_reap_ = now;
+      reap = true;
+    }
+  }
+  if (reap) Reap();
+}
+
+void KubernetesLauncher::DoCleanups() {
+  std::vector<Cleanup> cleanups;
+  {
+    MutexLock lock(mutex_);
+    cleanups.swap(cleanups_);
+  }
+  std::vector<Cleanup> failed;
+  const auto& kind = options_.kind == WorkloadKind::kPod ? kPods : kube::kJobs;
+  for (const Cleanup& c : cleanups) {
+    bool ok = true;
+    if (!c.workload.empty()) {
+      kube::DeleteOptions options{.propagation_policy = "Background"};
+      if (c.force) options.grace_period_seconds = 0;
+      auto deleted = api_.Delete(kind, c.ns, c.workload, options);
+      ok = deleted || deleted.error().kind == ErrorKind::kNotFound;
+    }
+    if (!c.secret.empty()) {
+      auto deleted = api_.Delete(kSecrets, c.ns, c.secret, {});
+      ok = ok && (deleted || deleted.error().kind == ErrorKind::kNotFound);
+    }
+    if (!ok) failed.push_back(c);  // the API is away: next tick
+  }
+  MutexLock lock(mutex_);
+  cleanups_.insert(cleanups_.end(), failed.begin(), failed.end());
+}
+
+void KubernetesLauncher::Reap() {
+  std::vector<Cleanup> reaped;
+  {
+    MutexLock lock(mutex_);
+    for (const auto& [ns, informer] : informers_) {
+      for (const json& pod : informer->List()) {
+        const json& metadata = pod["metadata"];
+        std::string run_id =
+            metadata.value("labels", json::object()).value(std::string(kRunLabel), "");
+        if (runs_.contains(run_id)) continue;
+        if (metadata.value("annotations", json::object()).value(std::string(kKeepAnnotation), "") ==
+            "true")
+          continue;
+        std::string phase = pod["status"].value("phase", "");
+        if (phase != "Succeeded" && phase != "Failed") continue;
+        std::string name = metadata.value("name", "");
+        reaped.push_back({ns, name, name + "-token", false});
+      }
+    }
+    cleanups_.insert(cleanups_.end(), reaped.begin(), reaped.end());
+  }
+  DoCleanups();
+}
+
+Result<void> KubernetesLauncher::Recover(const std::vector<LaunchRequest>& known) {
+  std::map<std::string, Run> adopted;
+  std::set<std::string> namespaces = {settings_.ns};
+  for (const LaunchRequest& request : known) {
+    auto run = Prepare(request);
+    if (!run) return run.error();
+    namespaces.insert(run->manifests.ns);
+    adopted.emplace(request.run_id, std::move(*run));
+  }
+  std::vector<Ending> endings;
+  std::vector<Cleanup> orphans;
+  for (const std::string& ns : namespaces) {
+    auto informer = InformerFor(ns);
+    if (!informer) return informer.error();
+    for (const json& pod : (*informer)->List()) {
+      const json& metadata = pod["metadata"];
+      std::string run_id = metadata["labels"].value(std::string(kRunLabel), "");
+      auto it = adopted.find(run_id);
+      if (it != adopted.end()) {
+        it->second.created = true;
+        it->second.uid = metadata.value("uid", "");
+        continue;
+      }
+      bool kept =
+          metadata.value("annotations", json::object()).value(std::string(kKeepAnnotation), "") ==
+          "true";
+      std::string name = metadata.value("name", "");
+      if (!kept) orphans.push_back({ns, name, name + "-token", false});
+    }
+  }
+  // The Secret of a Pod deleted here goes with it; one whose Pod went while berth was down
+  // went with it too, by its owner reference.
+  {
+    MutexLock lock(mutex_);
+    for (auto& [run_id, run] : adopted) {
+      if (runs_.contains(run_id)) continue;
+      auto [it, inserted] = runs_.emplace(run_id, std::move(run));
+      Run& tracked = it->second;
+      const json* pod = nullptr;
+      std::optional<json> found;
+      if (auto informer = informers_.find(tracked.manifests.ns); informer != informers_.end()) {
+        found = informer->second->Get(tracked.manifests.ns, tracked.manifests.name);
+        if (found) pod = &*found;
+      }
+      if (pod == nullptr) {
+        // Never started again: the runner may have applied already.
+        End(tracked,
+            Failure(kRunnerLost,
+                    "the runner Pod is gone (deleted while berth was "
+                    "down); the run's outcome is unknown"),
+            endings);
+      } else if (auto outcome = Judge(tracked, "MODIFIED", *pod)) {
+        End(tracked, std::move(*outcome), endings);
+      }
+    }
+    cleanups_.insert(cleanups_.end(), orphans.begin(), orphans.end());
+  }
+  Report(std::move(endings));
+  DoCleanups();
+  return {};
+}
+
+}  // namespace berth::launch

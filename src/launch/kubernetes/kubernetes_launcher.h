@@ -1,0 +1,117 @@
+// The Kubernetes launcher: one Pod (or Job) per run in the runner's namespace, its token in a
+// per-run Secret, the outcome read from Pod status through one shared watch per namespace (no
+// polling), Pods that never start force-deleted after the startup grace period, quota
+// refusals retried, finished Pods reaped, and a restart that adopts what it still tracks.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/mutex.h"
+#include "kube/informer.h"
+#include "kube/kube_api.h"
+#include "launch/kubernetes/pod_builder.h"
+#include "launch/launcher.h"
+
+namespace berth::launch {
+
+struct KubernetesLauncherOptions {
+  std::string launcher_id = "berth";  // berth.dev/launcher: this launcher's Pods
+  WorkloadKind kind = WorkloadKind::kPod;
+  std::chrono::milliseconds tick{500};  // how often the timers run on the launcher's thread
+  std::chrono::seconds quota_retry_initial{5};
+  std::chrono::seconds quota_retry_max{60};
+};
+
+// Annotation of a Pod kept after its run (alwaysCleanup: false): the reaper leaves it.
+inline constexpr std::string_view kKeepAnnotation = "berth.dev/keep";
+
+class KubernetesLauncher final : public Launcher {
+ public:
+  KubernetesLauncher(kube::KubeApi& api, KubernetesSettings settings, Clock& clock, OnEnd on_end,
+                     OnWarning on_warning, KubernetesLauncherOptions options = {});
+  ~KubernetesLauncher() override;
+  KubernetesLauncher(const KubernetesLauncher&) = delete;
+  KubernetesLauncher& operator=(const KubernetesLauncher&) = delete;
+
+  // Watches the launcher's namespace (synced before it returns) and starts the timers.
+  Result<void> Start();
+  void Stop();
+
+  Result<void> Launch(const LaunchRequest& request) override;
+  Result<void> Cancel(const std::string& run_id) override;
+  Result<void> Recover(const std::vector<LaunchRequest>& known) override;
+
+  // The timers, once: startup deadlines, quota retries, cleanups, reaping. Start runs it every
+  // options.tick; a test with a ManualClock calls it after moving the clock.
+  void Tick();
+
+  // The watches this launcher holds (one per namespace it launches into).
+  std::vector<kube::InformerStats> WatchStats() const;
+
+ private:
+  struct Run {
+    LaunchRequest request;
+    RunnerPodConfig config;
+    RunnerManifests manifests;
+    std::chrono::steady_clock::time_point launched_at;
+    std::optional<std::chrono::steady_clock::time_point> next_create;  // a quota retry
+    std::chrono::seconds quota_backoff{0};
+    std::string uid;  // of the Pod or Job once created
+    bool created = false;
+    bool started = false;  // the main container ran: never force-deleted from then on
+    bool cancelling = false;
+    bool ended = false;
+    std::string waiting_for;  // why it has not started: Unschedulable, RunnerQuotaExhausted
+  };
+  struct Cleanup {
+    std::string ns, workload, secret;
+    bool force = false;
+  };
+  struct Ending {
+    std::string run_id;
+    RunOutcome outcome;
+  };
+
+  Result<Run> Prepare(const LaunchRequest& request) const;
+  // Creates the workload and its Secret; kResourceExhausted when a quota is full.
+  Result<void> Create(Run& run);
+  Result<kube::Informer*> InformerFor(const std::string& ns) EXCLUDES(mutex_);
+  void OnPod(const std::string& type, const nlohmann::json& pod) EXCLUDES(mutex_);
+  // What a Pod's state means for its run: an outcome when it has ended.
+  std::optional<RunOutcome> Judge(Run& run, const std::string& type, const nlohmann::json& pod)
+      REQUIRES(mutex_);
+  void End(Run& run, RunOutcome outcome, std::vector<Ending>& endings) REQUIRES(mutex_);
+  void Report(std::vector<Ending> endings);
+  void DoCleanups() EXCLUDES(mutex_);
+  void Reap() EXCLUDES(mutex_);
+  void Loop();
+
+  kube::KubeApi& api_;
+  const KubernetesSettings settings_;
+  Clock& clock_;
+  OnEnd on_end_;
+  OnWarning on_warning_;
+  const KubernetesLauncherOptions options_;
+
+  mutable Mutex mutex_;
+  std::map<std::string, Run> runs_ GUARDED_BY(mutex_);
+  std::vector<Cleanup> cleanups_ GUARDED_BY(mutex_);
+  std::map<std::string, std::unique_ptr<kube::Informer>> informers_ GUARDED_BY(mutex_);
+  std::chrono::steady_clock::time_point last_reap_ GUARDED_BY(mutex_);
+
+  Mutex tick_mutex_;  // one Tick at a time
+  std::condition_variable_any wake_;
+  bool stopping_ GUARDED_BY(mutex_) = false;
+  std::thread thread_;
+};
+
+}  // namespace berth::launch

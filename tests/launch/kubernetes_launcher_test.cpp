@@ -1,0 +1,448 @@
+// The Kubernetes launcher end to end: the real apiserver (RBAC on, Pod Security `restricted`
+// enforced), the launcher as a service account bound to exactly deploy/'s Role, the test node
+// agent playing the kubelet, and the real runner driving the real tofu in the Pods.
+#include "launch/kubernetes/kubernetes_launcher.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <thread>
+
+#include "cli/body.h"
+#include "fault_injecting_kube_api.h"
+#include "kube_test_cluster.h"
+#include "sys/files.h"
+#include "test_node_agent.h"
+#include "test_tools.h"
+
+namespace berth::launch {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using testenv::KubeTestCluster;
+
+constexpr const char* kImage = "berth/runner:test";
+
+// The runner image as the node agent sees it: the runner at /runner, tofu on PATH, the
+// example modules under /berth/modules.
+Result<sys::TempDir> BuildImage() {
+  auto dir = sys::TempDir::Create("runner-image");
+  if (!dir) return dir.error();
+  auto tofu = testenv::TestTool("BERTH_TEST_TOFU");
+  if (!tofu) return tofu.error();
+  fs::create_directories(dir->Path() / "usr/local/bin");
+  fs::create_symlink(*tofu, dir->Path() / "usr/local/bin/tofu");
+  fs::create_symlink(BERTH_RUNNER_BIN, dir->Path() / "runner");
+  fs::create_directories(dir->Path() / "berth/modules");
+  for (const char* module : {"hello", "slow"}) {
+    fs::copy(testenv::SourceDir() / "examples" / module, dir->Path() / "berth/modules" / module,
+             fs::copy_options::recursive);
+  }
+  if (auto ok = sys::WriteFileAtomic(dir->Path() / "berth/slow.json", R"({"seconds": 4})"); !ok)
+    return ok.error();
+  return dir;
+}
+
+class Outcomes {
+ public:
+  void Record(const std::string& run_id, const RunOutcome& outcome) {
+    MutexLock lock(mutex_);
+    outcomes_[run_id].push_back(outcome);
+    changed_.notify_all();
+  }
+  void Warn(const std::string& run_id, const std::string& warning) {
+    MutexLock lock(mutex_);
+    warnings_[run_id].push_back(warning);
+  }
+  // The run's outcome, once it is in (bounded wait); nullopt if it never came.
+  std::optional<RunOutcome> WaitFor(const std::string& run_id,
+                                    std::chrono::seconds timeout = std::chrono::seconds(120)) {
+    MutexLock lock(mutex_);
+    changed_.wait_for(mutex_, timeout, [&] { return outcomes_.contains(run_id); });
+    if (!outcomes_.contains(run_id)) return std::nullopt;
+    return outcomes_[run_id].front();
+  }
+  size_t Count(const std::string& run_id) {
+    MutexLock lock(mutex_);
+    return outcomes_.contains(run_id) ? outcomes_[run_id].size() : 0;
+  }
+  std::vector<std::string> Warnings(const std::string& run_id) {
+    MutexLock lock(mutex_);
+    return warnings_[run_id];
+  }
+
+ private:
+  Mutex mutex_;
+  std::condition_variable_any changed_;
+  std::map<std::string, std::vector<RunOutcome>> outcomes_ GUARDED_BY(mutex_);
+  std::map<std::string, std::vector<std::string>> warnings_ GUARDED_BY(mutex_);
+};
+
+class KubernetesLauncherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto shared = KubeTestCluster::Shared();
+    ASSERT_TRUE(shared) << shared.error().ToString();
+    cluster_ = *shared;
+    std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    ns_ = "launch-";
+    for (char c : test) {
+      if (ns_.size() < 60 && std::isalnum(static_cast<unsigned char>(c)) != 0)
+        ns_ += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    auto admin_config =
+        kube::KubeConfig::Parse(cluster_->KubeconfigYaml(cluster_->AdminTls()), "/", {});
+    ASSERT_TRUE(admin_config);
+    admin_ = kube::MakeKubeClient(*admin_config);
+    ASSERT_TRUE(cluster_->CreateNamespace(ns_));
+    ASSERT_TRUE(admin_->Patch(
+        kube::kNamespaces, "", ns_, kube::PatchType::kMerge,
+        {{"metadata", {{"labels", {{"pod-security.kubernetes.io/enforce", "restricted"}}}}}},
+        "berth-test"));
+    GrantLauncherRole();
+    auto image = BuildImage();
+    ASSERT_TRUE(image) << image.error().ToString();
+    image_.emplace(std::move(*image));
+    auto work = sys::TempDir::Create("node-agent");
+    ASSERT_TRUE(work);
+    work_.emplace(std::move(*work));
+    auto agent = testenv::TestNodeAgent::Start(
+        *admin_, {.images = {{kImage, image_->Path()}}, .work_dir = work_->Path()});
+    ASSERT_TRUE(agent) << agent.error().ToString();
+    agent_ = std::move(*agent);
+  }
+
+  void TearDown() override {
+    launcher_.reset();
+    agent_.reset();
+  }
+
+  // deploy/kubernetes/launcher-rbac.yaml, bound to a service account of this namespace, whose
+  // token the launcher uses.
+  void GrantLauncherRole() {
+    auto text = sys::ReadFile(testenv::SourceDir() / "deploy/kubernetes/launcher-rbac.yaml");
+    ASSERT_TRUE(text);
+    size_t split = text->find("\n---\n");
+    auto role = cli::YamlToJson(text->substr(0, split));
+    auto binding = cli::YamlToJson(text->substr(split + 5));
+    ASSERT_TRUE(role && binding);
+    (*binding)["subjects"][0]["namespace"] = ns_;
+    json account = {
+        {"apiVersion", "v1"}, {"kind", "ServiceAccount"}, {"metadata", {{"name", "berthd"}}}};
+    ASSERT_TRUE(admin_->Create(kube::kServiceAccounts, ns_, account));
+    ASSERT_TRUE(admin_->Create(kube::kRoles, ns_, *role));
+    ASSERT_TRUE(admin_->Create(kube::kRoleBindings, ns_, *binding));
+    auto token = admin_->CreateSubresource(kube::kServiceAccounts, ns_, "berthd", "token",
+                                           {{"apiVersion", "authentication.k8s.io/v1"},
+                                            {"kind", "TokenRequest"},
+                                            {"spec", {{"expirationSeconds", 3600}}}});
+    ASSERT_TRUE(token) << token.error().ToString();
+    auto config = kube::KubeConfig::Parse(
+        cluster_->KubeconfigYaml({}, (*token)["status"]["token"].get<std::string>()), "/", {});
+    ASSERT_TRUE(config);
+    client_ = kube::MakeKubeClient(*config);
+  }
+
+  KubernetesSettings Settings(std::string grace = "5m", bool resources = true) {
+    kube::Environment env = {{"KUBERNETES_IMAGE", kImage},
+                             {"KUBERNETES_NAMESPACE", ns_},
+                             {"KUBERNETES_STARTUP_GRACE_PERIOD", grace}};
+    if (resources) {
+      env["KUBERNETES_CPU"] = "100m";
+      env["KUBERNETES_MEMORY"] = "256Mi";
+    }
+    auto settings = KubernetesSettings::FromEnvironment(env);
+    EXPECT_TRUE(settings) << settings.error().ToString();
+    return *settings;
+  }
+
+  void StartLauncher(kube::KubeApi& api, KubernetesSettings settings, Clock& clock) {
+    launcher_ = std::make_unique<KubernetesLauncher>(
+        api, std::move(settings), clock,
+        [this](const std::string& id, const RunOutcome& o) { outcomes_.Record(id, o); },
+        [this](const std::string& id, const std::string& w) { outcomes_.Warn(id, w); });
+    auto started = launcher_->Start();
+    ASSERT_TRUE(started) << started.error().ToString();
+  }
+  void StartLauncher() { StartLauncher(*client_, Settings(), SystemClock::Instance()); }
+
+  LaunchRequest Request(const std::string& run_id, const std::string& op, const std::string& module,
+                        json runner_config = json::object()) {
+    LaunchRequest request{
+        .run_id = run_id, .op = op, .revision = "1", .token = "secret-token-" + run_id};
+    request.runner_args = {"--module=/berth/modules/" + module};
+    if (module == "slow") request.runner_args.push_back("--config=/berth/slow.json");
+    request.runner_configuration = std::move(runner_config);
+    return request;
+  }
+
+  json RunnerConfigWithLabels(const json& labels) {
+    return {{"runner", {{"podTemplate", {{"metadata", {{"labels", labels}}}}}}}};
+  }
+
+  // Waits (bounded) until the run's main container runs.
+  bool WaitUntilRunning(const std::string& run_id) {
+    for (int i = 0; i < 1200; ++i) {
+      auto pod = admin_->Get(kube::kPods, ns_, "berth-run-" + run_id);
+      if (pod && (*pod)["status"].value("phase", "") == "Running") return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+
+  // Waits (bounded) for a Pod deleted gracefully to be gone.
+  bool PodGone(const std::string& run_id) {
+    for (int i = 0; i < 600 && PodExists(run_id); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return !PodExists(run_id);
+  }
+
+  bool PodExists(const std::string& run_id) {
+    return static_cast<bool>(admin_->Get(kube::kPods, ns_, "berth-run-" + run_id));
+  }
+
+  KubeTestCluster* cluster_ = nullptr;
+  std::string ns_;
+  std::unique_ptr<kube::KubeClient> admin_;
+  std::unique_ptr<kube::KubeClient> client_;  // the launcher's, as berthd
+  std::optional<sys::TempDir> image_, work_;
+  std::unique_ptr<testenv::TestNodeAgent> agent_;
+  Outcomes outcomes_;
+  std::unique_ptr<KubernetesLauncher> launcher_;
+};
+
+TEST_F(KubernetesLauncherTest, APlanRunsInAHardenedPodAndEverythingIsCleanedUp) {
+  StartLauncher();
+  auto before = client_->Counts();
+  ASSERT_TRUE(launcher_->Launch(Request("plan1", "plan", "hello")));
+  ASSERT_TRUE(launcher_->Launch(Request("plan1", "plan", "hello")));  // adopted, not doubled
+  auto outcome = outcomes_.WaitFor("plan1");
+  ASSERT_TRUE(outcome);
+  EXPECT_TRUE(outcome->succeeded) << outcome->error_kind << ": " << outcome->message;
+  EXPECT_EQ(outcome->exit_code, 0);
+  ASSERT_TRUE(outcome->result);
+  EXPECT_EQ((*outcome->result)["op"], "plan");
+  EXPECT_GT((*outcome->result)["plan"].value("add", 0), 0) << outcome->result->dump();
+  EXPECT_TRUE(PodGone("plan1"));  // on the launcher's next tick
+  EXPECT_FALSE(admin_->Get(kube::kSecrets, ns_, "berth-run-plan1-token"));
+
+  auto after = client_->Counts();
+  auto delta = [&](const std::string& key) { return after[key] - before[key]; };
+  EXPECT_EQ(delta("create pods"), 1u);
+  EXPECT_EQ(delta("create secrets"), 1u);
+  EXPECT_EQ(delta("get pods") + delta("list pods"), 0u);  // the watch told everything
+  EXPECT_LE(delta("create pods") + delta("create secrets") + delta("delete pods") +
+                delta("delete secrets") + delta("patch pods"),
+            6u);
+  EXPECT_EQ(launcher_->WatchStats().size(), 1u);
+}
+
+TEST_F(KubernetesLauncherTest, AnApplyRunsToTheEndAndReportsOutputs) {
+  StartLauncher();
+  ASSERT_TRUE(launcher_->Launch(Request("apply1", "apply", "hello")));
+  auto outcome = outcomes_.WaitFor("apply1");
+  ASSERT_TRUE(outcome);
+  EXPECT_TRUE(outcome->succeeded) << outcome->error_kind << ": " << outcome->message;
+  EXPECT_EQ((*outcome->result)["op"], "apply");
+}
+
+TEST_F(KubernetesLauncherTest, TheTokenIsInTheSecretAndNowhereInThePod) {
+  StartLauncher(*client_, Settings(), SystemClock::Instance());
+  ASSERT_TRUE(launcher_->Launch(Request(
+      "tok", "plan", "hello", RunnerConfigWithLabels({{"berth.test/fault", "never-start"}}))));
+  auto pod = admin_->Get(kube::kPods, ns_, "berth-run-tok");
+  ASSERT_TRUE(pod);
+  EXPECT_EQ(pod->dump().find("secret-token-tok"), std::string::npos);
+  auto secret = admin_->Get(kube::kSecrets, ns_, "berth-run-tok-token");
+  ASSERT_TRUE(secret);
+  EXPECT_EQ((*secret)["metadata"]["ownerReferences"][0]["uid"], (*pod)["metadata"]["uid"]);
+  ASSERT_TRUE(launcher_->Cancel("tok"));
+  auto outcome = outcomes_.WaitFor("tok");
+  ASSERT_TRUE(outcome);
+  EXPECT_EQ(outcome->error_kind, kRunnerCancelled);
+}
+
+struct Fault {
+  std::string label;
+  std::string_view kind;
+};
+
+class KubernetesLauncherFaults : public KubernetesLauncherTest,
+                                 public ::testing::WithParamInterface<Fault> {};
+
+TEST_P(KubernetesLauncherFaults, EndTheRunWithAClearKind) {
+  StartLauncher();
+  ASSERT_TRUE(launcher_->Launch(Request(
+      "f", "apply", "slow", RunnerConfigWithLabels({{"berth.test/fault", GetParam().label}}))));
+  auto outcome = outcomes_.WaitFor("f");
+  ASSERT_TRUE(outcome);
+  EXPECT_FALSE(outcome->succeeded);
+  EXPECT_EQ(outcome->error_kind, GetParam().kind) << outcome->message;
+  EXPECT_FALSE(outcome->message.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, KubernetesLauncherFaults,
+                         ::testing::Values(Fault{"oom", kRunnerOomKilled},
+                                           Fault{"evict", kRunnerEvicted},
+                                           Fault{"node-lost", kRunnerLost}),
+                         [](const auto& row) { return std::string(row.param.kind); });
+
+TEST_F(KubernetesLauncherTest, AnUnknownImageIsImagePullBackOff) {
+  StartLauncher();
+  ASSERT_TRUE(launcher_->Launch(
+      Request("img", "plan", "hello", {{"runner", {{"image", "nowhere/none:1"}}}})));
+  auto outcome = outcomes_.WaitFor("img");
+  ASSERT_TRUE(outcome);
+  EXPECT_EQ(outcome->error_kind, kRunnerImagePullFailed) << outcome->message;
+  EXPECT_NE(outcome->message.find("nowhere/none:1"), std::string::npos);
+}
+
+TEST_F(KubernetesLauncherTest, APodThatNeverStartsIsForceDeletedAfterTheGracePeriod) {
+  ManualClock clock;
+  StartLauncher(*client_, Settings("2m"), clock);
+  ASSERT_TRUE(launcher_->Launch(Request(
+      "stuck", "plan", "hello", RunnerConfigWithLabels({{"berth.test/fault", "never-start"}}))));
+  clock.Advance(std::chrono::seconds(119));
+  launcher_->Tick();
+  EXPECT_EQ(outcomes_.Count("stuck"), 0u);
+  clock.Advance(std::chrono::seconds(1));
+  launcher_->Tick();
+  auto outcome = outcomes_.WaitFor("stuck", std::chrono::seconds(5));
+  ASSERT_TRUE(outcome);
+  EXPECT_EQ(outcome->error_kind, kRunnerConnectionFailed);
+  EXPECT_NE(outcome->message.find("within 2m (KUBERNETES_STARTUP_GRACE_PERIOD)"), std::string::npos)
+      << outcome->message;
+  EXPECT_FALSE(PodExists("stuck"));  // force-deleted: gone at once
+}
+
+TEST_F(KubernetesLauncherTest, AStartedPodIsNeverForceDeleted) {
+  ManualClock clock;
+  StartLauncher(*client_, Settings("1m"), clock);
+  ASSERT_TRUE(launcher_->Launch(Request("long", "apply", "slow")));
+  ASSERT_TRUE(WaitUntilRunning("long"));
+  // Wait for the launcher to have seen it run, then pass the grace period.
+  for (int i = 0; i < 100 && agent_->PodsStarted() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  clock.Advance(std::chrono::minutes(10));
+  launcher_->Tick();
+  auto outcome = outcomes_.WaitFor("long");
+  ASSERT_TRUE(outcome);
+  EXPECT_TRUE(outcome->succeeded) << outcome->error_kind << ": " << outcome->message;
+}
+
+TEST_F(KubernetesLauncherTest, CancelStopsARunningApplyGracefully) {
+  StartLauncher();
+  ASSERT_TRUE(launcher_->Launch(Request("stop", "apply", "slow")));
+  ASSERT_TRUE(WaitUntilRunning("stop"));
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // into the apply
+  ASSERT_TRUE(launcher_->Cancel("stop"));
+  auto outcome = outcomes_.WaitFor("stop");
+  ASSERT_TRUE(outcome);
+  EXPECT_FALSE(outcome->succeeded);
+  EXPECT_EQ(outcome->error_kind, "Cancelled") << outcome->message;
+}
+
+TEST_F(KubernetesLauncherTest, AFullQuotaIsRetriedAndAQuotaNeedingResourcesIsAConfigError) {
+  ManualClock clock;
+  StartLauncher(*client_, Settings("5m", /*resources=*/false), clock);
+  json quota = {{"apiVersion", "v1"},
+                {"kind", "ResourceQuota"},
+                {"metadata", {{"name", "runners"}}},
+                {"spec", {{"hard", {{"pods", "0"}}}}}};
+  ASSERT_TRUE(admin_->Create(kube::kResourceQuotas, ns_, quota));
+  auto set_quota = [&](const std::string& pods) {
+    ASSERT_TRUE(admin_->Patch(kube::kResourceQuotas, ns_, "runners", kube::PatchType::kMerge,
+                              {{"spec", {{"hard", {{"pods", pods}}}}},
+                               {"status", {{"hard", {{"pods", pods}}}, {"used", {{"pods", "0"}}}}}},
+                              "berth-test", "status"));
+  };
+  set_quota("0");
+  ASSERT_TRUE(launcher_->Launch(Request("q", "plan", "hello")));
+  auto warnings = outcomes_.Warnings("q");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("RunnerQuotaExhausted"), std::string::npos);
+  EXPECT_FALSE(PodExists("q"));
+  set_quota("5");
+  clock.Advance(std::chrono::seconds(5));
+  launcher_->Tick();
+  auto outcome = outcomes_.WaitFor("q");
+  ASSERT_TRUE(outcome);
+  EXPECT_TRUE(outcome->succeeded) << outcome->error_kind << ": " << outcome->message;
+
+  // A quota on CPU requests needs every Pod to state one, which these do not: no retry helps,
+  // the configuration must change.
+  json needs = {{"apiVersion", "v1"},
+                {"kind", "ResourceQuota"},
+                {"metadata", {{"name", "storage"}}},
+                {"spec", {{"hard", {{"limits.ephemeral-storage", "10Gi"}}}}}};
+  ASSERT_TRUE(admin_->Create(kube::kResourceQuotas, ns_, needs));
+  ASSERT_TRUE(admin_->Patch(
+      kube::kResourceQuotas, ns_, "storage", kube::PatchType::kMerge,
+      {{"status", {{"hard", {{"requests.cpu", "10"}}}, {"used", {{"requests.cpu", "0"}}}}}},
+      "berth-test", "status"));
+  auto refused = launcher_->Launch(Request("q2", "plan", "hello"));
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind, ErrorKind::kFailedPrecondition) << refused.error().ToString();
+  EXPECT_EQ(refused.error().reason, kube::kReasonQuotaNeedsResources);
+}
+
+TEST_F(KubernetesLauncherTest, ARunSurvivesACutWatchWithOnePod) {
+  testenv::FaultInjectingKubeApi faulty(*client_);
+  StartLauncher(faulty, Settings(), SystemClock::Instance());
+  ASSERT_TRUE(launcher_->Launch(Request("cut", "apply", "slow")));
+  ASSERT_TRUE(WaitUntilRunning("cut"));
+  faulty.SetWatchesDown(true);
+  faulty.CutWatches();
+  // The run ends while nobody watches.
+  for (int i = 0; i < 1200; ++i) {
+    auto pod = admin_->Get(kube::kPods, ns_, "berth-run-cut");
+    if (pod && (*pod)["status"].value("phase", "") == "Succeeded") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(outcomes_.Count("cut"), 0u);
+  faulty.SetWatchesDown(false);
+  auto outcome = outcomes_.WaitFor("cut");
+  ASSERT_TRUE(outcome);
+  EXPECT_TRUE(outcome->succeeded) << outcome->error_kind << ": " << outcome->message;
+  EXPECT_EQ(client_->Counts()["create pods"], 1u);
+  EXPECT_EQ(outcomes_.Count("cut"), 1u);
+}
+
+TEST_F(KubernetesLauncherTest, ARestartedLauncherAdoptsItsRunsAndRemovesOthers) {
+  StartLauncher();
+  auto tracked = Request("kept", "apply", "slow");
+  ASSERT_TRUE(launcher_->Launch(tracked));
+  ASSERT_TRUE(launcher_->Launch(Request(
+      "orphan", "plan", "hello", RunnerConfigWithLabels({{"berth.test/fault", "never-start"}}))));
+  ASSERT_TRUE(WaitUntilRunning("kept"));
+  launcher_.reset();  // berthd goes away mid-run
+
+  StartLauncher();
+  ASSERT_TRUE(launcher_->Recover({tracked}));
+  EXPECT_TRUE(PodGone("orphan"));
+  auto outcome = outcomes_.WaitFor("kept");
+  ASSERT_TRUE(outcome);
+  EXPECT_TRUE(outcome->succeeded) << outcome->error_kind << ": " << outcome->message;
+  EXPECT_EQ(client_->Counts()["create pods"], 2u);  // kept and orphan, once each
+  EXPECT_EQ(outcomes_.Count("orphan"), 0u);
+}
+
+TEST_F(KubernetesLauncherTest, ARunWhosePodVanishedWhileDownIsLostNeverStartedAgain) {
+  StartLauncher();
+  auto tracked = Request("gone", "plan", "hello",
+                         RunnerConfigWithLabels({{"berth.test/fault", "never-start"}}));
+  ASSERT_TRUE(launcher_->Launch(tracked));
+  launcher_.reset();
+  ASSERT_TRUE(admin_->Delete(kube::kPods, ns_, "berth-run-gone", {.grace_period_seconds = 0}));
+  StartLauncher();
+  ASSERT_TRUE(launcher_->Recover({tracked}));
+  auto outcome = outcomes_.WaitFor("gone", std::chrono::seconds(5));
+  ASSERT_TRUE(outcome);
+  EXPECT_EQ(outcome->error_kind, kRunnerLost);
+  EXPECT_FALSE(PodExists("gone"));
+}
+
+}  // namespace
+}  // namespace berth::launch
