@@ -36,7 +36,9 @@ void Informer::Stop() {
 
 bool Informer::WaitForSync(std::chrono::milliseconds timeout) {
   MutexLock lock(mutex_);
-  return changed_.wait_for(mutex_, timeout, [&] { return synced_ || stopping_.load(); }) && synced_;
+  return changed_.wait_for(mutex_, timeout, [&]() REQUIRES(mutex_) {
+    return synced_ || stopping_.load();
+  }) && synced_;
 }
 
 std::optional<json> Informer::Get(const std::string& ns, const std::string& name) const {

@@ -9,6 +9,7 @@
 #include "core/mutex.h"
 #include "core/token_bucket.h"
 #include "kube/kube_api.h"
+#include "kube/watch_stream.h"
 
 namespace berth::kube {
 namespace {
@@ -157,41 +158,13 @@ class CurlKubeClient final : public KubeClient {
     if (!request) return request.error();
     request->timeout = std::chrono::seconds(options.timeout_seconds + 30);
     request->cancelled = cancelled;
-    std::string pending;
-    std::optional<Error> stream_error;
-    request->on_body = [&](std::string_view piece) {
-      pending.append(piece);
-      size_t start = 0;
-      for (size_t eol; (eol = pending.find('\n', start)) != std::string::npos; start = eol + 1) {
-        std::string_view line(pending.data() + start, eol - start);
-        if (line.empty()) continue;
-        json event = json::parse(line, nullptr, false);
-        if (event.is_object() && event.value("kind", "") == "Status") {  // a refused watch
-          stream_error = DecodeStatusError(event.value("code", 500), line, Describe(kind));
-          return false;
-        }
-        if (event.is_discarded() || !event.is_object() || !event.contains("type")) {
-          stream_error =
-              MakeError(ErrorKind::kUnavailable, "malformed watch event", Describe(kind));
-          return false;
-        }
-        std::string type = event["type"].is_string() ? event["type"].get<std::string>() : "";
-        if (type == "ERROR") {
-          const json& status = event["object"];
-          stream_error =
-              DecodeStatusError(status.value("code", 500), status.dump(), Describe(kind));
-          return false;
-        }
-        if (!on_event(WatchEvent{std::move(type), std::move(event["object"])})) return false;
-      }
-      pending.erase(0, start);
-      return true;
-    };
+    WatchStreamDecoder decoder(Describe(kind));
+    request->on_body = [&](std::string_view piece) { return decoder.Feed(piece, on_event); };
     auto response = http_->Send(*request);
-    if (stream_error) return *stream_error;
+    if (decoder.StreamError()) return *decoder.StreamError();
     if (!response) return response.error();
     if (response->status / 100 != 2)
-      return DecodeStatusError(response->status, pending, Describe(kind));
+      return DecodeStatusError(response->status, decoder.Pending(), Describe(kind));
     return {};
   }
 
@@ -287,12 +260,15 @@ class CurlKubeClient final : public KubeClient {
 }  // namespace
 
 Error DecodeStatusError(int http_status, std::string_view body, std::string context) {
+  // The body comes from outside: every field is read only when it has the expected type.
+  auto text = [](const json& object, const char* key) {
+    auto it = object.find(key);
+    return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
   json status = json::parse(body, nullptr, false);
-  std::string reason, message;
-  if (status.is_object() && status.value("kind", "") == "Status") {
-    reason = status.value("reason", "");
-    message = status.value("message", "");
-  }
+  if (!status.is_object() || text(status, "kind") != "Status") status = json::object();
+  std::string reason = text(status, "reason");
+  std::string message = text(status, "message");
   if (message.empty()) message = fmt::format("the Kubernetes API answered {}", http_status);
   Error error = MakeError(KindOfStatus(http_status), message, std::move(context));
   error.reason = reason;
@@ -306,10 +282,14 @@ Error DecodeStatusError(int http_status, std::string_view body, std::string cont
     error.reason = kReasonQuotaNeedsResources;
   }
   if (http_status == 410) error.reason = kReasonExpired;
-  if (status.is_object() && status.contains("details")) {
-    for (const json& cause : status["details"].value("causes", json::array())) {
-      if (cause.is_object())
-        error.fields.push_back(FieldError{cause.value("field", ""), cause.value("message", "")});
+  auto details = status.find("details");
+  if (details != status.end() && details->is_object()) {
+    auto causes = details->find("causes");
+    if (causes != details->end() && causes->is_array()) {
+      for (const json& cause : *causes) {
+        if (cause.is_object())
+          error.fields.push_back(FieldError{text(cause, "field"), text(cause, "message")});
+      }
     }
   }
   return error;

@@ -33,6 +33,7 @@ struct Merged {
 };
 
 std::string Text(const YAML::Node& node, const char* key) {
+  if (!node.IsMap()) return {};
   const YAML::Node value = node[key];
   return value && value.IsScalar() ? value.as<std::string>() : std::string();
 }
@@ -60,9 +61,10 @@ Result<void> MergeDocument(std::string_view yaml, const fs::path& dir, const std
     if (!list || list.IsNull()) continue;
     if (!list.IsSequence()) return Invalid(std::string(section.list) + " must be a list", origin);
     for (size_t i = 0; i < list.size(); ++i) {
+      std::string where = std::string(section.list) + "[" + std::to_string(i) + "]";
+      if (!list[i].IsMap()) return Invalid(where + " must be a mapping", origin);
       std::string name = Text(list[i], "name");
       const YAML::Node body = list[i][section.item];
-      std::string where = std::string(section.list) + "[" + std::to_string(i) + "]";
       if (name.empty()) return Invalid(where + ".name is required", origin);
       if (!body || !body.IsMap())
         return Invalid(where + "." + section.item + " must be a mapping", origin);

@@ -36,7 +36,8 @@ class Recorder {
   // Waits (bounded) until n lines are in; returns them.
   std::vector<std::string> WaitFor(size_t n) {
     MutexLock lock(mutex_);
-    changed_.wait_for(mutex_, std::chrono::seconds(30), [&] { return lines_.size() >= n; });
+    changed_.wait_for(mutex_, std::chrono::seconds(30),
+                      [&]() REQUIRES(mutex_) { return lines_.size() >= n; });
     return lines_;
   }
 

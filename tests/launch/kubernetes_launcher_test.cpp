@@ -59,7 +59,8 @@ class Outcomes {
   std::optional<RunOutcome> WaitFor(const std::string& run_id,
                                     std::chrono::seconds timeout = std::chrono::seconds(120)) {
     MutexLock lock(mutex_);
-    changed_.wait_for(mutex_, timeout, [&] { return outcomes_.contains(run_id); });
+    changed_.wait_for(mutex_, timeout,
+                      [&]() REQUIRES(mutex_) { return outcomes_.contains(run_id); });
     if (!outcomes_.contains(run_id)) return std::nullopt;
     return outcomes_[run_id].front();
   }
