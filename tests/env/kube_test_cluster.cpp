@@ -1,4 +1,5 @@
-// Starting etcd and kube-apiserver with the flags controller-runtime's envtest uses.
+// Starting etcd and kube-apiserver with the flags controller-runtime's envtest uses, and
+// kube-controller-manager with only the controllers berth's tests need.
 #include "kube_test_cluster.h"
 
 #include <fmt/format.h>
@@ -34,11 +35,13 @@ Result<std::unique_ptr<KubeTestCluster>> KubeTestCluster::Start() {
   std::unique_ptr<KubeTestCluster> cluster(new KubeTestCluster(std::move(*dir), std::move(*ca)));
   if (auto r = cluster->StartEtcd(); !r) return r.error();
   if (auto r = cluster->StartApiserver(); !r) return r.error();
+  if (auto r = cluster->StartControllerManager(); !r) return r.error();
   return cluster;
 }
 
 KubeTestCluster::~KubeTestCluster() {
-  // The apiserver first, so that it does not log etcd's disappearance as an error.
+  // Its clients first, then the apiserver, so that none logs a disappearance as an error.
+  controller_manager_.reset();
   apiserver_.reset();
   etcd_.reset();
 }
@@ -145,6 +148,38 @@ net::TlsConfig KubeTestCluster::AdminTls() const {
   return {.ca_pem = ca_.certificate_pem,
           .client_cert_pem = admin_.certificate_pem,
           .client_key_pem = admin_.key.pem};
+}
+
+Result<void> KubeTestCluster::StartControllerManager() {
+  auto binary = TestTool("BERTH_TEST_KUBE_CONTROLLER_MANAGER");
+  if (!binary) return binary.error();
+  auto port = FreeLoopbackPort();
+  if (!port) return port.error();
+  sys::SpawnOptions options;
+  // Jobs run their Pods, owned objects go with their owner, finished Jobs expire. Nothing else:
+  // tests that write a quota's status or a ServiceAccount themselves stay in charge of them.
+  options.argv = {binary->string(),
+                  "--kubeconfig=" + admin_kubeconfig_.string(),
+                  "--controllers=job-controller,garbage-collector-controller,"
+                  "ttl-after-finished-controller",
+                  "--leader-elect=false",
+                  "--bind-address=127.0.0.1",
+                  fmt::format("--secure-port={}", *port),
+                  "--cert-dir=" + (dir_.Path() / "kcm-certs").string()};
+  options.output_path = (dir_.Path() / "kube-controller-manager.log").string();
+  auto process = sys::Subprocess::Spawn(options);
+  if (!process) return process.error();
+  controller_manager_ = std::make_unique<sys::Subprocess>(std::move(*process));
+  // Its serving certificate is self-signed: the health check alone skips verification.
+  auto http = net::MakeCurlHttpClient({.insecure_skip_verify = true});
+  std::string healthz = fmt::format("https://127.0.0.1:{}/healthz", *port);
+  return WaitUntilReady(
+      "kube-controller-manager", *controller_manager_,
+      [&] {
+        auto r = http->Send({.url = healthz, .timeout = std::chrono::seconds(5)});
+        return r && r->status == 200;
+      },
+      kStartTimeout, options.output_path);
 }
 
 std::string KubeTestCluster::KubeconfigYaml(const net::TlsConfig& tls,

@@ -1,6 +1,7 @@
 // A real etcd and kube-apiserver on loopback ports, with client-certificate authentication and
-// RBAC on, started once per test binary and torn down at its exit. There is no kubelet: Pods
-// stay Pending unless the test node agent runs them.
+// RBAC on, and kube-controller-manager running the job, garbage-collector and
+// ttl-after-finished controllers; started once per test binary and torn down at its exit. There
+// is no kubelet: Pods stay Pending unless the test node agent runs them.
 #pragma once
 
 #include <filesystem>
@@ -52,6 +53,7 @@ class KubeTestCluster {
   static Result<std::unique_ptr<KubeTestCluster>> Start();
   Result<void> StartEtcd();
   Result<void> StartApiserver();
+  Result<void> StartControllerManager();
 
   sys::TempDir dir_;
   crypto::IssuedCertificate ca_;
@@ -61,6 +63,7 @@ class KubeTestCluster {
   std::string url_;
   std::unique_ptr<sys::Subprocess> etcd_;
   std::unique_ptr<sys::Subprocess> apiserver_;
+  std::unique_ptr<sys::Subprocess> controller_manager_;
 };
 
 }  // namespace berth::testenv

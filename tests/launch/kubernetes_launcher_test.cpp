@@ -158,11 +158,13 @@ class KubernetesLauncherTest : public ::testing::Test {
     return *settings;
   }
 
-  void StartLauncher(kube::KubeApi& api, KubernetesSettings settings, Clock& clock) {
+  void StartLauncher(kube::KubeApi& api, KubernetesSettings settings, Clock& clock,
+                     KubernetesLauncherOptions options = {}) {
     launcher_ = std::make_unique<KubernetesLauncher>(
         api, std::move(settings), clock,
         [this](const std::string& id, const RunOutcome& o) { outcomes_.Record(id, o); },
-        [this](const std::string& id, const std::string& w) { outcomes_.Warn(id, w); });
+        [this](const std::string& id, const std::string& w) { outcomes_.Warn(id, w); },
+        std::move(options));
     auto started = launcher_->Start();
     ASSERT_TRUE(started) << started.error().ToString();
   }
@@ -443,6 +445,59 @@ TEST_F(KubernetesLauncherTest, ARunWhosePodVanishedWhileDownIsLostNeverStartedAg
   ASSERT_TRUE(outcome);
   EXPECT_EQ(outcome->error_kind, kRunnerLost);
   EXPECT_FALSE(PodExists("gone"));
+}
+
+TEST_F(KubernetesLauncherTest, AJobRunsItsPodOnceAndGoesWithIt) {
+  StartLauncher(*client_, Settings(), SystemClock::Instance(), {.kind = WorkloadKind::kJob});
+  ASSERT_TRUE(launcher_->Launch(Request("job1", "plan", "hello")));
+  auto job = admin_->Get(kube::kJobs, ns_, "berth-run-job1");
+  ASSERT_TRUE(job) << job.error().ToString();
+  EXPECT_EQ((*job)["spec"]["backoffLimit"], 0);
+  auto outcome = outcomes_.WaitFor("job1");
+  ASSERT_TRUE(outcome);
+  EXPECT_TRUE(outcome->succeeded) << outcome->error_kind << ": " << outcome->message;
+  // The Job goes, and its Pod with it (the garbage collector follows the owner).
+  for (int i = 0; i < 600 && admin_->Get(kube::kJobs, ns_, "berth-run-job1"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(admin_->Get(kube::kJobs, ns_, "berth-run-job1"));
+  auto pods = admin_->List(kube::kPods, ns_, {.label_selector = "berth.dev/run=job1"});
+  ASSERT_TRUE(pods);
+  for (int i = 0; i < 600 && !pods->items.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    pods = admin_->List(kube::kPods, ns_, {.label_selector = "berth.dev/run=job1"});
+  }
+  EXPECT_TRUE(pods->items.empty());
+}
+
+TEST_F(KubernetesLauncherTest, AlwaysCleanupFalseKeepsThePodAndTheReaperLeavesIt) {
+  ManualClock clock;
+  StartLauncher(*client_, Settings(), clock, {.tick = std::chrono::hours(1)});  // Tick by hand
+  ASSERT_TRUE(launcher_->Launch(
+      Request("keep", "plan", "hello", {{"runner", {{"alwaysCleanup", false}}}})));
+  auto outcome = outcomes_.WaitFor("keep");
+  ASSERT_TRUE(outcome);
+  EXPECT_TRUE(outcome->succeeded);
+  clock.Advance(std::chrono::minutes(5));  // past REAP_INTERVAL
+  launcher_->Tick();
+  EXPECT_TRUE(PodExists("keep"));
+  // Its token is not kept.
+  EXPECT_FALSE(admin_->Get(kube::kSecrets, ns_, "berth-run-keep-token"));
+}
+
+TEST_F(KubernetesLauncherTest, TheReaperRemovesFinishedPodsOfRunsNobodyTracks) {
+  ManualClock clock;
+  KubernetesLauncherOptions by_hand{.tick = std::chrono::hours(1)};  // only this test Ticks
+  StartLauncher(*client_, Settings(), clock, by_hand);
+  ASSERT_TRUE(launcher_->Launch(Request("left", "plan", "hello")));
+  ASSERT_TRUE(outcomes_.WaitFor("left"));
+  launcher_.reset();  // before its cleanup tick: the finished Pod stays behind
+  ASSERT_TRUE(PodExists("left"));
+  StartLauncher(*client_, Settings(), clock, by_hand);
+  launcher_->Tick();
+  EXPECT_TRUE(PodExists("left"));  // not yet: the reaper runs every REAP_INTERVAL
+  clock.Advance(std::chrono::minutes(1));
+  launcher_->Tick();
+  EXPECT_TRUE(PodGone("left"));
 }
 
 }  // namespace

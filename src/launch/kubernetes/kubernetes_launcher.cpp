@@ -56,6 +56,25 @@ RunOutcome FromTermination(const json& terminated) {
   return outcome;
 }
 
+// The Pod of a run: its own name for a Pod, the Job controller's for a Job's.
+std::optional<json> FindRunPod(const kube::Informer& informer, const std::string& run_id) {
+  for (json& pod : informer.List()) {
+    if (pod["metadata"].value("labels", json::object()).value(std::string(kRunLabel), "") == run_id)
+      return std::move(pod);
+  }
+  return std::nullopt;
+}
+
+bool Kept(const json& pod) {
+  return pod["metadata"]
+             .value("annotations", json::object())
+             .value(std::string(kKeepAnnotation), "") == "true";
+}
+
+std::string RunIdOf(const json& pod) {
+  return pod["metadata"].value("labels", json::object()).value(std::string(kRunLabel), "");
+}
+
 RunOutcome Failure(std::string_view kind, std::string message) {
   RunOutcome outcome;
   outcome.error_kind = kind;
@@ -205,15 +224,15 @@ Result<void> KubernetesLauncher::Launch(const LaunchRequest& request) {
   } else if (!created) {
     return created.error();
   }
-  std::string ns = run->manifests.ns, name = run->manifests.name;
-  auto informer = InformerFor(ns);
+  std::string run_id = request.run_id;
+  auto informer = InformerFor(run->manifests.ns);
   std::vector<Ending> endings;
   {
     MutexLock lock(mutex_);
     auto [it, inserted] = runs_.try_emplace(request.run_id, std::move(*run));
     // Events of the Pod before it was tracked were passed over: judge where it stands now (an
     // adopted Pod may have finished already).
-    std::optional<json> pod = inserted && informer ? (*informer)->Get(ns, name) : std::nullopt;
+    std::optional<json> pod = inserted && informer ? FindRunPod(**informer, run_id) : std::nullopt;
     if (pod) {
       if (auto outcome = Judge(it->second, "MODIFIED", *pod))
         End(it->second, std::move(*outcome), endings);
@@ -439,17 +458,11 @@ void KubernetesLauncher::Reap() {
     MutexLock lock(mutex_);
     for (const auto& [ns, informer] : informers_) {
       for (const json& pod : informer->List()) {
-        const json& metadata = pod["metadata"];
-        std::string run_id =
-            metadata.value("labels", json::object()).value(std::string(kRunLabel), "");
-        if (runs_.contains(run_id)) continue;
-        if (metadata.value("annotations", json::object()).value(std::string(kKeepAnnotation), "") ==
-            "true")
-          continue;
-        std::string phase = pod["status"].value("phase", "");
+        std::string run_id = RunIdOf(pod);
+        if (runs_.contains(run_id) || Kept(pod)) continue;
+        std::string phase = pod.value("status", json::object()).value("phase", "");
         if (phase != "Succeeded" && phase != "Failed") continue;
-        std::string name = metadata.value("name", "");
-        reaped.push_back({ns, name, name + "-token", false});
+        reaped.push_back({ns, WorkloadName(run_id), TokenSecretName(run_id), false});
       }
     }
     cleanups_.insert(cleanups_.end(), reaped.begin(), reaped.end());
@@ -472,19 +485,13 @@ Result<void> KubernetesLauncher::Recover(const std::vector<LaunchRequest>& known
     auto informer = InformerFor(ns);
     if (!informer) return informer.error();
     for (const json& pod : (*informer)->List()) {
-      const json& metadata = pod["metadata"];
-      std::string run_id = metadata["labels"].value(std::string(kRunLabel), "");
+      std::string run_id = RunIdOf(pod);
       auto it = adopted.find(run_id);
       if (it != adopted.end()) {
         it->second.created = true;
-        it->second.uid = metadata.value("uid", "");
         continue;
       }
-      bool kept =
-          metadata.value("annotations", json::object()).value(std::string(kKeepAnnotation), "") ==
-          "true";
-      std::string name = metadata.value("name", "");
-      if (!kept) orphans.push_back({ns, name, name + "-token", false});
+      if (!Kept(pod)) orphans.push_back({ns, WorkloadName(run_id), TokenSecretName(run_id), false});
     }
   }
   // The Secret of a Pod deleted here goes with it; one whose Pod went while berth was down
@@ -495,13 +502,10 @@ Result<void> KubernetesLauncher::Recover(const std::vector<LaunchRequest>& known
       if (runs_.contains(run_id)) continue;
       auto [it, inserted] = runs_.emplace(run_id, std::move(run));
       Run& tracked = it->second;
-      const json* pod = nullptr;
-      std::optional<json> found;
-      if (auto informer = informers_.find(tracked.manifests.ns); informer != informers_.end()) {
-        found = informer->second->Get(tracked.manifests.ns, tracked.manifests.name);
-        if (found) pod = &*found;
-      }
-      if (pod == nullptr) {
+      std::optional<json> pod;
+      if (auto informer = informers_.find(tracked.manifests.ns); informer != informers_.end())
+        pod = FindRunPod(*informer->second, run_id);
+      if (!pod) {
         // Never started again: the runner may have applied already.
         End(tracked,
             Failure(kRunnerLost,

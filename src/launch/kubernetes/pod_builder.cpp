@@ -119,8 +119,8 @@ Result<RunnerManifests> BuildRunnerManifests(const KubernetesSettings& settings,
                                              const RunnerPodRequest& request) {
   FieldErrors errors;
   RunnerManifests out;
-  out.name = "berth-run-" + request.run_id;
-  out.secret_name = out.name + "-token";
+  out.name = WorkloadName(request.run_id);
+  out.secret_name = TokenSecretName(request.run_id);
   out.ns = config.ns.empty() ? settings.ns : config.ns;
   if (out.secret_name.size() > 63 || !std::regex_match(request.run_id, kDnsLabel))
     errors.push_back({"run_id", "must be a DNS label of at most 47 characters"});

@@ -49,6 +49,14 @@ inline constexpr std::string_view kSpecHashAnnotation = "berth.dev/spec-hash";
 inline constexpr std::string_view kMainContainer = "runner";
 inline constexpr std::string_view kTokenMountPath = "/berth/token";
 
+// The names of a run's Pod or Job and of its token's Secret.
+inline std::string WorkloadName(std::string_view run_id) {
+  return "berth-run-" + std::string(run_id);
+}
+inline std::string TokenSecretName(std::string_view run_id) {
+  return WorkloadName(run_id) + "-token";
+}
+
 Result<RunnerManifests> BuildRunnerManifests(const KubernetesSettings& settings,
                                              const RunnerPodConfig& config,
                                              const RunnerPodRequest& request);
