@@ -8,41 +8,15 @@
 #include <condition_variable>
 #include <thread>
 
-#include "cli/body.h"
 #include "fault_injecting_kube_api.h"
-#include "kube_test_cluster.h"
+#include "launcher_world.h"
 #include "sys/files.h"
-#include "test_node_agent.h"
-#include "test_tools.h"
 
 namespace berth::launch {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using testenv::KubeTestCluster;
-
-constexpr const char* kImage = "berth/runner:test";
-
-// The runner image as the node agent sees it: the runner at /runner, tofu on PATH, the
-// example modules under /berth/modules.
-Result<sys::TempDir> BuildImage() {
-  auto dir = sys::TempDir::Create("runner-image");
-  if (!dir) return dir.error();
-  auto tofu = testenv::TestTool("BERTH_TEST_TOFU");
-  if (!tofu) return tofu.error();
-  fs::create_directories(dir->Path() / "usr/local/bin");
-  fs::create_symlink(*tofu, dir->Path() / "usr/local/bin/tofu");
-  fs::create_symlink(BERTH_RUNNER_BIN, dir->Path() / "runner");
-  fs::create_directories(dir->Path() / "berth/modules");
-  for (const char* module : {"hello", "slow"}) {
-    fs::copy(testenv::SourceDir() / "examples" / module, dir->Path() / "berth/modules" / module,
-             fs::copy_options::recursive);
-  }
-  if (auto ok = sys::WriteFileAtomic(dir->Path() / "berth/slow.json", R"({"seconds": 4})"); !ok)
-    return ok.error();
-  return dir;
-}
 
 class Outcomes {
  public:
@@ -83,79 +57,25 @@ class Outcomes {
 class KubernetesLauncherTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto shared = KubeTestCluster::Shared();
-    ASSERT_TRUE(shared) << shared.error().ToString();
-    cluster_ = *shared;
     std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    ns_ = "launch-";
+    std::string ns = "launch-";
     for (char c : test) {
-      if (ns_.size() < 60 && std::isalnum(static_cast<unsigned char>(c)) != 0)
-        ns_ += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (ns.size() < 60 && std::isalnum(static_cast<unsigned char>(c)) != 0)
+        ns += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     }
-    auto admin_config =
-        kube::KubeConfig::Parse(cluster_->KubeconfigYaml(cluster_->AdminTls()), "/", {});
-    ASSERT_TRUE(admin_config);
-    admin_ = kube::MakeKubeClient(*admin_config);
-    ASSERT_TRUE(cluster_->CreateNamespace(ns_));
-    ASSERT_TRUE(admin_->Patch(
-        kube::kNamespaces, "", ns_, kube::PatchType::kMerge,
-        {{"metadata", {{"labels", {{"pod-security.kubernetes.io/enforce", "restricted"}}}}}},
-        "berth-test"));
-    GrantLauncherRole();
-    auto image = BuildImage();
-    ASSERT_TRUE(image) << image.error().ToString();
-    image_.emplace(std::move(*image));
-    auto work = sys::TempDir::Create("node-agent");
-    ASSERT_TRUE(work);
-    work_.emplace(std::move(*work));
-    auto agent = testenv::TestNodeAgent::Start(
-        *admin_, {.images = {{kImage, image_->Path()}}, .work_dir = work_->Path()});
-    ASSERT_TRUE(agent) << agent.error().ToString();
-    agent_ = std::move(*agent);
+    auto world = LauncherWorld::Create(ns);
+    ASSERT_TRUE(world) << world.error().ToString();
+    world_ = std::move(*world);
+    ns_ = world_->Namespace();
+    admin_ = &world_->Admin();
+    client_ = &world_->LauncherClient();
+    agent_ = &world_->Agent();
   }
 
-  void TearDown() override {
-    launcher_.reset();
-    agent_.reset();
-  }
+  void TearDown() override { launcher_.reset(); }
 
-  // deploy/kubernetes/launcher-rbac.yaml, bound to a service account of this namespace, whose
-  // token the launcher uses.
-  void GrantLauncherRole() {
-    auto text = sys::ReadFile(testenv::SourceDir() / "deploy/kubernetes/launcher-rbac.yaml");
-    ASSERT_TRUE(text);
-    size_t split = text->find("\n---\n");
-    auto role = cli::YamlToJson(text->substr(0, split));
-    auto binding = cli::YamlToJson(text->substr(split + 5));
-    ASSERT_TRUE(role && binding);
-    (*binding)["subjects"][0]["namespace"] = ns_;
-    json account = {
-        {"apiVersion", "v1"}, {"kind", "ServiceAccount"}, {"metadata", {{"name", "berthd"}}}};
-    ASSERT_TRUE(admin_->Create(kube::kServiceAccounts, ns_, account));
-    ASSERT_TRUE(admin_->Create(kube::kRoles, ns_, *role));
-    ASSERT_TRUE(admin_->Create(kube::kRoleBindings, ns_, *binding));
-    auto token = admin_->CreateSubresource(kube::kServiceAccounts, ns_, "berthd", "token",
-                                           {{"apiVersion", "authentication.k8s.io/v1"},
-                                            {"kind", "TokenRequest"},
-                                            {"spec", {{"expirationSeconds", 3600}}}});
-    ASSERT_TRUE(token) << token.error().ToString();
-    auto config = kube::KubeConfig::Parse(
-        cluster_->KubeconfigYaml({}, (*token)["status"]["token"].get<std::string>()), "/", {});
-    ASSERT_TRUE(config);
-    client_ = kube::MakeKubeClient(*config);
-  }
-
-  KubernetesSettings Settings(std::string grace = "5m", bool resources = true) {
-    kube::Environment env = {{"KUBERNETES_IMAGE", kImage},
-                             {"KUBERNETES_NAMESPACE", ns_},
-                             {"KUBERNETES_STARTUP_GRACE_PERIOD", grace}};
-    if (resources) {
-      env["KUBERNETES_CPU"] = "100m";
-      env["KUBERNETES_MEMORY"] = "256Mi";
-    }
-    auto settings = KubernetesSettings::FromEnvironment(env);
-    EXPECT_TRUE(settings) << settings.error().ToString();
-    return *settings;
+  KubernetesSettings Settings(const std::string& grace = "5m", bool resources = true) {
+    return world_->Settings(grace, resources);
   }
 
   void StartLauncher(kube::KubeApi& api, KubernetesSettings settings, Clock& clock,
@@ -172,12 +92,7 @@ class KubernetesLauncherTest : public ::testing::Test {
 
   LaunchRequest Request(const std::string& run_id, const std::string& op, const std::string& module,
                         json runner_config = json::object()) {
-    LaunchRequest request{
-        .run_id = run_id, .op = op, .revision = "1", .token = "secret-token-" + run_id};
-    request.runner_args = {"--module=/berth/modules/" + module};
-    if (module == "slow") request.runner_args.push_back("--config=/berth/slow.json");
-    request.runner_configuration = std::move(runner_config);
-    return request;
+    return world_->Request(run_id, op, module, std::move(runner_config));
   }
 
   json RunnerConfigWithLabels(const json& labels) {
@@ -205,12 +120,11 @@ class KubernetesLauncherTest : public ::testing::Test {
     return static_cast<bool>(admin_->Get(kube::kPods, ns_, "berth-run-" + run_id));
   }
 
-  KubeTestCluster* cluster_ = nullptr;
+  std::unique_ptr<LauncherWorld> world_;
   std::string ns_;
-  std::unique_ptr<kube::KubeClient> admin_;
-  std::unique_ptr<kube::KubeClient> client_;  // the launcher's, as berthd
-  std::optional<sys::TempDir> image_, work_;
-  std::unique_ptr<testenv::TestNodeAgent> agent_;
+  kube::KubeClient* admin_ = nullptr;
+  kube::KubeClient* client_ = nullptr;  // the launcher's, as berthd
+  testenv::TestNodeAgent* agent_ = nullptr;
   Outcomes outcomes_;
   std::unique_ptr<KubernetesLauncher> launcher_;
 };

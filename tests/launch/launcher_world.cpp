@@ -1,0 +1,113 @@
+#include "launcher_world.h"
+
+#include "cli/body.h"
+#include "kube_test_cluster.h"
+#include "test_tools.h"
+
+namespace berth::launch {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+Result<sys::TempDir> BuildImage() {
+  auto dir = sys::TempDir::Create("runner-image");
+  if (!dir) return dir.error();
+  auto tofu = testenv::TestTool("BERTH_TEST_TOFU");
+  if (!tofu) return tofu.error();
+  fs::create_directories(dir->Path() / "usr/local/bin");
+  fs::create_symlink(*tofu, dir->Path() / "usr/local/bin/tofu");
+  fs::create_symlink(BERTH_RUNNER_BIN, dir->Path() / "runner");
+  fs::create_directories(dir->Path() / "berth/modules");
+  for (const char* module : {"hello", "slow"}) {
+    fs::copy(testenv::SourceDir() / "examples" / module, dir->Path() / "berth/modules" / module,
+             fs::copy_options::recursive);
+  }
+  if (auto ok = sys::WriteFileAtomic(dir->Path() / "berth/slow.json", R"({"seconds": 4})"); !ok)
+    return ok.error();
+  return dir;
+}
+
+Result<void> Check(const Result<json>& result) {
+  if (!result) return result.error();
+  return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<LauncherWorld>> LauncherWorld::Create(const std::string& ns) {
+  auto cluster = testenv::KubeTestCluster::Shared();
+  if (!cluster) return cluster.error();
+  auto image = BuildImage();
+  if (!image) return image.error();
+  auto work = sys::TempDir::Create("node-agent");
+  if (!work) return work.error();
+  std::unique_ptr<LauncherWorld> world(new LauncherWorld(ns, std::move(*image), std::move(*work)));
+  auto admin = kube::KubeConfig::Parse((*cluster)->KubeconfigYaml((*cluster)->AdminTls()), "/", {});
+  if (!admin) return admin.error();
+  world->admin_ = kube::MakeKubeClient(*admin);
+  if (auto r = (*cluster)->CreateNamespace(ns); !r) return r.error();
+  if (auto r = Check(world->admin_->Patch(
+          kube::kNamespaces, "", ns, kube::PatchType::kMerge,
+          {{"metadata", {{"labels", {{"pod-security.kubernetes.io/enforce", "restricted"}}}}}},
+          "berth-test"));
+      !r)
+    return r.error();
+  if (auto r = world->GrantLauncherRole(); !r) return r.error();
+  auto agent = testenv::TestNodeAgent::Start(
+      *world->admin_,
+      {.images = {{kImage, world->image_.Path()}}, .work_dir = world->work_.Path()});
+  if (!agent) return agent.error();
+  world->agent_ = std::move(*agent);
+  return world;
+}
+
+Result<void> LauncherWorld::GrantLauncherRole() {
+  auto text = sys::ReadFile(testenv::SourceDir() / "deploy/kubernetes/launcher-rbac.yaml");
+  if (!text) return text.error();
+  size_t split = text->find("\n---\n");
+  auto role = cli::YamlToJson(text->substr(0, split));
+  if (!role) return role.error();
+  auto binding = cli::YamlToJson(text->substr(split + 5));
+  if (!binding) return binding.error();
+  (*binding)["subjects"][0]["namespace"] = ns_;
+  json account = {
+      {"apiVersion", "v1"}, {"kind", "ServiceAccount"}, {"metadata", {{"name", "berthd"}}}};
+  if (auto r = Check(admin_->Create(kube::kServiceAccounts, ns_, account)); !r) return r;
+  if (auto r = Check(admin_->Create(kube::kRoles, ns_, *role)); !r) return r;
+  if (auto r = Check(admin_->Create(kube::kRoleBindings, ns_, *binding)); !r) return r;
+  auto token = admin_->CreateSubresource(kube::kServiceAccounts, ns_, "berthd", "token",
+                                         {{"apiVersion", "authentication.k8s.io/v1"},
+                                          {"kind", "TokenRequest"},
+                                          {"spec", {{"expirationSeconds", 3600}}}});
+  if (!token) return token.error();
+  auto cluster = testenv::KubeTestCluster::Shared();
+  auto config = kube::KubeConfig::Parse(
+      (*cluster)->KubeconfigYaml({}, (*token)["status"]["token"].get<std::string>()), "/", {});
+  if (!config) return config.error();
+  launcher_client_ = kube::MakeKubeClient(*config);
+  return {};
+}
+
+KubernetesSettings LauncherWorld::Settings(const std::string& grace, bool resources) const {
+  kube::Environment env = {{"KUBERNETES_IMAGE", kImage},
+                           {"KUBERNETES_NAMESPACE", ns_},
+                           {"KUBERNETES_STARTUP_GRACE_PERIOD", grace}};
+  if (resources) {
+    env["KUBERNETES_CPU"] = "100m";
+    env["KUBERNETES_MEMORY"] = "256Mi";
+  }
+  return KubernetesSettings::FromEnvironment(env).value();
+}
+
+LaunchRequest LauncherWorld::Request(const std::string& run_id, const std::string& op,
+                                     const std::string& module, json runner_config) const {
+  LaunchRequest request{
+      .run_id = run_id, .op = op, .revision = "1", .token = "secret-token-" + run_id};
+  request.runner_args = {"--module=/berth/modules/" + module};
+  if (module == "slow") request.runner_args.push_back("--config=/berth/slow.json");
+  request.runner_configuration = std::move(runner_config);
+  return request;
+}
+
+}  // namespace berth::launch
