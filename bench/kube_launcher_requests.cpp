@@ -27,9 +27,8 @@ class Ends {
   // Waits until n runs ended; how many succeeded.
   size_t WaitFor(size_t n) {
     MutexLock lock(mutex_);
-    changed_.wait_for(mutex_, std::chrono::minutes(20), [&]() REQUIRES(mutex_) {
-      return succeeded_.size() + failed_.size() >= n;
-    });
+    changed_.wait_for(mutex_, std::chrono::minutes(20),
+                      [&]() REQUIRES(mutex_) { return succeeded_.size() + failed_.size() >= n; });
     return succeeded_.size();
   }
 
@@ -55,8 +54,7 @@ void Print(const char* title, const std::map<std::string, uint64_t>& delta, doub
   uint64_t writes = 0, reads = 0;
   for (const auto& [key, count] : delta) {
     std::printf("  %-22s %8.2f per run\n", key.c_str(), static_cast<double>(count) / runs);
-    bool write = key.starts_with("create") || key.starts_with("delete") ||
-                 key.starts_with("patch");
+    bool write = key.starts_with("create") || key.starts_with("delete") || key.starts_with("patch");
     (write ? writes : reads) += key.starts_with("watch") ? 0 : count;
   }
   std::printf("  writes %.2f per run, reads (get/list) %.2f per run\n",
@@ -93,12 +91,10 @@ int Main(int argc, char** argv) {
   auto before = client.Counts();
   auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < concurrent; ++i) {
-    if (!launcher.Launch((*world)->Request("many-" + std::to_string(i), "plan", "hello")))
-      return 1;
+    if (!launcher.Launch((*world)->Request("many-" + std::to_string(i), "plan", "hello"))) return 1;
   }
   size_t ok = ends.WaitFor(launched + static_cast<size_t>(concurrent));
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::this_thread::sleep_for(std::chrono::seconds(2));
   Print((std::to_string(concurrent) + " concurrent plan runs:").c_str(),
         Delta(before, client.Counts()), concurrent);
