@@ -44,6 +44,14 @@ constexpr Migration kMigrations[] = {
      "PRIMARY KEY (org_id, parent_id, id), UNIQUE (org_id, project_id, env_type_id), "
      "FOREIGN KEY (org_id, runner_id) REFERENCES runners (org_id, id) ON DELETE CASCADE);"
      "CREATE INDEX runner_rules_by_runner ON runner_rules (org_id, runner_id);"},
+    // berthd's state backend: every version of every state (a NULL content is a deletion),
+    // and at most one lock per state.
+    {2,
+     "CREATE TABLE state_versions (state_key TEXT NOT NULL, version BIGINT NOT NULL, "
+     "content TEXT, sha256 TEXT NOT NULL, size BIGINT NOT NULL, run_id TEXT NOT NULL, "
+     "created_at BIGINT NOT NULL, PRIMARY KEY (state_key, version));"
+     "CREATE TABLE state_locks (state_key TEXT PRIMARY KEY, lock_id TEXT NOT NULL, "
+     "info TEXT NOT NULL, created_at BIGINT NOT NULL);"},
 };
 
 #undef BERTH_RECORD_COLUMNS

@@ -1,11 +1,12 @@
 // Store on SqlConnection: one implementation for both databases.
 #include <chrono>
-#include <condition_variable>
 #include <optional>
 
 #include "core/mutex.h"
 #include "store/migrations.h"
+#include "store/pool.h"
 #include "store/sql.h"
+#include "store/sql_state_store.h"
 #include "store/store.h"
 
 namespace berth::store {
@@ -50,54 +51,12 @@ SqlValue Value(const std::optional<std::string>& v) {
   return *v;
 }
 
-// A fixed set of connections; a caller borrows one for a whole operation.
-class Pool {
- public:
-  void Add(std::unique_ptr<SqlConnection> c) {
-    MutexLock lock(mutex_);
-    free_.push_back(std::move(c));
-  }
-
-  class Lease {
-   public:
-    Lease(Pool& pool, std::unique_ptr<SqlConnection> c) : pool_(pool), c_(std::move(c)) {}
-    ~Lease() { pool_.Return(std::move(c_)); }
-    Lease(const Lease&) = delete;
-    Lease& operator=(const Lease&) = delete;
-    SqlConnection& operator*() { return *c_; }
-    SqlConnection* operator->() { return c_.get(); }
-
-   private:
-    Pool& pool_;
-    std::unique_ptr<SqlConnection> c_;
-  };
-
-  Lease Borrow() {
-    mutex_.lock();
-    while (free_.empty()) available_.wait(mutex_);
-    auto c = std::move(free_.back());
-    free_.pop_back();
-    mutex_.unlock();
-    return Lease(*this, std::move(c));
-  }
-
- private:
-  void Return(std::unique_ptr<SqlConnection> c) {
-    {
-      MutexLock lock(mutex_);
-      free_.push_back(std::move(c));
-    }
-    available_.notify_one();
-  }
-
-  Mutex mutex_;
-  std::condition_variable_any available_;
-  std::vector<std::unique_ptr<SqlConnection>> free_ GUARDED_BY(mutex_);
-};
-
 class SqlStore final : public Store {
  public:
-  explicit SqlStore(std::unique_ptr<Pool> pool) : pool_(std::move(pool)) {}
+  explicit SqlStore(std::unique_ptr<Pool> pool)
+      : pool_(std::move(pool)), states_(MakeSqlStateStore(*pool_)) {}
+
+  StateStore& States() override { return *states_; }
 
   Result<bool> CreateOrganization(const std::string& id) override {
     auto c = pool_->Borrow();
@@ -321,6 +280,7 @@ class SqlStore final : public Store {
   }
 
   std::unique_ptr<Pool> pool_;
+  std::unique_ptr<StateStore> states_;
 };
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "store/state_store.h"
 
 namespace berth::store {
 
@@ -80,6 +81,8 @@ class Store {
   // Environments (project/id) linked to a runner, for the refusal to delete it.
   virtual Result<std::vector<std::string>> EnvironmentsUsingRunner(const std::string& org,
                                                                    const std::string& runner) = 0;
+  // The TF states of berthd's own backend.
+  virtual StateStore& States() = 0;
 };
 
 // Opens the database named by url: a path or sqlite:PATH for SQLite, postgres:// or

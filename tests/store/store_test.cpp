@@ -286,6 +286,60 @@ TEST_P(StoreTest, TwoServersOnOneDatabaseShareOneTruth) {
   EXPECT_EQ((*second)->Update(*read, read->version).error().kind, ErrorKind::kConflict);
 }
 
+TEST_P(StoreTest, StatesKeepEveryVersionAndADeletionIsOneToo) {
+  StateStore& states = store_->States();
+  EXPECT_EQ(states.Current("acme/web/dev").error().kind, ErrorKind::kNotFound);
+  auto first = states.Put("acme/web/dev", R"({"serial":1})", "", "run-1");
+  ASSERT_TRUE(first) << first.error().ToString();
+  EXPECT_EQ(first->version, 1);
+  ASSERT_TRUE(states.Put("acme/web/dev", R"({"serial":2})", "", "run-2"));
+  EXPECT_EQ(*states.Current("acme/web/dev"), R"({"serial":2})");
+  EXPECT_EQ(states.Current("acme/web/prod").error().kind, ErrorKind::kNotFound);  // its own
+  auto deleted = states.Delete("acme/web/dev", "", "run-3");
+  ASSERT_TRUE(deleted);
+  EXPECT_TRUE(deleted->deleted);
+  EXPECT_EQ(states.Current("acme/web/dev").error().kind, ErrorKind::kNotFound);
+  auto versions = states.Versions("acme/web/dev");
+  ASSERT_TRUE(versions);
+  ASSERT_EQ(versions->size(), 3u);
+  EXPECT_EQ((*versions)[0].run_id, "run-1");
+  EXPECT_EQ((*versions)[1].size, 12);
+  EXPECT_EQ((*versions)[1].sha256.size(), 64u);
+  EXPECT_EQ(*states.Version("acme/web/dev", 1), R"({"serial":1})");
+  EXPECT_EQ(states.Version("acme/web/dev", 3).error().kind, ErrorKind::kNotFound);
+}
+
+TEST_P(StoreTest, ALockedStateTakesWritesOnlyFromItsHolder) {
+  StateStore& states = store_->States();
+  ASSERT_TRUE(states.Lock("acme/web/dev", {"lock-a", R"({"Who":"run-1"})", 0}));
+  auto second = states.Lock("acme/web/dev", {"lock-b", R"({"Who":"run-2"})", 0});
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().kind, ErrorKind::kConflict);
+  EXPECT_EQ(second.error().context, R"({"Who":"run-1"})");  // who holds it
+  EXPECT_EQ(states.Put("acme/web/dev", "{}", "lock-b", "run-2").error().kind, ErrorKind::kConflict);
+  EXPECT_EQ(states.Put("acme/web/dev", "{}", "", "run-2").error().kind, ErrorKind::kConflict);
+  EXPECT_TRUE(states.Put("acme/web/dev", "{}", "lock-a", "run-1"));
+  EXPECT_EQ(states.Unlock("acme/web/dev", "lock-b").error().kind, ErrorKind::kConflict);
+  EXPECT_EQ(states.Holder("acme/web/dev")->id, "lock-a");
+  ASSERT_TRUE(states.Unlock("acme/web/dev", "lock-a"));
+  EXPECT_EQ(states.Holder("acme/web/dev").error().kind, ErrorKind::kNotFound);
+  ASSERT_TRUE(states.Lock("acme/web/dev", {"lock-c", "{}", 0}));
+  EXPECT_TRUE(states.Unlock("acme/web/dev", ""));  // forced
+}
+
+TEST_P(StoreTest, OfConcurrentLockersExactlyOneHoldsTheLock) {
+  std::atomic<int> won{0};
+  std::vector<std::thread> threads;
+  threads.reserve(6);
+  for (int i = 0; i < 6; ++i) {
+    threads.emplace_back([&, i] {
+      if (store_->States().Lock("acme/web/dev", {"l" + std::to_string(i), "{}", 0})) ++won;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(won, 1);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, StoreTest,
                          ::testing::Values(Backend::kSqlite, Backend::kPostgres),
                          [](const auto& row) {

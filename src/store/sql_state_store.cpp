@@ -1,0 +1,151 @@
+// Versions are numbered per key inside a transaction that also checks the lock; the primary
+// key (state_key, version) makes two concurrent writers collide instead of both winning.
+#include "store/sql_state_store.h"
+
+#include <chrono>
+
+#include "crypto/digest.h"
+
+namespace berth::store {
+namespace {
+
+int64_t NowMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Error Locked(const std::string& key, const std::string& holder_info) {
+  Error error = MakeError(ErrorKind::kConflict, "the state of " + key + " is locked", holder_info);
+  error.reason = "Locked";
+  return error;
+}
+
+class SqlStateStore final : public StateStore {
+ public:
+  explicit SqlStateStore(Pool& pool) : pool_(pool) {}
+
+  Result<std::string> Current(const std::string& key) override {
+    auto c = pool_.Borrow();
+    auto rows = c->Query(
+        "SELECT content FROM state_versions WHERE state_key = $1 ORDER BY version DESC LIMIT 1",
+        {key});
+    if (!rows) return rows.error();
+    if (rows->empty() || rows->front().IsNull(0))
+      return MakeError(ErrorKind::kNotFound, "no state for " + key);
+    return rows->front().Text(0);
+  }
+
+  Result<StateVersion> Put(const std::string& key, const std::string& content,
+                           const std::string& lock_id, const std::string& run_id) override {
+    return Write(key, &content, lock_id, run_id);
+  }
+
+  Result<StateVersion> Delete(const std::string& key, const std::string& lock_id,
+                              const std::string& run_id) override {
+    return Write(key, nullptr, lock_id, run_id);
+  }
+
+  Result<std::vector<StateVersion>> Versions(const std::string& key) override {
+    auto c = pool_.Borrow();
+    auto rows = c->Query(
+        "SELECT version, size, sha256, run_id, created_at, "
+        "CASE WHEN content IS NULL THEN 1 ELSE 0 END FROM state_versions "
+        "WHERE state_key = $1 ORDER BY version",
+        {key});
+    if (!rows) return rows.error();
+    std::vector<StateVersion> versions;
+    for (const auto& r : *rows)
+      versions.push_back({r.Int(0), r.Int(1), r.Text(2), r.Text(3), r.Int(4), r.Int(5) != 0});
+    return versions;
+  }
+
+  Result<std::string> Version(const std::string& key, int64_t version) override {
+    auto c = pool_.Borrow();
+    auto rows = c->Query("SELECT content FROM state_versions WHERE state_key = $1 AND version = $2",
+                         {key, version});
+    if (!rows) return rows.error();
+    if (rows->empty() || rows->front().IsNull(0))
+      return MakeError(ErrorKind::kNotFound,
+                       "no state version " + std::to_string(version) + " for " + key);
+    return rows->front().Text(0);
+  }
+
+  Result<void> Lock(const std::string& key, const StateLock& lock) override {
+    auto c = pool_.Borrow();
+    auto n = c->Execute(
+        "INSERT INTO state_locks (state_key, lock_id, info, created_at) VALUES ($1, $2, $3, $4) "
+        "ON CONFLICT (state_key) DO NOTHING",
+        {key, lock.id, lock.info, NowMillis()});
+    if (!n) return n.error();
+    if (*n == 1) return {};
+    auto holder = HolderOn(*c, key);
+    return Locked(key, holder ? holder->info : std::string());
+  }
+
+  Result<StateLock> Holder(const std::string& key) override {
+    auto c = pool_.Borrow();
+    return HolderOn(*c, key);
+  }
+
+  Result<void> Unlock(const std::string& key, const std::string& lock_id) override {
+    auto c = pool_.Borrow();
+    auto n = lock_id.empty()
+                 ? c->Execute("DELETE FROM state_locks WHERE state_key = $1", {key})
+                 : c->Execute("DELETE FROM state_locks WHERE state_key = $1 AND lock_id = $2",
+                              {key, lock_id});
+    if (!n) return n.error();
+    if (*n == 1) return {};
+    auto holder = HolderOn(*c, key);
+    if (!holder) return {};  // not locked: unlocking is done already
+    return Locked(key, holder->info);
+  }
+
+ private:
+  static Result<StateLock> HolderOn(SqlConnection& c, const std::string& key) {
+    auto rows =
+        c.Query("SELECT lock_id, info, created_at FROM state_locks WHERE state_key = $1", {key});
+    if (!rows) return rows.error();
+    if (rows->empty()) return MakeError(ErrorKind::kNotFound, key + " is not locked");
+    return StateLock{rows->front().Text(0), rows->front().Text(1), rows->front().Int(2)};
+  }
+
+  Result<StateVersion> Write(const std::string& key, const std::string* content,
+                             const std::string& lock_id, const std::string& run_id) {
+    auto c = pool_.Borrow();
+    auto tx = Transaction::Begin(*c);
+    if (!tx) return tx.error();
+    auto holder = HolderOn(*c, key);
+    if (holder && holder->id != lock_id) return Locked(key, holder->info);
+    if (!holder && holder.error().kind != ErrorKind::kNotFound) return holder.error();
+    auto last = c->Query("SELECT MAX(version) FROM state_versions WHERE state_key = $1", {key});
+    if (!last) return last.error();
+    StateVersion version;
+    version.version = last->front().Int(0) + 1;
+    version.size = content ? static_cast<int64_t>(content->size()) : 0;
+    version.sha256 = content ? crypto::Sha256Hex(*content) : std::string();
+    version.run_id = run_id;
+    version.created_at = NowMillis();
+    version.deleted = content == nullptr;
+    SqlValue stored = content ? SqlValue(*content) : SqlValue(nullptr);
+    auto n = c->Execute(
+        "INSERT INTO state_versions (state_key, version, content, sha256, size, run_id, "
+        "created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        {key, version.version, stored, version.sha256, version.size, run_id, version.created_at});
+    if (!n && n.error().kind == ErrorKind::kAlreadyExists)
+      return MakeError(ErrorKind::kConflict, "the state of " + key + " changed meanwhile");
+    if (!n) return n.error();
+    if (auto committed = tx->Commit(); !committed) return committed.error();
+    return version;
+  }
+
+  Pool& pool_;
+};
+
+}  // namespace
+
+std::unique_ptr<StateStore> MakeSqlStateStore(Pool& pool) {
+  return std::make_unique<SqlStateStore>(pool);
+}
+
+}  // namespace berth::store

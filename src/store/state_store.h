@@ -1,0 +1,49 @@
+// TF state kept by berthd's own backend: one state per key (an environment), every version
+// kept (a deletion is a version too), and a lock with who holds it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+
+namespace berth::store {
+
+struct StateVersion {
+  int64_t version = 0;  // 1, 2, ... per key
+  int64_t size = 0;
+  std::string sha256;      // of the content, hex
+  std::string run_id;      // who wrote it ("" for a person through the API)
+  int64_t created_at = 0;  // milliseconds since the epoch
+  bool deleted = false;    // a deletion: the state is empty from here
+};
+
+struct StateLock {
+  std::string id;    // the lock ID tofu chose
+  std::string info;  // tofu's LockInfo JSON, as sent (who, operation, when)
+  int64_t created_at = 0;
+};
+
+class StateStore {
+ public:
+  virtual ~StateStore() = default;
+  // The newest content; kNotFound when there is none (never written, or deleted).
+  virtual Result<std::string> Current(const std::string& key) = 0;
+  // Writes a new version. A locked state takes writes only with its lock's id (kConflict).
+  virtual Result<StateVersion> Put(const std::string& key, const std::string& content,
+                                   const std::string& lock_id, const std::string& run_id) = 0;
+  // Ends the state with a deletion version (the history stays).
+  virtual Result<StateVersion> Delete(const std::string& key, const std::string& lock_id,
+                                      const std::string& run_id) = 0;
+  virtual Result<std::vector<StateVersion>> Versions(const std::string& key) = 0;  // oldest first
+  // One version's content; kNotFound for a deletion or a version that never was.
+  virtual Result<std::string> Version(const std::string& key, int64_t version) = 0;
+  // kConflict when held; Holder says by whom.
+  virtual Result<void> Lock(const std::string& key, const StateLock& lock) = 0;
+  virtual Result<StateLock> Holder(const std::string& key) = 0;  // kNotFound when free
+  // lock_id must be the holder's (kConflict otherwise); empty: force, whoever holds it.
+  virtual Result<void> Unlock(const std::string& key, const std::string& lock_id) = 0;
+};
+
+}  // namespace berth::store
