@@ -116,7 +116,8 @@ Result<std::string> MintRunToken(const RunToken& token, const Ed25519Signer& sig
                   {"aud", token.audience},
                   {"iat", token.issued_at},
                   {"exp", token.expires_at},
-                  {"jti", token.id}},
+                  {"jti", token.id},
+                  {"scope", token.scope}},
                  signer);
 }
 
@@ -134,8 +135,8 @@ Result<RunToken> VerifyRunToken(std::string_view text, std::string_view public_k
     auto it = claims.find(name);
     return it != claims.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
   };
-  RunToken token{string_claim("sub"), string_claim("aud"), int_claim("iat"), int_claim("exp"),
-                 string_claim("jti")};
+  RunToken token{string_claim("sub"), string_claim("aud"), int_claim("iat"),
+                 int_claim("exp"),    string_claim("jti"), string_claim("scope")};
   if (token.audience != audience) return Unauthenticated("the token is for another audience");
   if (token.expires_at == 0) return Unauthenticated("the token has no expiry");
   if (now >= token.expires_at) return Unauthenticated("the token has expired");

@@ -48,14 +48,19 @@ class Jws {
   nlohmann::json claims_;
 };
 
-// A run token's claims: sub (the run), aud, iat, exp (seconds since the epoch), jti.
+// A run token's claims: sub (the run), aud, iat, exp (seconds since the epoch), jti, and scope
+// (what the run may touch: its environment, "org/project/env").
 struct RunToken {
   std::string run_id;
   std::string audience;
   int64_t issued_at = 0;
   int64_t expires_at = 0;
   std::string id;
+  std::string scope;
 };
+
+// The audience of every run token berthd mints.
+inline constexpr std::string_view kRunTokenAudience = "berth-run";
 
 Result<std::string> MintRunToken(const RunToken& token, const Ed25519Signer& signer);
 // Verified signature, the expected audience, not expired at now (seconds), a run id; every

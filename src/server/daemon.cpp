@@ -7,7 +7,9 @@
 #include <thread>
 
 #include "net/http_server.h"
+#include "crypto/jws.h"
 #include "server/api/api.h"
+#include "server/statebackend/state_backend.h"
 #include "store/store.h"
 #include "sys/files.h"
 
@@ -17,6 +19,7 @@ namespace fs = std::filesystem;
 
 fs::path AdminTokenPath(const fs::path& data_dir) { return data_dir / "admin-token"; }
 fs::path UrlFilePath(const fs::path& data_dir) { return data_dir / "berthd.url"; }
+fs::path RunTokenKeyPath(const fs::path& data_dir) { return data_dir / "run-token.key"; }
 
 namespace {
 
@@ -51,6 +54,27 @@ Result<void> Bootstrap(store::Store& store, const fs::path& data_dir) {
   return sys::WriteFileAtomic(token_file, *secret + "\n");
 }
 
+// The run tokens' signing key: kept across restarts, so that a run's token outlives one.
+Result<crypto::Ed25519Signer> LoadOrCreateRunTokenSigner(const fs::path& data_dir) {
+  fs::path path = RunTokenKeyPath(data_dir);
+  std::error_code ec;
+  if (fs::exists(path, ec)) {
+    auto seed = sys::ReadFile(path);
+    if (!seed) return seed.error();
+    return crypto::Ed25519Signer::FromSeed(*seed);
+  }
+  auto signer = crypto::Ed25519Signer::Generate();
+  if (!signer) return signer.error();
+  if (auto written = sys::WriteFileAtomic(path, signer->Seed()); !written) return written.error();
+  return signer;
+}
+
+int64_t NowSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
 
 Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& stop,
@@ -70,16 +94,21 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
 
   auto listen = SplitListen(options.listen);
   if (!listen) return listen.error();
+  auto signer = LoadOrCreateRunTokenSigner(options.data_dir);
+  if (!signer) return signer.error();
   Api api(**store,
           ApiOptions{.requests_per_second = options.rate_limit, .burst = options.rate_limit * 2});
+  StateBackend states((*store)->States(), signer->PublicKey(), NowSeconds);
   net::ServerOptions server_options;
   server_options.address = listen->first;
   server_options.port = listen->second;
   server_options.tls_cert_file = options.tls_cert_file;
   server_options.tls_key_file = options.tls_key_file;
   server_options.allow_plain_http = options.allow_plain_http;
-  auto server = net::StartHttpServer(server_options,
-                                     [&api](const net::ServerRequest& r) { return api.Handle(r); });
+  server_options.max_body_bytes = 64 << 20;  // a state file; the API's own bodies are small
+  auto server = net::StartHttpServer(server_options, [&](const net::ServerRequest& r) {
+    return StateBackend::Serves(r.target) ? states.Handle(r) : api.Handle(r);
+  });
   if (!server) return server.error();
   bool tls = !options.tls_cert_file.empty();
   std::string host =

@@ -1,5 +1,6 @@
-// berthd as a library: opens the store, makes the first organization and its admin token on
-// the first start, and serves the API until asked to stop. apps/berthd and `berth up` both
+// berthd as a library: opens the store, makes the first organization, its admin token and the
+// run token key on the first start, and serves the API and the TF state backend until asked to
+// stop. apps/berthd and `berth up` both
 // run it.
 #pragma once
 
@@ -25,6 +26,8 @@ struct DaemonOptions {
 // The files berthd leaves in its data folder for the CLI to find it.
 std::filesystem::path AdminTokenPath(const std::filesystem::path& data_dir);
 std::filesystem::path UrlFilePath(const std::filesystem::path& data_dir);
+// The Ed25519 seed that signs run tokens (made 0600 on the first start).
+std::filesystem::path RunTokenKeyPath(const std::filesystem::path& data_dir);
 
 // Serves until stop becomes true. on_ready is called once with the URL and the path of the
 // admin token file (written 0600 on the first start only).

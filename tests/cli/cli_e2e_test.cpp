@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "net/http_client.h"
 #include "sys/files.h"
 #include "sys/subprocess.h"
 
@@ -215,6 +216,17 @@ TEST_F(BerthCli, RefreshRunnerPinsAndARestartKeepsEverything) {
   auto env = Berth({"get", "env", "dev", "--project", "web", "-o", "json"});
   ASSERT_EQ(env.exit_code, 0) << env.output;
   EXPECT_EQ(json::parse(env.output)["runner_id"], "local-1");
+}
+
+TEST_F(BerthCli, TheStateBackendIsServedAndItsKeyIsTheOwnersAlone) {
+  std::string url = *sys::ReadFile(fs::path(data_) / "berthd.url");
+  url.pop_back();
+  auto http = net::MakeCurlHttpClient();
+  auto anonymous = http->Send({.url = url + "/state/v1/default/web/dev"});
+  ASSERT_TRUE(anonymous);
+  EXPECT_EQ(anonymous->status, 401) << anonymous->body;
+  auto key = fs::status(fs::path(data_) / "run-token.key");
+  EXPECT_EQ(key.permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
 }
 
 }  // namespace

@@ -238,7 +238,7 @@ Result<void> KubernetesLauncher::Launch(const LaunchRequest& request) {
         End(it->second, std::move(*outcome), endings);
     }
   }
-  Report(std::move(endings));
+  Report(endings);
   return {};
 }
 
@@ -257,7 +257,7 @@ Result<void> KubernetesLauncher::Cancel(const std::string& run_id) {
       cleanup = {run.manifests.ns, run.manifests.name, "", !run.started};
     }
   }
-  Report(std::move(endings));
+  Report(endings);
   if (cleanup.workload.empty()) return {};
   // A started runner gets its termination grace period: the runner stops TF cleanly on SIGTERM
   // and writes its result; the Pod's end then reports the run.
@@ -281,7 +281,7 @@ void KubernetesLauncher::OnPod(const std::string& type, const json& pod) {
     Run& run = it->second;
     if (auto outcome = Judge(run, type, pod)) End(run, std::move(*outcome), endings);
   }
-  Report(std::move(endings));
+  Report(endings);
 }
 
 std::optional<RunOutcome> KubernetesLauncher::Judge(Run& run, const std::string& type,
@@ -359,8 +359,8 @@ void KubernetesLauncher::End(Run& run, RunOutcome outcome, std::vector<Ending>& 
   wake_.notify_all();
 }
 
-void KubernetesLauncher::Report(std::vector<Ending> endings) {
-  for (auto& ending : endings) {
+void KubernetesLauncher::Report(const std::vector<Ending>& endings) {
+  for (const auto& ending : endings) {
     on_end_(ending.run_id, ending.outcome);
     MutexLock lock(mutex_);
     runs_.erase(ending.run_id);
@@ -390,7 +390,7 @@ void KubernetesLauncher::Tick() {
       }
     }
   }
-  Report(std::move(endings));
+  Report(endings);
   for (const std::string& run_id : retry) {
     Run attempt;
     {
@@ -518,7 +518,7 @@ Result<void> KubernetesLauncher::Recover(const std::vector<LaunchRequest>& known
     }
     cleanups_.insert(cleanups_.end(), orphans.begin(), orphans.end());
   }
-  Report(std::move(endings));
+  Report(endings);
   DoCleanups();
   return {};
 }

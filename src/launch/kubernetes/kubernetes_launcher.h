@@ -90,7 +90,7 @@ class KubernetesLauncher final : public Launcher {
   std::optional<RunOutcome> Judge(Run& run, const std::string& type, const nlohmann::json& pod)
       REQUIRES(mutex_);
   void End(Run& run, RunOutcome outcome, std::vector<Ending>& endings) REQUIRES(mutex_);
-  void Report(std::vector<Ending> endings);
+  void Report(const std::vector<Ending>& endings);
   void DoCleanups() EXCLUDES(mutex_);
   void Reap() EXCLUDES(mutex_);
   void Loop();

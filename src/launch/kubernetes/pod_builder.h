@@ -40,7 +40,7 @@ struct RunnerManifests {
 // The termination message keeps 4096 bytes per container and 12 KiB per Pod across all of its
 // containers (Kubernetes API reference, ContainerStatus).
 inline constexpr size_t kTerminationMessageBytesPerContainer = 4096;
-inline constexpr size_t kTerminationMessageBytesPerPod = 12 * 1024;
+inline constexpr size_t kTerminationMessageBytesPerPod = size_t{12} * 1024;
 
 // Labels every runner Pod carries.
 inline constexpr std::string_view kRunLabel = "berth.dev/run";

@@ -1,0 +1,129 @@
+// Status codes as the HTTP backend client reads them (OpenTofu internal/backend/remote-state/
+// http): GET 200 with the state, or 204 when there is none; LOCK 200, or 423 with the holder's
+// LockInfo as the body; everything else 200 on success.
+#include "server/statebackend/state_backend.h"
+
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "core/base64.h"
+#include "crypto/jws.h"
+
+namespace berth::server {
+namespace {
+
+using nlohmann::json;
+
+net::ServerResponse Reply(int status, std::string body = {},
+                          std::string content_type = "application/json") {
+  net::ServerResponse response{.status = status};
+  if (!body.empty()) response.headers["content-type"] = std::move(content_type);
+  response.body = std::move(body);
+  return response;
+}
+
+net::ServerResponse Problem(int status, const std::string& message) {
+  auto response = Reply(status, json{{"error", message}}.dump());
+  if (status == 401) response.headers["www-authenticate"] = "Basic realm=\"berth state\"";
+  return response;
+}
+
+// The token from "Authorization: Basic base64(user:token)" or "Bearer token".
+std::string TokenOf(const net::ServerRequest& request) {
+  auto it = request.headers.find("authorization");
+  if (it == request.headers.end()) return {};
+  const std::string& value = it->second;
+  if (value.starts_with("Bearer ")) return value.substr(7);
+  if (value.starts_with("Basic ")) {
+    auto decoded = Base64Decode(value.substr(6));
+    if (!decoded) return {};
+    auto colon = decoded->find(':');
+    return colon == std::string::npos ? std::string() : decoded->substr(colon + 1);
+  }
+  return {};
+}
+
+std::string QueryValue(const std::string& target, const std::string& name) {
+  auto question = target.find('?');
+  if (question == std::string::npos) return {};
+  std::string query = target.substr(question + 1);
+  for (size_t start = 0; start <= query.size();) {
+    size_t end = query.find('&', start);
+    if (end == std::string::npos) end = query.size();
+    std::string pair = query.substr(start, end - start);
+    if (pair.starts_with(name + "=")) return pair.substr(name.size() + 1);
+    start = end + 1;
+  }
+  return {};
+}
+
+int StatusOf(const Error& error) { return HttpStatus(error.kind); }
+
+}  // namespace
+
+StateBackend::StateBackend(store::StateStore& states, std::string public_key,
+                           std::function<int64_t()> now)
+    : states_(states), public_key_(std::move(public_key)), now_(std::move(now)) {}
+
+net::ServerResponse StateBackend::Handle(const net::ServerRequest& request) const {
+  // /state/v1/{org}/{project}/{env}, each an id (a DNS label).
+  static const std::regex kPath(
+      "/state/v1/([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)/([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)/"
+      "([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)(\\?.*)?");
+  std::smatch match;
+  if (!std::regex_match(request.target, match, kPath))
+    return Problem(404, "no such state: the path is /state/v1/{org}/{project}/{env}");
+  std::string key = match[1].str() + "/" + match[3].str() + "/" + match[5].str();
+
+  auto token =
+      crypto::VerifyRunToken(TokenOf(request), public_key_, crypto::kRunTokenAudience, now_());
+  if (!token) return Problem(401, "a run token is required: " + token.error().message);
+  if (token->scope != key)
+    return Problem(403, "the run's token is for " + token->scope + ", not " + key);
+
+  const std::string& method = request.method;
+  if (method == "GET") {
+    auto state = states_.Current(key);
+    if (!state && state.error().kind == ErrorKind::kNotFound) return Reply(204);
+    if (!state) return Problem(StatusOf(state.error()), state.error().message);
+    return Reply(200, *state);
+  }
+  if (method == "POST") {
+    if (json::parse(request.body, nullptr, false).is_discarded())
+      return Problem(400, "the state must be JSON");
+    auto stored = states_.Put(key, request.body, QueryValue(request.target, "ID"), token->run_id);
+    if (!stored) {
+      if (stored.error().reason == "Locked") return Reply(423, stored.error().context);
+      return Problem(StatusOf(stored.error()), stored.error().message);
+    }
+    return Reply(200);
+  }
+  if (method == "DELETE") {
+    auto deleted = states_.Delete(key, QueryValue(request.target, "ID"), token->run_id);
+    if (!deleted) {
+      if (deleted.error().reason == "Locked") return Reply(423, deleted.error().context);
+      return Problem(StatusOf(deleted.error()), deleted.error().message);
+    }
+    return Reply(200);
+  }
+  if (method == "LOCK" || method == "UNLOCK") {
+    json info = json::parse(request.body, nullptr, false);
+    auto id = info.is_object() ? info.find("ID") : info.end();
+    if (!info.is_object() || id == info.end() || !id->is_string() || id->get<std::string>().empty())
+      return Problem(400, "the body must be a LockInfo with an ID");
+    if (method == "LOCK") {
+      auto locked = states_.Lock(key, {id->get<std::string>(), request.body, 0});
+      if (!locked && locked.error().reason == "Locked") return Reply(423, locked.error().context);
+      if (!locked) return Problem(StatusOf(locked.error()), locked.error().message);
+      return Reply(200);
+    }
+    auto unlocked = states_.Unlock(key, id->get<std::string>());
+    if (!unlocked && unlocked.error().reason == "Locked")
+      return Reply(423, unlocked.error().context);
+    if (!unlocked) return Problem(StatusOf(unlocked.error()), unlocked.error().message);
+    return Reply(200);
+  }
+  return Problem(405, "the state backend speaks GET, POST, DELETE, LOCK and UNLOCK");
+}
+
+}  // namespace berth::server

@@ -1,0 +1,32 @@
+// berthd's TF state backend: the Terraform/OpenTofu HTTP backend protocol (GET, POST, DELETE,
+// LOCK, UNLOCK) at /state/v1/{org}/{project}/{env}, one state per environment, every version
+// kept by the store. A request carries its run's token (as the Basic password, which tofu sends
+// from TF_HTTP_PASSWORD, or as a Bearer token) and may touch only the environment the token's
+// scope names.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "net/http_server.h"
+#include "store/state_store.h"
+
+namespace berth::server {
+
+inline constexpr std::string_view kStatePathPrefix = "/state/v1/";
+
+class StateBackend {
+ public:
+  // public_key: the run tokens' Ed25519 key (32 raw bytes); now: seconds since the epoch.
+  StateBackend(store::StateStore& states, std::string public_key, std::function<int64_t()> now);
+  static bool Serves(const std::string& target) { return target.starts_with(kStatePathPrefix); }
+  net::ServerResponse Handle(const net::ServerRequest& request) const;
+
+ private:
+  store::StateStore& states_;
+  std::string public_key_;
+  std::function<int64_t()> now_;
+};
+
+}  // namespace berth::server

@@ -1,0 +1,178 @@
+// berthd's state backend with the real tofu as its client: init, apply and destroy through the
+// HTTP backend protocol, every version kept, the lock held during a run and released after,
+// refused to a second run while held (tofu names the holder), and tokens of another
+// environment, expired or missing refused.
+#include "server/statebackend/state_backend.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "crypto/jws.h"
+#include "net/http_client.h"
+#include "store/store.h"
+#include "sys/files.h"
+#include "sys/subprocess.h"
+#include "tofu_test_env.h"
+
+namespace berth::server {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kModule = R"(terraform {
+  backend "http" {}
+}
+
+variable "greeting" {
+  type    = string
+  default = "hello"
+}
+
+resource "terraform_data" "greeting" {
+  input = var.greeting
+}
+
+output "greeting" {
+  value = terraform_data.greeting.output
+}
+)";
+
+int64_t Now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+class StateBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = sys::TempDir::Create("state-backend");
+    ASSERT_TRUE(dir);
+    dir_.emplace(std::move(*dir));
+    auto store = store::OpenStore("sqlite:" + (dir_->Path() / "berth.db").string(), 4);
+    ASSERT_TRUE(store) << store.error().ToString();
+    store_ = std::move(*store);
+    auto signer = crypto::Ed25519Signer::Generate();
+    ASSERT_TRUE(signer);
+    signer_.emplace(std::move(*signer));
+    backend_ = std::make_unique<StateBackend>(store_->States(), signer_->PublicKey(), Now);
+    auto server = net::StartHttpServer(
+        {}, [this](const net::ServerRequest& request) { return backend_->Handle(request); });
+    ASSERT_TRUE(server) << server.error().ToString();
+    server_ = std::move(*server);
+    url_ = "http://127.0.0.1:" + std::to_string(server_->Port()) + "/state/v1/acme/web/dev";
+    auto tofu = testenv::TofuTestEnv::Shared();
+    ASSERT_TRUE(tofu) << tofu.error().ToString();
+    tofu_ = *tofu;
+    std::filesystem::create_directories(dir_->Path() / "module");
+    ASSERT_TRUE(sys::WriteFileAtomic(dir_->Path() / "module/main.tf", kModule));
+  }
+
+  std::string Token(const std::string& run, const std::string& scope = "acme/web/dev",
+                    int64_t expires = Now() + 600) {
+    auto token = crypto::MintRunToken(
+        {run, std::string(crypto::kRunTokenAudience), Now(), expires, "id-" + run, scope},
+        *signer_);
+    EXPECT_TRUE(token);
+    return *token;
+  }
+
+  // tofu in the module folder, the token given as TF_HTTP_PASSWORD (never in a file).
+  sys::Completed Tofu(std::vector<std::string> args, const std::string& token) {
+    sys::SpawnOptions options;
+    options.argv = {tofu_->Tofu().string()};
+    options.argv.insert(options.argv.end(), args.begin(), args.end());
+    options.working_dir = (dir_->Path() / "module").string();
+    auto env = tofu_->Environment(dir_->Path());
+    env.push_back("TF_HTTP_USERNAME=run");
+    env.push_back("TF_HTTP_PASSWORD=" + token);
+    options.env = env;
+    auto done = sys::RunToCompletion(options);
+    EXPECT_TRUE(done);
+    return done ? *done : sys::Completed{-1, ""};
+  }
+
+  sys::Completed Init(const std::string& token) {
+    return Tofu({"init", "-input=false", "-reconfigure", "-backend-config=address=" + url_,
+                 "-backend-config=lock_address=" + url_, "-backend-config=unlock_address=" + url_},
+                token);
+  }
+
+  std::optional<sys::TempDir> dir_;
+  std::unique_ptr<store::Store> store_;
+  std::optional<crypto::Ed25519Signer> signer_;
+  std::unique_ptr<StateBackend> backend_;
+  std::unique_ptr<net::HttpServer> server_;
+  std::string url_;
+  testenv::TofuTestEnv* tofu_ = nullptr;
+};
+
+TEST_F(StateBackendTest, TofuAppliesAndDestroysThroughItAndEveryVersionIsKept) {
+  std::string token = Token("run-1");
+  auto init = Init(token);
+  ASSERT_EQ(init.exit_code, 0) << init.output;
+  auto apply = Tofu({"apply", "-auto-approve", "-input=false"}, token);
+  ASSERT_EQ(apply.exit_code, 0) << apply.output;
+  auto state = store_->States().Current("acme/web/dev");
+  ASSERT_TRUE(state);
+  EXPECT_NE(state->find("terraform_data"), std::string::npos);
+  EXPECT_EQ(store_->States().Holder("acme/web/dev").error().kind, ErrorKind::kNotFound);
+
+  auto changed = Tofu({"apply", "-auto-approve", "-input=false", "-var=greeting=hi"}, token);
+  ASSERT_EQ(changed.exit_code, 0) << changed.output;
+  auto output = Tofu({"output", "-raw", "greeting"}, token);
+  EXPECT_EQ(output.output, "hi");
+  auto destroy = Tofu({"destroy", "-auto-approve", "-input=false"}, token);
+  ASSERT_EQ(destroy.exit_code, 0) << destroy.output;
+
+  auto versions = store_->States().Versions("acme/web/dev");
+  ASSERT_TRUE(versions);
+  ASSERT_GE(versions->size(), 3u);
+  for (const auto& v : *versions) EXPECT_EQ(v.run_id, "run-1");
+  // The first apply's state is still there to roll back to.
+  bool found_hello = false;
+  for (const auto& v : *versions) {
+    auto content = store_->States().Version("acme/web/dev", v.version);
+    if (content && content->find("\"hello\"") != std::string::npos) found_hello = true;
+  }
+  EXPECT_TRUE(found_hello);
+}
+
+TEST_F(StateBackendTest, AHeldLockStopsASecondRunAndNamesItsHolder) {
+  std::string token = Token("run-2");
+  ASSERT_EQ(Init(token).exit_code, 0);
+  ASSERT_TRUE(store_->States().Lock(
+      "acme/web/dev",
+      {"held-by-run-1",
+       R"({"ID":"held-by-run-1","Who":"run-1@berth","Operation":"OperationTypeApply"})", 0}));
+  auto apply = Tofu({"apply", "-auto-approve", "-input=false", "-lock-timeout=0s"}, token);
+  EXPECT_NE(apply.exit_code, 0);
+  EXPECT_NE(apply.output.find("Error acquiring the state lock"), std::string::npos) << apply.output;
+  EXPECT_NE(apply.output.find("run-1@berth"), std::string::npos) << apply.output;
+  EXPECT_EQ(store_->States().Holder("acme/web/dev")->id, "held-by-run-1");
+  EXPECT_EQ(store_->States().Current("acme/web/dev").error().kind, ErrorKind::kNotFound);
+}
+
+TEST_F(StateBackendTest, RefusesTokensOfAnotherEnvironmentExpiredOrMissing) {
+  auto http = net::MakeCurlHttpClient();
+  auto get = [&](const std::string& authorization) {
+    net::HttpRequest request{.url = url_};
+    if (!authorization.empty()) request.headers = {{"Authorization", authorization}};
+    auto response = http->Send(request);
+    EXPECT_TRUE(response);
+    return response ? response->status : 0;
+  };
+  EXPECT_EQ(get(""), 401);
+  EXPECT_EQ(get("Bearer " + Token("run-3", "acme/web/prod")), 403);
+  EXPECT_EQ(get("Bearer " + Token("run-3", "acme/web/dev", Now() - 1)), 401);
+  EXPECT_EQ(get("Bearer not-a-token"), 401);
+  EXPECT_EQ(get("Bearer " + Token("run-3")), 204);  // no state yet
+
+  auto other = Init(Token("run-4", "acme/web/prod"));
+  EXPECT_NE(other.exit_code, 0);
+  EXPECT_NE(other.output.find("invalid auth"), std::string::npos) << other.output;
+}
+
+}  // namespace
+}  // namespace berth::server
