@@ -54,6 +54,10 @@ int DecodeStatus(int status) {
     fail();
   }
   if (options.run_as_uid && setuid(*options.run_as_uid) != 0) fail();
+  for (const auto& [resource, value] : options.limits) {
+    rlimit limit{value, value};
+    if (setrlimit(resource, &limit) != 0) fail();
+  }
   signal(SIGPIPE, SIG_DFL);
   execve(argv[0], argv, envp);
   ReportAndExit(error_fd);
@@ -164,6 +168,12 @@ void Subprocess::Release() {
     Signal(SIGKILL);
     Wait();
   }
+  if (output_fd_ >= 0) close(output_fd_);
+  pid_ = -1;
+  output_fd_ = -1;
+}
+
+void Subprocess::Detach() {
   if (output_fd_ >= 0) close(output_fd_);
   pid_ = -1;
   output_fd_ = -1;

@@ -3,6 +3,7 @@
 // etcd, kube-apiserver and PostgreSQL with it.
 #pragma once
 
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <optional>
@@ -24,6 +25,7 @@ struct SpawnOptions {
   bool die_with_parent = true;      // PR_SET_PDEATHSIG: no orphan outlives a crash
   std::optional<uid_t> run_as_uid;  // drop to this user (and its gid) first
   std::optional<gid_t> run_as_gid;
+  std::vector<std::pair<int, rlim_t>> limits;  // setrlimit(resource, soft = hard = value)
 };
 
 class Subprocess {
@@ -47,6 +49,9 @@ class Subprocess {
   // The exit status if the child has ended, without blocking.
   std::optional<int> TryWait();
   bool Running() { return !TryWait().has_value(); }
+  // Lets the child go on alone: this object forgets it (no kill, no wait), and whoever adopts it
+  // watches it by its pid.
+  void Detach();
 
  private:
   Subprocess(pid_t pid, int output_fd, bool own_group)

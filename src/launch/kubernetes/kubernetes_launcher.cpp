@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/duration.h"
+#include "launch/run_outcome.h"
 
 namespace berth::launch {
 namespace {
@@ -31,27 +32,19 @@ const json* FindStatus(const json& statuses, std::string_view name) {
 }
 
 RunOutcome FromTermination(const json& terminated) {
-  RunOutcome outcome;
-  outcome.exit_code = terminated.value("exitCode", -1);
-  std::string reason = terminated.value("reason", "");
-  json result = json::parse(terminated.value("message", ""), nullptr, false);
-  if (result.is_object() && result.contains("error")) {
-    outcome.result = result;
-    if (result["error"].is_null()) {
-      outcome.succeeded = outcome.exit_code == 0;
-    } else {
-      outcome.error_kind = result["error"].value("kind", std::string(kRunnerFailed));
-      outcome.message = result["error"].value("message", "");
-    }
-  }
-  if (reason == "OOMKilled") {
+  auto text = [&](const char* key) {
+    auto it = terminated.find(key);
+    return it != terminated.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  auto code = terminated.find("exitCode");
+  int exit_code = code != terminated.end() && code->is_number_integer() ? code->get<int>() : -1;
+  RunOutcome outcome = OutcomeFromResult(exit_code, text("message"));
+  if (text("reason") == "OOMKilled") {
     outcome.succeeded = false;
     outcome.error_kind = kRunnerOomKilled;
     outcome.message = "the runner ran out of memory (OOMKilled): raise its memory limit";
-  } else if (!outcome.succeeded && outcome.error_kind.empty()) {
-    outcome.error_kind = kRunnerFailed;
-    outcome.message =
-        fmt::format("the runner exited {} without a result ({})", outcome.exit_code, reason);
+  } else if (outcome.error_kind == kRunnerFailed && !outcome.result) {
+    outcome.message += " (" + text("reason") + ")";
   }
   return outcome;
 }

@@ -1,0 +1,270 @@
+#include "launch/local/local_launcher.h"
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include <fstream>
+
+#include "launch/run_outcome.h"
+#include "sys/files.h"
+
+namespace berth::launch {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A process that has not ended. A zombie has (its parent has yet to reap it): when berthd
+// itself is that parent, reap it here.
+bool Alive(pid_t pid) {
+  if (pid <= 0) return false;
+  (void)waitpid(pid, nullptr, WNOHANG);  // ECHILD unless it is ours
+  if (kill(pid, 0) != 0 && errno != EPERM) return false;
+  auto stat = sys::ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return false;
+  auto close = stat->rfind(')');  // "PID (comm) STATE ...": comm may hold spaces
+  return close == std::string::npos || close + 2 >= stat->size() || (*stat)[close + 2] != 'Z';
+}
+
+// The pid file names the process and its run folder, so that a recycled pid is not mistaken for
+// the runner: /proc/PID/cmdline must still mention the folder.
+bool IsRunnerOf(pid_t pid, const fs::path& dir) {
+  auto cmdline = sys::ReadFile("/proc/" + std::to_string(pid) + "/cmdline");
+  return cmdline && cmdline->find(dir.string()) != std::string::npos;
+}
+
+}  // namespace
+
+LocalLauncher::LocalLauncher(LocalLauncherOptions options, OnEnd on_end, OnWarning on_warning)
+    : options_(std::move(options)), on_end_(std::move(on_end)), on_warning_(std::move(on_warning)) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+LocalLauncher::~LocalLauncher() {
+  {
+    MutexLock lock(mutex_);
+    stopping_ = true;
+    for (auto& [id, run] : running_) {
+      if (run.child) run.child->Detach();
+    }
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+fs::path LocalLauncher::RunDir(const std::string& run_id) const {
+  return options_.runs_dir / run_id;
+}
+
+Result<void> LocalLauncher::Launch(const LaunchRequest& request) {
+  MutexLock lock(mutex_);
+  if (running_.contains(request.run_id)) return {};
+  for (const auto& waiting : waiting_) {
+    if (waiting.run_id == request.run_id) return {};
+  }
+  // Launched before (this launcher or an earlier one): never a second runner for a run.
+  std::error_code ec;
+  if (fs::exists(RunDir(request.run_id) / "pid", ec))
+    return MakeError(ErrorKind::kAlreadyExists,
+                     "run " + request.run_id + " was launched already; Recover adopts it");
+  waiting_.push_back(request);
+  StartWaiting();
+  return {};
+}
+
+void LocalLauncher::StartWaiting() {
+  while (!waiting_.empty() && static_cast<int>(running_.size()) < options_.max_parallel) {
+    LaunchRequest request = std::move(waiting_.front());
+    waiting_.pop_front();
+    std::string run_id = request.run_id;
+    Run& run = running_[run_id];
+    run.request = std::move(request);
+    if (auto started = Start(run); !started) {
+      running_.erase(run_id);
+      RunOutcome outcome;
+      outcome.error_kind = kRunnerFailed;
+      outcome.message = "cannot start the runner: " + started.error().ToString();
+      // Reported from the loop's thread, outside the lock.
+      ended_.push_back({run_id, std::move(outcome)});
+      wake_.notify_all();
+    }
+  }
+}
+
+Result<void> LocalLauncher::Start(Run& run) {
+  const std::string& run_id = run.request.run_id;
+  fs::path dir = RunDir(run_id);
+  std::error_code ec;
+  for (const char* sub : {"work", "home", "tmp"}) fs::create_directories(dir / sub, ec);
+  if (ec)
+    return MakeError(ErrorKind::kUnavailable, "cannot make the run folder: " + ec.message(), dir);
+  fs::permissions(dir, fs::perms::owner_all, ec);
+  if (auto written = sys::WriteFileAtomic(dir / "token", run.request.token); !written)
+    return written.error();
+
+  sys::SpawnOptions spawn;
+  spawn.argv = {options_.runner_binary.string(),
+                "run",
+                "--op=" + run.request.op,
+                "--namespace=local",
+                "--name=" + run_id,
+                "--workdir=" + (dir / "work").string(),
+                "--result=" + (dir / "result.json").string()};
+  spawn.argv.insert(spawn.argv.end(), run.request.runner_args.begin(),
+                    run.request.runner_args.end());
+  // Only what the run is given: no berthd secrets, no stray credentials of the host.
+  spawn.env = std::vector<std::string>{"HOME=" + (dir / "home").string(),
+                                       "TMPDIR=" + (dir / "tmp").string(),
+                                       "BERTH_TOKEN_FILE=" + (dir / "token").string()};
+  for (const std::string& entry : options_.environment) spawn.env->push_back(entry);
+  spawn.working_dir = dir.string();
+  spawn.output_path = (dir / "runner.log").string();
+  spawn.new_process_group = true;
+  spawn.die_with_parent = false;  // a berthd restart must not kill a running apply
+  spawn.limits = {{RLIMIT_CORE, 0},
+                  {RLIMIT_NOFILE, options_.max_open_files},
+                  {RLIMIT_FSIZE, options_.max_file_bytes}};
+  auto child = sys::Subprocess::Spawn(spawn);
+  if (!child) return child.error();
+  if (auto written = sys::WriteFileAtomic(dir / "pid", std::to_string(child->Pid())); !written) {
+    child->Signal(SIGKILL);
+    return written.error();
+  }
+  run.child.emplace(std::move(*child));
+  return {};
+}
+
+Result<void> LocalLauncher::Cancel(const std::string& run_id) {
+  {
+    MutexLock lock(mutex_);
+    for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
+      if (it->run_id != run_id) continue;
+      waiting_.erase(it);
+      RunOutcome outcome;
+      outcome.error_kind = kRunnerCancelled;
+      outcome.message = "cancelled before its runner started";
+      ended_.push_back({run_id, std::move(outcome)});
+      wake_.notify_all();
+      return {};
+    }
+    auto it = running_.find(run_id);
+    if (it == running_.end() || it->second.cancelling) return {};
+    Run& run = it->second;
+    run.cancelling = true;
+    run.kill_at = std::chrono::steady_clock::now() + options_.stop_timeout;
+    if (run.child) {
+      run.child->Signal(SIGTERM);
+    } else if (Alive(run.adopted_pid)) {
+      kill(-run.adopted_pid, SIGTERM);
+    }
+  }
+  wake_.notify_all();
+  return {};
+}
+
+RunOutcome LocalLauncher::Finish(const std::string& run_id, std::optional<int> exit_code) const {
+  fs::path dir = RunDir(run_id);
+  auto result = sys::ReadFile(dir / "result.json");
+  std::string text = result ? *result : std::string();
+  // A re-attached run's exit status is not ours to read: its result says how it ended.
+  RunOutcome outcome = OutcomeFromResult(exit_code, text);
+  std::error_code ec;
+  fs::remove(dir / "token", ec);  // the token is not needed once the run is over
+  return outcome;
+}
+
+void LocalLauncher::Loop() {
+  MutexLock lock(mutex_);
+  while (!stopping_) {
+    wake_.wait_for(mutex_, std::chrono::milliseconds(100),
+                   [&]() REQUIRES(mutex_) { return stopping_ || !ended_.empty(); });
+    if (stopping_) break;
+    auto now = std::chrono::steady_clock::now();
+    for (auto it = running_.begin(); it != running_.end();) {
+      Run& run = it->second;
+      std::optional<int> code;
+      bool done = false;
+      if (run.child) {
+        code = run.child->TryWait();
+        done = code.has_value();
+      } else {
+        done = !Alive(run.adopted_pid);
+      }
+      if (!done && run.kill_at && now >= *run.kill_at) {
+        if (run.child)
+          run.child->Signal(SIGKILL);
+        else
+          kill(-run.adopted_pid, SIGKILL);
+      }
+      if (!done) {
+        ++it;
+        continue;
+      }
+      ended_.push_back({it->first, Finish(it->first, code)});
+      it = running_.erase(it);
+    }
+    StartWaiting();
+    std::vector<std::pair<std::string, RunOutcome>> ended;
+    ended.swap(ended_);
+    if (ended.empty()) continue;
+    mutex_.unlock();
+    for (const auto& [run_id, outcome] : ended) on_end_(run_id, outcome);
+    mutex_.lock();
+  }
+}
+
+Result<void> LocalLauncher::Recover(const std::vector<LaunchRequest>& known) {
+  std::set<std::string> known_ids;
+  MutexLock lock(mutex_);
+  for (const LaunchRequest& request : known) {
+    known_ids.insert(request.run_id);
+    if (running_.contains(request.run_id)) continue;
+    fs::path dir = RunDir(request.run_id);
+    auto pid_text = sys::ReadFile(dir / "pid");
+    pid_t pid = pid_text ? static_cast<pid_t>(std::atoi(pid_text->c_str())) : -1;
+    if (pid > 0 && Alive(pid) && IsRunnerOf(pid, dir)) {
+      Run& run = running_[request.run_id];
+      run.request = request;
+      run.adopted_pid = pid;
+      continue;
+    }
+    std::error_code ec;
+    if (pid > 0 && fs::exists(dir / "result.json", ec)) {
+      ended_.push_back({request.run_id, Finish(request.run_id, std::nullopt)});
+    } else if (pid > 0) {
+      RunOutcome outcome;
+      outcome.error_kind = kRunnerLost;
+      outcome.message = "the runner ended while berthd was away and left no result";
+      ended_.push_back({request.run_id, std::move(outcome)});
+    } else {
+      waiting_.push_back(request);  // never started: start it now
+    }
+  }
+  // Runners of runs nobody tracks any more are stopped.
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(options_.runs_dir, ec)) {
+    std::string run_id = entry.path().filename().string();
+    if (known_ids.contains(run_id)) continue;
+    auto pid_text = sys::ReadFile(entry.path() / "pid");
+    pid_t pid = pid_text ? static_cast<pid_t>(std::atoi(pid_text->c_str())) : -1;
+    if (Alive(pid) && IsRunnerOf(pid, entry.path())) {
+      on_warning_(run_id, "stopping the runner of a run berthd no longer tracks");
+      kill(-pid, SIGTERM);
+    }
+  }
+  StartWaiting();
+  wake_.notify_all();
+  return {};
+}
+
+int LocalLauncher::Running() const {
+  MutexLock lock(mutex_);
+  return static_cast<int>(running_.size());
+}
+
+int LocalLauncher::Waiting() const {
+  MutexLock lock(mutex_);
+  return static_cast<int>(waiting_.size());
+}
+
+}  // namespace berth::launch

@@ -1,0 +1,82 @@
+// The local launcher, berth's embedded default: each run is a `runner` child process in its
+// own folder (work folder, home, token file, result, log), with a clean environment (only what
+// the run is given), resource limits and its own process group. At most max_parallel run at
+// once; the others wait their turn in order. Cancel is SIGTERM to the group (the runner stops
+// TF cleanly and writes its result), SIGKILL after stop_timeout. A run survives berthd: on
+// restart it is re-attached by its pid file, or ended from its result file, or RunnerLost.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/mutex.h"
+#include "launch/launcher.h"
+#include "sys/subprocess.h"
+
+namespace berth::launch {
+
+struct LocalLauncherOptions {
+  std::filesystem::path runner_binary;
+  std::filesystem::path runs_dir;  // one folder per run
+  int max_parallel = 4;
+  // NAME=VALUE entries every run gets on top of its own (PATH; TF_CLI_CONFIG_FILE for mirrors).
+  std::vector<std::string> environment;
+  std::chrono::seconds stop_timeout{60};
+  rlim_t max_open_files = 4096;
+  rlim_t max_file_bytes = rlim_t{8} << 30;  // no single file beyond 8 GiB
+};
+
+class LocalLauncher final : public Launcher {
+ public:
+  LocalLauncher(LocalLauncherOptions options, OnEnd on_end, OnWarning on_warning);
+  // Runs go on: a new launcher on the same runs_dir re-attaches them (Recover).
+  ~LocalLauncher() override;
+  LocalLauncher(const LocalLauncher&) = delete;
+  LocalLauncher& operator=(const LocalLauncher&) = delete;
+
+  Result<void> Launch(const LaunchRequest& request) override;
+  Result<void> Cancel(const std::string& run_id) override;
+  Result<void> Recover(const std::vector<LaunchRequest>& known) override;
+
+  int Running() const EXCLUDES(mutex_);
+  int Waiting() const EXCLUDES(mutex_);
+
+ private:
+  struct Run {
+    LaunchRequest request;
+    std::optional<sys::Subprocess> child;  // started by this launcher
+    pid_t adopted_pid = -1;                // re-attached after a restart
+    bool cancelling = false;
+    std::optional<std::chrono::steady_clock::time_point> kill_at;
+  };
+
+  std::filesystem::path RunDir(const std::string& run_id) const;
+  Result<void> Start(Run& run) REQUIRES(mutex_);
+  void StartWaiting() REQUIRES(mutex_);
+  void Loop();
+  // The run's outcome once it has ended, from its exit status (if known) and result file.
+  RunOutcome Finish(const std::string& run_id, std::optional<int> exit_code) const;
+
+  const LocalLauncherOptions options_;
+  OnEnd on_end_;
+  OnWarning on_warning_;
+  mutable Mutex mutex_;
+  std::condition_variable_any wake_;
+  std::map<std::string, Run> running_ GUARDED_BY(mutex_);
+  std::deque<LaunchRequest> waiting_ GUARDED_BY(mutex_);
+  std::vector<std::pair<std::string, RunOutcome>> ended_ GUARDED_BY(mutex_);  // to report
+  bool stopping_ GUARDED_BY(mutex_) = false;
+  std::thread thread_;
+};
+
+}  // namespace berth::launch

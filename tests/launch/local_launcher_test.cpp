@@ -1,0 +1,220 @@
+// The local launcher with the real runner and tofu: runs in their own folders with a clean
+// environment, at most max_parallel at once, cancel that lets the runner stop cleanly, a
+// runner that dies, and a launcher restart that re-attaches a running apply (never a second
+// one).
+#include "launch/local/local_launcher.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+
+#include <condition_variable>
+#include <thread>
+
+#include "sys/files.h"
+#include "test_tools.h"
+#include "tofu_test_env.h"
+
+namespace berth::launch {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Writes its environment where the test can read it, then waits a little.
+constexpr const char* kEnvModule = R"(resource "terraform_data" "env" {
+  provisioner "local-exec" {
+    command = "env > $HOME/env.txt; sleep 1"
+  }
+}
+)";
+
+class Outcomes {
+ public:
+  void Record(const std::string& run_id, const RunOutcome& outcome) {
+    MutexLock lock(mutex_);
+    outcomes_[run_id].push_back(outcome);
+    changed_.notify_all();
+  }
+  std::optional<RunOutcome> WaitFor(const std::string& run_id) {
+    MutexLock lock(mutex_);
+    changed_.wait_for(mutex_, std::chrono::seconds(120),
+                      [&]() REQUIRES(mutex_) { return outcomes_.contains(run_id); });
+    if (!outcomes_.contains(run_id)) return std::nullopt;
+    return outcomes_[run_id].front();
+  }
+  size_t Count(const std::string& run_id) {
+    MutexLock lock(mutex_);
+    return outcomes_.contains(run_id) ? outcomes_[run_id].size() : 0;
+  }
+
+ private:
+  Mutex mutex_;
+  std::condition_variable_any changed_;
+  std::map<std::string, std::vector<RunOutcome>> outcomes_ GUARDED_BY(mutex_);
+};
+
+class LocalLauncherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = sys::TempDir::Create("local-launcher");
+    ASSERT_TRUE(dir);
+    dir_.emplace(std::move(*dir));
+    auto tofu = testenv::TofuTestEnv::Shared();
+    ASSERT_TRUE(tofu) << tofu.error().ToString();
+    tofu_ = *tofu;
+    fs::create_directories(dir_->Path() / "env-module");
+    ASSERT_TRUE(sys::WriteFileAtomic(dir_->Path() / "env-module/main.tf", kEnvModule));
+    ASSERT_TRUE(sys::WriteFileAtomic(dir_->Path() / "slow.json", R"({"seconds": 4})"));
+  }
+
+  LocalLauncherOptions Options(int max_parallel = 4) {
+    LocalLauncherOptions options;
+    options.runner_binary = BERTH_RUNNER_BIN;
+    options.runs_dir = dir_->Path() / "runs";
+    options.max_parallel = max_parallel;
+    for (const std::string& entry : tofu_->Environment(dir_->Path())) {
+      if (!entry.starts_with("HOME=")) options.environment.push_back(entry);
+    }
+    options.stop_timeout = std::chrono::seconds(30);
+    return options;
+  }
+
+  void Start(LocalLauncherOptions options) {
+    launcher_ = std::make_unique<LocalLauncher>(
+        std::move(options),
+        [this](const std::string& id, const RunOutcome& o) { outcomes_.Record(id, o); },
+        [](const std::string&, const std::string&) {});
+  }
+
+  LaunchRequest Request(const std::string& run_id, const std::string& op, const fs::path& module) {
+    LaunchRequest request{.run_id = run_id, .op = op, .token = "token-of-" + run_id};
+    request.runner_args = {"--module=" + module.string(), "--bin=" + tofu_->Tofu().string()};
+    if (module.filename() == "slow")
+      request.runner_args.push_back("--config=" + (dir_->Path() / "slow.json").string());
+    return request;
+  }
+  fs::path Example(const char* name) { return testenv::SourceDir() / "examples" / name; }
+
+  bool WaitUntilLogSays(const std::string& run_id, const std::string& text) {
+    for (int i = 0; i < 1200; ++i) {
+      auto log = sys::ReadFile(dir_->Path() / "runs" / run_id / "runner.log");
+      if (log && log->find(text) != std::string::npos) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+
+  std::optional<sys::TempDir> dir_;
+  testenv::TofuTestEnv* tofu_ = nullptr;
+  Outcomes outcomes_;
+  std::unique_ptr<LocalLauncher> launcher_;
+};
+
+TEST_F(LocalLauncherTest, APlanRunsInItsOwnFolderAndSucceeds) {
+  Start(Options());
+  ASSERT_TRUE(launcher_->Launch(Request("p1", "plan", Example("hello"))));
+  auto outcome = outcomes_.WaitFor("p1");
+  ASSERT_TRUE(outcome);
+  EXPECT_TRUE(outcome->succeeded) << outcome->error_kind << ": " << outcome->message;
+  EXPECT_EQ(outcome->exit_code, 0);
+  EXPECT_EQ((*outcome->result)["op"], "plan");
+  EXPECT_TRUE(fs::exists(dir_->Path() / "runs/p1/result.json"));
+  EXPECT_FALSE(fs::exists(dir_->Path() / "runs/p1/token"));  // gone with the run
+  // Launched once: a second launch of the same run is refused, not run again.
+  EXPECT_EQ(launcher_->Launch(Request("p1", "plan", Example("hello"))).error().kind,
+            ErrorKind::kAlreadyExists);
+}
+
+TEST_F(LocalLauncherTest, ARunSeesOnlyTheEnvironmentItIsGiven) {
+  ASSERT_EQ(setenv("BERTHD_OWN_SECRET", "do-not-leak", 1), 0);
+  Start(Options());
+  ASSERT_TRUE(launcher_->Launch(Request("env1", "apply", dir_->Path() / "env-module")));
+  auto outcome = outcomes_.WaitFor("env1");
+  ASSERT_TRUE(outcome);
+  ASSERT_TRUE(outcome->succeeded) << outcome->error_kind << ": " << outcome->message;
+  auto env = sys::ReadFile(dir_->Path() / "runs/env1/home/env.txt");
+  ASSERT_TRUE(env);
+  EXPECT_EQ(env->find("BERTHD_OWN_SECRET"), std::string::npos) << *env;
+  EXPECT_NE(env->find("BERTH_TOKEN_FILE="), std::string::npos);
+  EXPECT_EQ(env->find("token-of-env1"), std::string::npos);  // a file, never a value
+  unsetenv("BERTHD_OWN_SECRET");
+}
+
+TEST_F(LocalLauncherTest, AtMostMaxParallelRunAndTheRestWaitInOrder) {
+  Start(Options(/*max_parallel=*/1));
+  ASSERT_TRUE(launcher_->Launch(Request("first", "apply", Example("slow"))));
+  ASSERT_TRUE(launcher_->Launch(Request("second", "apply", Example("slow"))));
+  EXPECT_EQ(launcher_->Running(), 1);
+  EXPECT_EQ(launcher_->Waiting(), 1);
+  EXPECT_FALSE(fs::exists(dir_->Path() / "runs/second"));
+  auto first = outcomes_.WaitFor("first");
+  ASSERT_TRUE(first);
+  EXPECT_TRUE(first->succeeded);
+  auto second = outcomes_.WaitFor("second");
+  ASSERT_TRUE(second);
+  EXPECT_TRUE(second->succeeded) << second->error_kind << ": " << second->message;
+}
+
+TEST_F(LocalLauncherTest, CancelLetsTheRunnerStopCleanly) {
+  Start(Options());
+  ASSERT_TRUE(launcher_->Launch(Request("c1", "apply", Example("slow"))));
+  ASSERT_TRUE(WaitUntilLogSays("c1", "berth-slow-started"));
+  ASSERT_TRUE(launcher_->Cancel("c1"));
+  auto outcome = outcomes_.WaitFor("c1");
+  ASSERT_TRUE(outcome);
+  EXPECT_EQ(outcome->error_kind, "Cancelled") << outcome->message;
+  ASSERT_TRUE(outcome->result);  // the runner wrote its result on the way out
+}
+
+TEST_F(LocalLauncherTest, ARunnerThatDiesIsAFailureWithoutAResult) {
+  Start(Options());
+  ASSERT_TRUE(launcher_->Launch(Request("d1", "apply", Example("slow"))));
+  ASSERT_TRUE(WaitUntilLogSays("d1", "berth-slow-started"));
+  auto pid = sys::ReadFile(dir_->Path() / "runs/d1/pid");
+  ASSERT_TRUE(pid);
+  kill(-std::atoi(pid->c_str()), SIGKILL);
+  auto outcome = outcomes_.WaitFor("d1");
+  ASSERT_TRUE(outcome);
+  EXPECT_EQ(outcome->error_kind, kRunnerFailed);
+  EXPECT_EQ(outcome->exit_code, 128 + SIGKILL);
+}
+
+TEST_F(LocalLauncherTest, ARestartReattachesARunningApplyAndNeverStartsItAgain) {
+  Start(Options());
+  auto request = Request("r1", "apply", Example("slow"));
+  ASSERT_TRUE(launcher_->Launch(request));
+  ASSERT_TRUE(WaitUntilLogSays("r1", "berth-slow-started"));
+  auto pid = sys::ReadFile(dir_->Path() / "runs/r1/pid");
+  launcher_.reset();  // berthd stops; the apply goes on
+  Start(Options());
+  ASSERT_TRUE(launcher_->Recover({request}));
+  EXPECT_EQ(launcher_->Running(), 1);
+  auto outcome = outcomes_.WaitFor("r1");
+  ASSERT_TRUE(outcome);
+  EXPECT_TRUE(outcome->succeeded) << outcome->error_kind << ": " << outcome->message;
+  EXPECT_EQ(*sys::ReadFile(dir_->Path() / "runs/r1/pid"), *pid);  // the same runner
+  auto log = sys::ReadFile(dir_->Path() / "runs/r1/runner.log");
+  size_t starts = 0;
+  for (size_t at = 0; (at = log->find("berth-slow-started", at)) != std::string::npos; ++at)
+    ++starts;
+  EXPECT_EQ(starts, 2u);  // tofu echoes the command's output once, after its own line
+  EXPECT_EQ(outcomes_.Count("r1"), 1u);
+}
+
+TEST_F(LocalLauncherTest, ARestartEndsARunThatFinishedMeanwhileFromItsResult) {
+  Start(Options());
+  auto request = Request("f1", "plan", Example("hello"));
+  ASSERT_TRUE(launcher_->Launch(request));
+  ASSERT_TRUE(outcomes_.WaitFor("f1"));
+  launcher_.reset();
+  Start(Options());
+  ASSERT_TRUE(launcher_->Recover({request}));
+  // Once per launcher: the second reads it from the result file.
+  for (int i = 0; i < 200 && outcomes_.Count("f1") < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_EQ(outcomes_.Count("f1"), 2u);
+  EXPECT_TRUE(outcomes_.WaitFor("f1")->succeeded);
+}
+
+}  // namespace
+}  // namespace berth::launch
