@@ -5,11 +5,11 @@
 
 #include <gtest/gtest.h>
 
-#include <condition_variable>
 #include <thread>
 
 #include "fault_injecting_kube_api.h"
 #include "launcher_world.h"
+#include "outcome_recorder.h"
 #include "sys/files.h"
 
 namespace berth::launch {
@@ -17,42 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-class Outcomes {
- public:
-  void Record(const std::string& run_id, const RunOutcome& outcome) {
-    MutexLock lock(mutex_);
-    outcomes_[run_id].push_back(outcome);
-    changed_.notify_all();
-  }
-  void Warn(const std::string& run_id, const std::string& warning) {
-    MutexLock lock(mutex_);
-    warnings_[run_id].push_back(warning);
-  }
-  // The run's outcome, once it is in (bounded wait); nullopt if it never came.
-  std::optional<RunOutcome> WaitFor(const std::string& run_id,
-                                    std::chrono::seconds timeout = std::chrono::seconds(120)) {
-    MutexLock lock(mutex_);
-    changed_.wait_for(mutex_, timeout,
-                      [&]() REQUIRES(mutex_) { return outcomes_.contains(run_id); });
-    if (!outcomes_.contains(run_id)) return std::nullopt;
-    return outcomes_[run_id].front();
-  }
-  size_t Count(const std::string& run_id) {
-    MutexLock lock(mutex_);
-    return outcomes_.contains(run_id) ? outcomes_[run_id].size() : 0;
-  }
-  std::vector<std::string> Warnings(const std::string& run_id) {
-    MutexLock lock(mutex_);
-    return warnings_[run_id];
-  }
-
- private:
-  Mutex mutex_;
-  std::condition_variable_any changed_;
-  std::map<std::string, std::vector<RunOutcome>> outcomes_ GUARDED_BY(mutex_);
-  std::map<std::string, std::vector<std::string>> warnings_ GUARDED_BY(mutex_);
-};
 
 class KubernetesLauncherTest : public ::testing::Test {
  protected:
@@ -125,7 +89,7 @@ class KubernetesLauncherTest : public ::testing::Test {
   kube::KubeClient* admin_ = nullptr;
   kube::KubeClient* client_ = nullptr;  // the launcher's, as berthd
   testenv::TestNodeAgent* agent_ = nullptr;
-  Outcomes outcomes_;
+  OutcomeRecorder outcomes_;
   std::unique_ptr<KubernetesLauncher> launcher_;
 };
 

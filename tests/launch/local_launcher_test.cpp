@@ -8,9 +8,9 @@
 #include <signal.h>
 #include <stdlib.h>
 
-#include <condition_variable>
 #include <thread>
 
+#include "outcome_recorder.h"
 #include "sys/files.h"
 #include "test_tools.h"
 #include "tofu_test_env.h"
@@ -27,31 +27,6 @@ constexpr const char* kEnvModule = R"(resource "terraform_data" "env" {
   }
 }
 )";
-
-class Outcomes {
- public:
-  void Record(const std::string& run_id, const RunOutcome& outcome) {
-    MutexLock lock(mutex_);
-    outcomes_[run_id].push_back(outcome);
-    changed_.notify_all();
-  }
-  std::optional<RunOutcome> WaitFor(const std::string& run_id) {
-    MutexLock lock(mutex_);
-    changed_.wait_for(mutex_, std::chrono::seconds(120),
-                      [&]() REQUIRES(mutex_) { return outcomes_.contains(run_id); });
-    if (!outcomes_.contains(run_id)) return std::nullopt;
-    return outcomes_[run_id].front();
-  }
-  size_t Count(const std::string& run_id) {
-    MutexLock lock(mutex_);
-    return outcomes_.contains(run_id) ? outcomes_[run_id].size() : 0;
-  }
-
- private:
-  Mutex mutex_;
-  std::condition_variable_any changed_;
-  std::map<std::string, std::vector<RunOutcome>> outcomes_ GUARDED_BY(mutex_);
-};
 
 class LocalLauncherTest : public ::testing::Test {
  protected:
@@ -106,7 +81,7 @@ class LocalLauncherTest : public ::testing::Test {
 
   std::optional<sys::TempDir> dir_;
   testenv::TofuTestEnv* tofu_ = nullptr;
-  Outcomes outcomes_;
+  OutcomeRecorder outcomes_;
   std::unique_ptr<LocalLauncher> launcher_;
 };
 

@@ -1,0 +1,53 @@
+// What a launcher reported, for tests: each run's outcomes and warnings, and a bounded wait
+// for them.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/mutex.h"
+#include "launch/launcher.h"
+
+namespace berth::launch {
+
+class OutcomeRecorder {
+ public:
+  void Record(const std::string& run_id, const RunOutcome& outcome) {
+    MutexLock lock(mutex_);
+    outcomes_[run_id].push_back(outcome);
+    changed_.notify_all();
+  }
+  void Warn(const std::string& run_id, const std::string& warning) {
+    MutexLock lock(mutex_);
+    warnings_[run_id].push_back(warning);
+  }
+  // The run's outcome, once it is in (bounded wait); nullopt if it never came.
+  std::optional<RunOutcome> WaitFor(const std::string& run_id,
+                                    std::chrono::seconds timeout = std::chrono::seconds(120)) {
+    MutexLock lock(mutex_);
+    changed_.wait_for(mutex_, timeout,
+                      [&]() REQUIRES(mutex_) { return outcomes_.contains(run_id); });
+    if (!outcomes_.contains(run_id)) return std::nullopt;
+    return outcomes_[run_id].front();
+  }
+  size_t Count(const std::string& run_id) {
+    MutexLock lock(mutex_);
+    return outcomes_.contains(run_id) ? outcomes_[run_id].size() : 0;
+  }
+  std::vector<std::string> Warnings(const std::string& run_id) {
+    MutexLock lock(mutex_);
+    return warnings_[run_id];
+  }
+
+ private:
+  Mutex mutex_;
+  std::condition_variable_any changed_;
+  std::map<std::string, std::vector<RunOutcome>> outcomes_ GUARDED_BY(mutex_);
+  std::map<std::string, std::vector<std::string>> warnings_ GUARDED_BY(mutex_);
+};
+
+}  // namespace berth::launch
