@@ -52,6 +52,19 @@ constexpr Migration kMigrations[] = {
      "created_at BIGINT NOT NULL, PRIMARY KEY (state_key, version));"
      "CREATE TABLE state_locks (state_key TEXT PRIMARY KEY, lock_id TEXT NOT NULL, "
      "info TEXT NOT NULL, created_at BIGINT NOT NULL);"},
+    // Deployments: ordered per environment; the partial unique index lets one at a time hold
+    // its environment, whichever berthd tries.
+    {3,
+     "CREATE TABLE deployments (org_id TEXT NOT NULL, project_id TEXT NOT NULL, "
+     "env_id TEXT NOT NULL, id TEXT NOT NULL, sequence BIGINT NOT NULL, state TEXT NOT NULL, "
+     "spec TEXT NOT NULL, transitions TEXT NOT NULL, result TEXT, run_id TEXT NOT NULL, "
+     "created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, PRIMARY KEY (org_id, id), "
+     "UNIQUE (org_id, project_id, env_id, sequence), "
+     "FOREIGN KEY (org_id, project_id, env_id) REFERENCES environments (org_id, parent_id, id) "
+     "ON DELETE RESTRICT);"
+     "CREATE UNIQUE INDEX deployments_one_holder ON deployments (org_id, project_id, env_id) "
+     "WHERE state IN ('dispatched', 'running', 'waiting_approval');"
+     "CREATE INDEX deployments_by_state ON deployments (state, created_at);"},
 };
 
 #undef BERTH_RECORD_COLUMNS

@@ -6,6 +6,7 @@
 #include "store/migrations.h"
 #include "store/pool.h"
 #include "store/sql.h"
+#include "store/sql_deployment_store.h"
 #include "store/sql_state_store.h"
 #include "store/store.h"
 
@@ -54,9 +55,12 @@ SqlValue Value(const std::optional<std::string>& v) {
 class SqlStore final : public Store {
  public:
   explicit SqlStore(std::unique_ptr<Pool> pool)
-      : pool_(std::move(pool)), states_(MakeSqlStateStore(*pool_)) {}
+      : pool_(std::move(pool)),
+        states_(MakeSqlStateStore(*pool_)),
+        deployments_(MakeSqlDeploymentStore(*pool_)) {}
 
   StateStore& States() override { return *states_; }
+  DeploymentStore& Deployments() override { return *deployments_; }
 
   Result<bool> CreateOrganization(const std::string& id) override {
     auto c = pool_->Borrow();
@@ -281,6 +285,7 @@ class SqlStore final : public Store {
 
   std::unique_ptr<Pool> pool_;
   std::unique_ptr<StateStore> states_;
+  std::unique_ptr<DeploymentStore> deployments_;
 };
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "store/deployment_store.h"
 #include "store/state_store.h"
 
 namespace berth::store {
@@ -83,6 +84,8 @@ class Store {
                                                                    const std::string& runner) = 0;
   // The TF states of berthd's own backend.
   virtual StateStore& States() = 0;
+  // Deployments of environments.
+  virtual DeploymentStore& Deployments() = 0;
 };
 
 // Opens the database named by url: a path or sqlite:PATH for SQLite, postgres:// or

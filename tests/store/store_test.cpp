@@ -5,6 +5,7 @@
 #include <libpq-fe.h>
 
 #include <atomic>
+#include <set>
 #include <thread>
 
 #include "postgres_test_server.h"
@@ -339,6 +340,137 @@ TEST_P(StoreTest, OfConcurrentLockersExactlyOneHoldsTheLock) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(won, 1);
 }
+
+class DeploymentStoreTest : public StoreTest {
+ protected:
+  void SetUp() override {
+    StoreTest::SetUp();
+    if (HasFatalFailure()) return;
+    ASSERT_TRUE(store_->Create(Project("web")));
+    ASSERT_TRUE(store_->Create(EnvType("development")));
+    for (const char* env : {"dev", "prod"})
+      ASSERT_TRUE(store_->Create(Env("web", env, "development")));
+  }
+
+  Result<Deployment> Queue(const std::string& env, const std::string& id) {
+    Deployment d;
+    d.org_id = "acme";
+    d.project_id = "web";
+    d.env_id = env;
+    d.id = id;
+    d.spec = {{"op", "apply"}};
+    return store_->Deployments().Create(d);
+  }
+
+  std::vector<std::string> StartableIds() {
+    auto startable = store_->Deployments().Startable(10);
+    EXPECT_TRUE(startable);
+    std::vector<std::string> ids;
+    for (const auto& d : *startable) ids.push_back(d.id);
+    return ids;
+  }
+};
+
+TEST_P(DeploymentStoreTest, OnePerEnvironmentRunsAndTheOthersWaitInOrder) {
+  using S = DeploymentState;
+  auto& deployments = store_->Deployments();
+  ASSERT_TRUE(Queue("dev", "d1"));
+  ASSERT_TRUE(Queue("dev", "d2"));
+  ASSERT_TRUE(Queue("dev", "d3"));
+  ASSERT_TRUE(Queue("prod", "p1"));
+  EXPECT_EQ(deployments.Get("acme", "d3")->sequence, 3);
+  EXPECT_EQ(StartableIds(), (std::vector<std::string>{"d1", "p1"}));
+
+  ASSERT_TRUE(deployments.Transition("acme", "d1", S::kQueued, S::kDispatched, "runner local",
+                                     {.run_id = "run-d1"}));
+  EXPECT_EQ(StartableIds(), (std::vector<std::string>{"p1"}));
+  // The environment is held: the next one cannot be started past it.
+  auto second = deployments.Transition("acme", "d2", S::kQueued, S::kDispatched, "");
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().kind, ErrorKind::kConflict);
+  ASSERT_TRUE(deployments.Transition("acme", "d2", S::kQueued, S::kCancelled, "by alice"));
+
+  ASSERT_TRUE(deployments.Transition("acme", "d1", S::kDispatched, S::kRunning, ""));
+  auto done = deployments.Transition("acme", "d1", S::kRunning, S::kSucceeded, "",
+                                     {.result = json{{"outputs", {{"greeting", "hi"}}}}});
+  ASSERT_TRUE(done);
+  EXPECT_EQ(StartableIds(), (std::vector<std::string>{"p1", "d3"}));
+
+  auto d1 = deployments.Get("acme", "d1");
+  ASSERT_TRUE(d1);
+  EXPECT_EQ(d1->run_id, "run-d1");
+  EXPECT_EQ(d1->result["outputs"]["greeting"], "hi");
+  std::vector<std::string> states;
+  for (const auto& t : d1->transitions) states.push_back(t["state"]);
+  EXPECT_EQ(states, (std::vector<std::string>{"queued", "dispatched", "running", "succeeded"}));
+  EXPECT_EQ(d1->transitions[1]["reason"], "runner local");
+  EXPECT_EQ(d1->transitions[3]["at"].get<std::string>().size(), 24u);  // RFC 3339, ms
+
+  auto list = deployments.ListForEnvironment("acme", "web", "dev", 10);
+  ASSERT_TRUE(list);
+  ASSERT_EQ(list->size(), 3u);
+  EXPECT_EQ(list->front().id, "d3");  // newest first
+}
+
+TEST_P(DeploymentStoreTest, RefusesWhatTheStateMachineForbidsAndStaleStates) {
+  using S = DeploymentState;
+  auto& deployments = store_->Deployments();
+  ASSERT_TRUE(Queue("dev", "d1"));
+  auto skip = deployments.Transition("acme", "d1", S::kQueued, S::kSucceeded, "");
+  ASSERT_FALSE(skip);
+  EXPECT_EQ(skip.error().kind, ErrorKind::kFailedPrecondition);
+  auto stale = deployments.Transition("acme", "d1", S::kRunning, S::kSucceeded, "");
+  ASSERT_FALSE(stale);
+  EXPECT_EQ(stale.error().kind, ErrorKind::kConflict);
+  EXPECT_EQ(deployments.Get("acme", "d1")->state, S::kQueued);
+  EXPECT_EQ(Queue("staging", "x").error().kind, ErrorKind::kFailedPrecondition);
+  EXPECT_EQ(Queue("dev", "d1").error().kind, ErrorKind::kAlreadyExists);
+}
+
+TEST_P(DeploymentStoreTest, OfConcurrentDispatchersExactlyOneStartsADeployment) {
+  ASSERT_TRUE(Queue("dev", "d1"));
+  ASSERT_TRUE(Queue("dev", "d2"));
+  // As several berthd processes would: each tries to start whatever it sees first.
+  auto second = OpenStore(url_, 4);
+  ASSERT_TRUE(second);
+  std::atomic<int> started{0};
+  std::vector<std::thread> threads;
+  threads.reserve(6);
+  for (int i = 0; i < 6; ++i) {
+    Store* store = i % 2 == 0 ? store_.get() : second->get();
+    threads.emplace_back([&, store, i] {
+      const char* id = i % 3 == 0 ? "d2" : "d1";
+      if (store->Deployments().Transition("acme", id, DeploymentState::kQueued,
+                                          DeploymentState::kDispatched, ""))
+        ++started;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(started, 1);
+}
+
+TEST_P(DeploymentStoreTest, ConcurrentCreatesInOneEnvironmentGetDistinctPlaces) {
+  std::vector<std::thread> threads;
+  threads.reserve(5);
+  std::atomic<int> created{0};
+  for (int i = 0; i < 5; ++i) {
+    threads.emplace_back([&, i] {
+      if (Queue("dev", "c" + std::to_string(i))) ++created;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(created, 5);
+  std::set<int64_t> places;
+  for (const auto& d : *store_->Deployments().ListForEnvironment("acme", "web", "dev", 10))
+    places.insert(d.sequence);
+  EXPECT_EQ(places, (std::set<int64_t>{1, 2, 3, 4, 5}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, DeploymentStoreTest,
+                         ::testing::Values(Backend::kSqlite, Backend::kPostgres),
+                         [](const auto& row) {
+                           return row.param == Backend::kSqlite ? "Sqlite" : "Postgres";
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreTest,
                          ::testing::Values(Backend::kSqlite, Backend::kPostgres),

@@ -1,0 +1,57 @@
+// Deployments as berthd keeps them: ordered per environment, moved only along the state
+// machine of core/deployment_state.h, every transition timestamped and kept, and at most one
+// holding its environment at a time (the database itself refuses a second, so two berthd
+// processes cannot both start one).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/deployment_state.h"
+#include "core/error.h"
+
+namespace berth::store {
+
+struct Deployment {
+  std::string org_id, project_id, env_id, id;
+  int64_t sequence = 0;  // its place in its environment's order (1, 2, ...)
+  DeploymentState state = DeploymentState::kQueued;
+  nlohmann::json spec = nlohmann::json::object();        // op, source, variables, approval
+  nlohmann::json transitions = nlohmann::json::array();  // [{state, at, reason}], oldest first
+  nlohmann::json result;                                 // null until it has one
+  std::string run_id;                                    // its current run, if any
+  int64_t created_at = 0, updated_at = 0;                // milliseconds since the epoch
+};
+
+struct TransitionChanges {
+  std::optional<std::string> run_id;
+  std::optional<nlohmann::json> result;
+};
+
+class DeploymentStore {
+ public:
+  virtual ~DeploymentStore() = default;
+  // Queued, after every deployment its environment has; kFailedPrecondition when the
+  // environment does not exist.
+  virtual Result<Deployment> Create(Deployment deployment) = 0;
+  virtual Result<Deployment> Get(const std::string& org, const std::string& id) = 0;
+  // Newest first.
+  virtual Result<std::vector<Deployment>> ListForEnvironment(const std::string& org,
+                                                             const std::string& project,
+                                                             const std::string& env, int limit) = 0;
+  // from -> to, if the deployment is still in from (kConflict otherwise, or when to would hold
+  // an environment that another deployment holds) and the machine allows it
+  // (kFailedPrecondition otherwise).
+  virtual Result<Deployment> Transition(const std::string& org, const std::string& id,
+                                        DeploymentState from, DeploymentState to,
+                                        const std::string& reason,
+                                        const TransitionChanges& changes = {}) = 0;
+  // The oldest queued deployment of each environment that nothing holds: what may start now,
+  // oldest first.
+  virtual Result<std::vector<Deployment>> Startable(int limit) = 0;
+};
+
+}  // namespace berth::store

@@ -1,0 +1,177 @@
+#include "store/sql_deployment_store.h"
+
+#include <chrono>
+
+#include "core/time_format.h"
+
+namespace berth::store {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kColumns =
+    "org_id, project_id, env_id, id, sequence, state, spec, transitions, result, run_id, "
+    "created_at, updated_at";
+
+int64_t NowMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+json TransitionEntry(DeploymentState state, int64_t at, const std::string& reason) {
+  json entry = {
+      {"state", DeploymentStateName(state)},
+      {"at",
+       FormatRfc3339(std::chrono::system_clock::time_point(std::chrono::milliseconds(at)), 3)}};
+  if (!reason.empty()) entry["reason"] = reason;
+  return entry;
+}
+
+Deployment FromRow(const SqlRow& r) {
+  Deployment d;
+  d.org_id = r.Text(0);
+  d.project_id = r.Text(1);
+  d.env_id = r.Text(2);
+  d.id = r.Text(3);
+  d.sequence = r.Int(4);
+  d.state = ParseDeploymentState(r.Text(5)).value_or(DeploymentState::kFailed);
+  d.spec = json::parse(r.Text(6), nullptr, false);
+  d.transitions = json::parse(r.Text(7), nullptr, false);
+  d.result = r.IsNull(8) ? json() : json::parse(r.Text(8), nullptr, false);
+  d.run_id = r.Text(9);
+  d.created_at = r.Int(10);
+  d.updated_at = r.Int(11);
+  return d;
+}
+
+class SqlDeploymentStore final : public DeploymentStore {
+ public:
+  explicit SqlDeploymentStore(Pool& pool) : pool_(pool) {}
+
+  Result<Deployment> Create(Deployment d) override {
+    constexpr int kAttempts = 5;  // two creates in one environment race for a sequence number
+    for (int attempt = 0;; ++attempt) {
+      auto c = pool_.Borrow();
+      auto tx = Transaction::Begin(*c);
+      if (!tx) return tx.error();
+      auto last = c->Query(
+          "SELECT MAX(sequence) FROM deployments WHERE org_id = $1 AND project_id = $2 AND "
+          "env_id = $3",
+          {d.org_id, d.project_id, d.env_id});
+      if (!last) return last.error();
+      d.sequence = last->front().Int(0) + 1;
+      d.state = DeploymentState::kQueued;
+      d.created_at = d.updated_at = NowMillis();
+      d.transitions = json::array({TransitionEntry(d.state, d.created_at, "")});
+      auto n = c->Execute(std::string("INSERT INTO deployments (") + kColumns +
+                              ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, $9, $10, $11)",
+                          {d.org_id, d.project_id, d.env_id, d.id, d.sequence,
+                           std::string(DeploymentStateName(d.state)), d.spec.dump(),
+                           d.transitions.dump(), d.run_id, d.created_at, d.updated_at});
+      if (!n && n.error().kind == ErrorKind::kAlreadyExists && attempt + 1 < kAttempts) {
+        if (Get(d.org_id, d.id))
+          return MakeError(ErrorKind::kAlreadyExists, "deployment " + d.id + " exists");
+        continue;
+      }
+      if (!n && n.error().kind == ErrorKind::kFailedPrecondition)
+        return MakeError(ErrorKind::kFailedPrecondition,
+                         "environment " + d.project_id + "/" + d.env_id + " does not exist");
+      if (!n) return n.error();
+      if (auto committed = tx->Commit(); !committed) return committed.error();
+      return d;
+    }
+  }
+
+  Result<Deployment> Get(const std::string& org, const std::string& id) override {
+    auto c = pool_.Borrow();
+    auto rows = c->Query(
+        std::string("SELECT ") + kColumns + " FROM deployments WHERE org_id = $1 AND id = $2",
+        {org, id});
+    if (!rows) return rows.error();
+    if (rows->empty()) return MakeError(ErrorKind::kNotFound, "no deployment " + id);
+    return FromRow(rows->front());
+  }
+
+  Result<std::vector<Deployment>> ListForEnvironment(const std::string& org,
+                                                     const std::string& project,
+                                                     const std::string& env, int limit) override {
+    auto c = pool_.Borrow();
+    auto rows = c->Query(std::string("SELECT ") + kColumns +
+                             " FROM deployments WHERE org_id = $1 AND project_id = $2 AND "
+                             "env_id = $3 ORDER BY sequence DESC LIMIT $4",
+                         {org, project, env, int64_t{limit}});
+    if (!rows) return rows.error();
+    std::vector<Deployment> list;
+    for (const auto& row : *rows) list.push_back(FromRow(row));
+    return list;
+  }
+
+  Result<Deployment> Transition(const std::string& org, const std::string& id, DeploymentState from,
+                                DeploymentState to, const std::string& reason,
+                                const TransitionChanges& changes) override {
+    if (!CanTransition(from, to))
+      return MakeError(ErrorKind::kFailedPrecondition,
+                       "a deployment cannot go from " + std::string(DeploymentStateName(from)) +
+                           " to " + std::string(DeploymentStateName(to)));
+    auto c = pool_.Borrow();
+    auto tx = Transaction::Begin(*c);
+    if (!tx) return tx.error();
+    auto rows = c->Query(
+        std::string("SELECT ") + kColumns + " FROM deployments WHERE org_id = $1 AND id = $2",
+        {org, id});
+    if (!rows) return rows.error();
+    if (rows->empty()) return MakeError(ErrorKind::kNotFound, "no deployment " + id);
+    Deployment d = FromRow(rows->front());
+    if (d.state != from)
+      return MakeError(ErrorKind::kConflict, "deployment " + id + " is " +
+                                                 std::string(DeploymentStateName(d.state)) +
+                                                 ", not " + std::string(DeploymentStateName(from)));
+    d.state = to;
+    d.updated_at = NowMillis();
+    d.transitions.push_back(TransitionEntry(to, d.updated_at, reason));
+    if (changes.run_id) d.run_id = *changes.run_id;
+    if (changes.result) d.result = *changes.result;
+    SqlValue result = d.result.is_null() ? SqlValue(nullptr) : SqlValue(d.result.dump());
+    auto n = c->Execute(
+        "UPDATE deployments SET state = $1, transitions = $2, run_id = $3, result = $4, "
+        "updated_at = $5 WHERE org_id = $6 AND id = $7 AND state = $8",
+        {std::string(DeploymentStateName(to)), d.transitions.dump(), d.run_id, result, d.updated_at,
+         org, id, std::string(DeploymentStateName(from))});
+    if (!n && n.error().kind == ErrorKind::kAlreadyExists)
+      return MakeError(ErrorKind::kConflict, "environment " + d.project_id + "/" + d.env_id +
+                                                 " is held by another deployment");
+    if (!n) return n.error();
+    if (*n != 1) return MakeError(ErrorKind::kConflict, "deployment " + id + " changed meanwhile");
+    if (auto committed = tx->Commit(); !committed) return committed.error();
+    return d;
+  }
+
+  Result<std::vector<Deployment>> Startable(int limit) override {
+    auto c = pool_.Borrow();
+    auto rows = c->Query(
+        std::string("SELECT ") + kColumns +
+            " FROM deployments d WHERE d.state = 'queued' AND d.sequence = (SELECT MIN(q.sequence) "
+            "FROM deployments q WHERE q.org_id = d.org_id AND q.project_id = d.project_id AND "
+            "q.env_id = d.env_id AND q.state = 'queued') AND NOT EXISTS (SELECT 1 FROM "
+            "deployments h WHERE h.org_id = d.org_id AND h.project_id = d.project_id AND "
+            "h.env_id = d.env_id AND h.state IN ('dispatched', 'running', 'waiting_approval')) "
+            "ORDER BY d.created_at, d.sequence LIMIT $1",
+        {int64_t{limit}});
+    if (!rows) return rows.error();
+    std::vector<Deployment> list;
+    for (const auto& row : *rows) list.push_back(FromRow(row));
+    return list;
+  }
+
+ private:
+  Pool& pool_;
+};
+
+}  // namespace
+
+std::unique_ptr<DeploymentStore> MakeSqlDeploymentStore(Pool& pool) {
+  return std::make_unique<SqlDeploymentStore>(pool);
+}
+
+}  // namespace berth::store
