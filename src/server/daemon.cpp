@@ -6,8 +6,8 @@
 #include <chrono>
 #include <thread>
 
-#include "net/http_server.h"
 #include "crypto/jws.h"
+#include "net/http_server.h"
 #include "server/api/api.h"
 #include "server/statebackend/state_backend.h"
 #include "store/store.h"

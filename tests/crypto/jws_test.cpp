@@ -81,20 +81,24 @@ INSTANTIATE_TEST_SUITE_P(
                 "header must be"},
         Refusal{"alg_none_signed",
                 [](const std::string& token) {
-                  return B64(R"({"alg":"none","typ":"JWT"})") + "." + Part(token, 1) + "." + Part(token, 2);
+                  return B64(R"({"alg":"none","typ":"JWT"})") + "." + Part(token, 1) + "." +
+                         Part(token, 2);
                 },
                 "header must be"},
         Refusal{"key_hint",
                 [](const std::string& token) {
-                  return B64(R"({"alg":"EdDSA","typ":"JWT","jwk":{}})") + "." + Part(token, 1) + "." +
-                         Part(token, 2);
+                  return B64(R"({"alg":"EdDSA","typ":"JWT","jwk":{}})") + "." + Part(token, 1) +
+                         "." + Part(token, 2);
                 },
                 "header must be"},
-        Refusal{"two_parts", [](const std::string& token) { return Part(token, 0) + "." + Part(token, 1); },
+        Refusal{"two_parts",
+                [](const std::string& token) { return Part(token, 0) + "." + Part(token, 1); },
                 "three base64url parts"},
         Refusal{"padding", [](const std::string& token) { return token + "="; }, "not base64url"},
         Refusal{"short_signature",
-                [](const std::string& token) { return Part(token, 0) + "." + Part(token, 1) + ".AAAA"; },
+                [](const std::string& token) {
+                  return Part(token, 0) + "." + Part(token, 1) + ".AAAA";
+                },
                 "not 64 bytes"}),
     [](const auto& row) { return row.param.name; });
 

@@ -11,7 +11,8 @@
 namespace berth::testenv {
 
 // variable is one of BERTH_TEST_TOFU, BERTH_TEST_TOFU_CLI_CONFIG, BERTH_TEST_PROVIDER_MIRROR,
-// BERTH_TEST_ETCD, BERTH_TEST_KUBE_APISERVER, BERTH_TEST_KUBE_CONTROLLER_MANAGER. The error says to run scripts/testenv.
+// BERTH_TEST_ETCD, BERTH_TEST_KUBE_APISERVER, BERTH_TEST_KUBE_CONTROLLER_MANAGER. The error says
+// to run scripts/testenv.
 Result<std::filesystem::path> TestTool(std::string_view variable);
 
 // The berth source tree (for examples/).

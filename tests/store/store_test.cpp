@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
 
-#include <atomic>
 #include <algorithm>
+#include <atomic>
 #include <set>
 #include <thread>
 
