@@ -198,6 +198,11 @@ void AddRunFlags(FlagSet& flags, RunOptions& o) {
     return {};
   });
   flags.Value("job-name", NonEmptyString(&o.job_name));
+  flags.Value("state-backend", [&o](std::string_view v) -> Result<void> {
+    if (v != "http") return Invalid("must be http (berthd's state backend)");
+    o.state_backend = std::string(v);
+    return {};
+  });
   flags.Value("outputs", NonEmptyString(&o.outputs));
   flags.Value("image", String(&o.image));
   flags.Value("result", NonEmptyString(&o.result));

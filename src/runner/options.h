@@ -51,6 +51,9 @@ struct RunOptions {
   // restore and events
   std::string restore_from;
   std::string event_object;
+  // "http": the state lives in berthd's backend. The runner declares the backend (the module
+  // need not) and hands tofu the run's token (BERTH_TOKEN_FILE) as TF_HTTP_PASSWORD.
+  std::string state_backend;
   std::string job_name;
   // output
   std::string outputs;

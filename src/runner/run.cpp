@@ -157,6 +157,16 @@ class Run {
       return Fail(RunErrorKind::kInvalidFlags, "inputs", secrets.error().ToString());
     }
     auto env = TfEnvironment(context_.environment, o_, dir_);
+    if (o_.state_backend == "http") {
+      auto token = sys::ReadFile(Lookup(context_.environment, "BERTH_TOKEN_FILE"));
+      if (!token || token->empty())
+        return Fail(RunErrorKind::kInvalidFlags, "inputs",
+                    "--state-backend=http needs the run's token in the file BERTH_TOKEN_FILE "
+                    "names");
+      masker_.Add(*token);
+      env.push_back("TF_HTTP_USERNAME=run");
+      env.push_back("TF_HTTP_PASSWORD=" + *token);
+    }
     auto binary = tf::ChooseBinary(o_.binary, o_.bin, Lookup(env, "PATH"));
     if (!binary) return Fail(RunErrorKind::kInit, "binary", binary.error().ToString());
     binary_ = *binary;

@@ -70,6 +70,25 @@ std::string Lookup(const std::vector<std::string>& env, std::string_view name) {
   return {};
 }
 
+namespace {
+
+// The module's state goes to berthd's HTTP backend. A module without a backend gets one; a
+// module that names its own has it replaced by an override file (TF merges *_override.tf last).
+Result<void> DeclareHttpBackend(const fs::path& workdir) {
+  static const std::regex kBackend("backend\\s+\"");
+  bool has_backend = false;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(workdir, ec)) {
+    if (entry.path().extension() != ".tf") continue;
+    auto text = sys::ReadFile(entry.path());
+    if (text && std::regex_search(*text, kBackend)) has_backend = true;
+  }
+  fs::path file = workdir / (has_backend ? "_berth_backend_override.tf" : "_berth_backend.tf");
+  return sys::WriteFileAtomic(file, "terraform {\n  backend \"http\" {}\n}\n");
+}
+
+}  // namespace
+
 Result<WorkDir> PrepareWorkDir(const RunOptions& options) {
   if (auto ok = CheckSubPath(options.path); !ok) return ok.error();
   WorkDir dir;
@@ -97,6 +116,9 @@ Result<WorkDir> PrepareWorkDir(const RunOptions& options) {
   }
   if (!fs::is_directory(dir.workdir, ec)) {
     return Unavailable("--path: no such folder in the module", options.path);
+  }
+  if (options.state_backend == "http") {
+    if (auto declared = DeclareHttpBackend(dir.workdir); !declared) return declared.error();
   }
   return dir;
 }

@@ -69,6 +69,7 @@ TEST(RunnerCli, RunTakesEveryFlagOfTheContract) {
                      "--restore-from=/s",
                      "--event-object=Terraform/team/net",
                      "--job-name=j",
+                     "--state-backend=http",
                      "--outputs=/o",
                      "--image=img:1",
                      "--result=/r",
@@ -88,6 +89,7 @@ TEST(RunnerCli, RunTakesEveryFlagOfTheContract) {
   EXPECT_TRUE(o.allow_destroy);
   EXPECT_EQ(o.result_max_bytes, 2048u);
   EXPECT_EQ(o.event_object, "Terraform/team/net");
+  EXPECT_EQ(o.state_backend, "http");
 }
 
 TEST(RunnerCli, RunDefaultsMatchTheContract) {
@@ -130,6 +132,7 @@ INSTANTIATE_TEST_SUITE_P(
         Refused{{"run", "--op=plan", "--inputs-hash=md5:x"}, "--inputs-hash", true},
         Refused{{"run", "--op=plan", "--binary=opentofu"}, "--binary", true},
         Refused{{"run", "--op=plan", "--event-object=Pod"}, "--event-object", true},
+        Refused{{"run", "--op=plan", "--state-backend=s3"}, "--state-backend", true},
         Refused{{"run", "--op=plan", "--allow-destroy=maybe"}, "--allow-destroy", true},
         Refused{{"run", "--op=plan", "--module"}, "needs an argument: --module", true},
         Refused{{"--v=-1", "run", "--op=plan"}, "--v", true},

@@ -1,0 +1,163 @@
+// The dispatcher end to end on one machine: deployments queued in berth's store run on local
+// runners (the real runner and tofu), one at a time per environment and in order, with their
+// state in berthd's own backend (written under each run's token), and each ends with its result.
+#include "server/dispatch/dispatcher.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "launch/local/local_launcher.h"
+#include "net/http_server.h"
+#include "server/statebackend/state_backend.h"
+#include "sys/files.h"
+#include "test_tools.h"
+#include "tofu_test_env.h"
+
+namespace berth::server {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using S = DeploymentState;
+
+int64_t Now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+class DispatcherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = sys::TempDir::Create("dispatcher");
+    ASSERT_TRUE(dir);
+    dir_.emplace(std::move(*dir));
+    auto store = store::OpenStore("sqlite:" + (dir_->Path() / "berth.db").string(), 4);
+    ASSERT_TRUE(store) << store.error().ToString();
+    store_ = std::move(*store);
+    auto signer = crypto::Ed25519Signer::Generate();
+    ASSERT_TRUE(signer);
+    signer_.emplace(std::move(*signer));
+    backend_ = std::make_unique<StateBackend>(store_->States(), signer_->PublicKey(), Now);
+    auto server = net::StartHttpServer(
+        {}, [this](const net::ServerRequest& request) { return backend_->Handle(request); });
+    ASSERT_TRUE(server);
+    server_ = std::move(*server);
+
+    auto tofu = testenv::TofuTestEnv::Shared();
+    ASSERT_TRUE(tofu);
+    launch::LocalLauncherOptions options;
+    options.runner_binary = BERTH_RUNNER_BIN;
+    options.runs_dir = dir_->Path() / "runs";
+    for (const std::string& entry : (*tofu)->Environment(dir_->Path())) {
+      if (!entry.starts_with("HOME=") && !entry.starts_with("PATH="))
+        options.environment.push_back(entry);
+    }
+    options.environment.push_back("PATH=" + (*tofu)->Tofu().parent_path().string() +
+                                  ":/usr/bin:/bin");
+    launcher_ = std::make_unique<launch::LocalLauncher>(
+        options,
+        [this](const std::string& run, const launch::RunOutcome& o) {
+          dispatcher_->OnRunEnd(run, o);
+        },
+        [](const std::string&, const std::string&) {});
+    dispatcher_ = std::make_unique<Dispatcher>(
+        *store_, *launcher_, *signer_,
+        DispatcherOptions{.state_url = "http://127.0.0.1:" + std::to_string(server_->Port())});
+
+    ASSERT_TRUE(store_->CreateOrganization("acme"));
+    store::Record project{.kind = store::Kind::kProject, .org_id = "acme", .id = "web"};
+    ASSERT_TRUE(store_->Create(project));
+    store::Record type{.kind = store::Kind::kEnvType, .org_id = "acme", .id = "development"};
+    ASSERT_TRUE(store_->Create(type));
+    store::Record runner{.kind = store::Kind::kRunner, .org_id = "acme", .id = "here"};
+    runner.columns = {{"runner_type", "local"}, {"storage_type", "berth"}};
+    ASSERT_TRUE(store_->Create(runner));
+    for (const char* env : {"dev", "orphan"}) {
+      store::Record e{
+          .kind = store::Kind::kEnvironment, .org_id = "acme", .parent_id = "web", .id = env};
+      e.columns = {{"env_type_id", "development"},
+                   {"runner_id",
+                    std::string(env) == "dev" ? std::optional<std::string>("here") : std::nullopt}};
+      ASSERT_TRUE(store_->Create(e));
+    }
+  }
+
+  void TearDown() override {
+    launcher_.reset();  // before the dispatcher its reports go to
+  }
+
+  void Queue(const std::string& env, const std::string& id, const std::string& op) {
+    store::Deployment d{.org_id = "acme", .project_id = "web", .env_id = env, .id = id};
+    d.spec = {{"op", op},
+              {"source", {{"path", (testenv::SourceDir() / "examples/hello").string()}}}};
+    ASSERT_TRUE(store_->Deployments().Create(d));
+  }
+
+  // Ticks (as berthd does) until every named deployment has ended, bounded.
+  bool RunUntilEnded(const std::vector<std::string>& ids) {
+    for (int i = 0; i < 1200; ++i) {
+      dispatcher_->Tick();
+      bool all = true;
+      for (const auto& id : ids)
+        all = all && IsTerminal(store_->Deployments().Get("acme", id)->state);
+      if (all) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+
+  static std::string At(const store::Deployment& d, const std::string& state) {
+    for (const auto& t : d.transitions) {
+      if (t["state"] == state) return t["at"];
+    }
+    return "";
+  }
+
+  std::optional<sys::TempDir> dir_;
+  std::unique_ptr<store::Store> store_;
+  std::optional<crypto::Ed25519Signer> signer_;
+  std::unique_ptr<StateBackend> backend_;
+  std::unique_ptr<net::HttpServer> server_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+  std::unique_ptr<launch::LocalLauncher> launcher_;
+};
+
+TEST_F(DispatcherTest, DeploymentsOfAnEnvironmentRunInOrderWithTheirStateInBerth) {
+  Queue("dev", "d1", "apply");
+  Queue("dev", "d2", "destroy");  // a second write to the same state, after the first
+  ASSERT_TRUE(RunUntilEnded({"d1", "d2"}));
+  auto d1 = store_->Deployments().Get("acme", "d1");
+  auto d2 = store_->Deployments().Get("acme", "d2");
+  ASSERT_EQ(d1->state, S::kSucceeded) << d1->transitions.dump() << d1->result.dump();
+  ASSERT_EQ(d2->state, S::kSucceeded) << d2->transitions.dump() << d2->result.dump();
+  EXPECT_LE(At(*d1, "succeeded"), At(*d2, "dispatched"));  // one at a time, in order
+  EXPECT_EQ(d1->result["run"]["op"], "apply");
+
+  auto versions = store_->States().Versions("acme/web/dev");
+  ASSERT_TRUE(versions);
+  ASSERT_FALSE(versions->empty());
+  EXPECT_EQ(versions->front().run_id, "d1");  // written under d1's own token
+  EXPECT_EQ(versions->back().run_id, "d2");
+  auto last = store_->States().Current("acme/web/dev");
+  ASSERT_TRUE(last);
+  EXPECT_EQ(json::parse(*last)["resources"].size(), 0u);  // destroyed
+  EXPECT_EQ(store_->States().Holder("acme/web/dev").error().kind, ErrorKind::kNotFound);
+  auto log = sys::ReadFile(dir_->Path() / "runs/d1/runner.log");
+  ASSERT_TRUE(log);
+  EXPECT_EQ(log->find(signer_->PublicKey()), std::string::npos);
+  EXPECT_EQ(log->find("eyJ"), std::string::npos) << "a token reached the log";
+}
+
+TEST_F(DispatcherTest, ADeploymentWithoutARunnerFailsWithTheReason) {
+  Queue("orphan", "o1", "plan");
+  ASSERT_TRUE(RunUntilEnded({"o1"}));
+  auto o1 = store_->Deployments().Get("acme", "o1");
+  EXPECT_EQ(o1->state, S::kFailed);
+  EXPECT_NE(o1->transitions.back()["reason"].get<std::string>().find("has no runner"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace berth::server
