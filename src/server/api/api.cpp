@@ -5,8 +5,10 @@
 
 #include <charconv>
 #include <chrono>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "core/deployment_state.h"
 #include "core/runner_config.h"
 #include "core/runner_rules.h"
 #include "core/schema.h"
@@ -207,6 +209,8 @@ class Handlers {
  public:
   Handlers(store::Store& store, Router& router, const ApiOptions& options)
       : store_(store),
+        allow_server_paths_(options.allow_server_paths),
+        cancel_run_(options.cancel_run),
         limiter_(options.requests_per_second, options.burst,
                  options.clock ? *options.clock : SystemClock::Instance()) {
     router.Add("GET", "/healthz",
@@ -228,6 +232,19 @@ class Handlers {
     });
     router.Add("POST", state + "/rollback", [this](const RouteRequest& r) {
       return Authorized(r, [&](const Caller& c) { return StateRollback(r, c); });
+    });
+    const std::string env_deployments = "/orgs/{org}/projects/{project}/envs/{env}/deployments";
+    router.Add("POST", env_deployments, [this](const RouteRequest& r) {
+      return Authorized(r, [&](const Caller& c) { return CreateDeployment(r, c); });
+    });
+    router.Add("GET", env_deployments, [this](const RouteRequest& r) {
+      return Authorized(r, [&](const Caller& c) { return ListDeployments(r, c); });
+    });
+    router.Add("GET", "/orgs/{org}/deployments/{id}", [this](const RouteRequest& r) {
+      return Authorized(r, [&](const Caller& c) { return GetDeployment(r, c); });
+    });
+    router.Add("POST", "/orgs/{org}/deployments/{id}/cancel", [this](const RouteRequest& r) {
+      return Authorized(r, [&](const Caller& c) { return CancelDeployment(r, c); });
     });
   }
 
@@ -468,6 +485,96 @@ class Handlers {
     return JsonResponse(409, Dump(doc));
   }
 
+  static json DeploymentJson(const store::Deployment& d) {
+    auto at = [](int64_t ms) {
+      return FormatRfc3339(std::chrono::system_clock::time_point(std::chrono::milliseconds(ms)), 3);
+    };
+    return {{"id", d.id},
+            {"project_id", d.project_id},
+            {"env_id", d.env_id},
+            {"sequence", d.sequence},
+            {"state", DeploymentStateName(d.state)},
+            {"op", d.spec.value("op", "")},
+            {"source", d.spec.value("source", json::object())},
+            {"run_id", d.run_id.empty() ? json(nullptr) : json(d.run_id)},
+            {"transitions", d.transitions},
+            {"result", d.result},
+            {"created_at", at(d.created_at)},
+            {"updated_at", at(d.updated_at)}};
+  }
+
+  net::ServerResponse CreateDeployment(const RouteRequest& r, const Caller& c) {
+    auto body = ParseBody(r);
+    if (!body) return body.error();
+    static const Schema kSchema = Schema::Object({
+        Required("op", std::move(Schema::String().OneOf({"plan", "apply", "destroy"}))),
+        Required("source", Schema::Object({Required("path", std::move(Schema::String().Pattern(
+                                                                "/.*", "an absolute path")))})),
+    });
+    auto valid = ValidateWith(kSchema, std::move(*body));
+    if (!valid) return ErrorResponse(valid.error());
+    std::string path = (*valid)["source"]["path"];
+    if (!allow_server_paths_)
+      return ErrorResponse(
+          InvalidFields("invalid deployment",
+                        {{"$.source.path", "is accepted only by an embedded berthd (berth up)"}}));
+    std::error_code ec;
+    if (!std::filesystem::is_directory(path, ec))
+      return ErrorResponse(InvalidFields("invalid deployment",
+                                         {{"$.source.path", "must be a folder on the server"}}));
+    store::Deployment d{.org_id = c.org,
+                        .project_id = r.params.at("project"),
+                        .env_id = r.params.at("env"),
+                        .id = "d-" + crypto::RandomId()};
+    d.spec = *valid;
+    auto env = store_.Get(Kind::kEnvironment, c.org, d.project_id, d.env_id);
+    if (!env) return ErrorResponse(env.error());
+    auto created = store_.Deployments().Create(d);
+    if (!created) return ErrorResponse(created.error());
+    return JsonResponse(201, DeploymentJson(*created).dump());
+  }
+
+  net::ServerResponse ListDeployments(const RouteRequest& r, const Caller& c) {
+    auto env = store_.Get(Kind::kEnvironment, c.org, r.params.at("project"), r.params.at("env"));
+    if (!env) return ErrorResponse(env.error());
+    auto list = store_.Deployments().ListForEnvironment(c.org, r.params.at("project"),
+                                                        r.params.at("env"), 100);
+    if (!list) return ErrorResponse(list.error());
+    json items = json::array();
+    for (const auto& d : *list) items.push_back(DeploymentJson(d));
+    return JsonResponse(200, json{{"items", items}}.dump());
+  }
+
+  net::ServerResponse GetDeployment(const RouteRequest& r, const Caller& c) {
+    auto d = store_.Deployments().Get(c.org, r.params.at("id"));
+    if (!d) return ErrorResponse(d.error());
+    return JsonResponse(200, DeploymentJson(*d).dump());
+  }
+
+  // A queued deployment is cancelled at once; a started one through its run (the runner stops
+  // TF cleanly, the dispatcher records the end); an ended one cannot be.
+  net::ServerResponse CancelDeployment(const RouteRequest& r, const Caller& c) {
+    const std::string& id = r.params.at("id");
+    auto d = store_.Deployments().Get(c.org, id);
+    if (!d) return ErrorResponse(d.error());
+    if (IsTerminal(d->state))
+      return ErrorResponse(
+          409, "FailedPrecondition",
+          "deployment " + id + " has ended (" + std::string(DeploymentStateName(d->state)) + ")");
+    if (d->state == DeploymentState::kQueued) {
+      auto cancelled = store_.Deployments().Transition(c.org, id, DeploymentState::kQueued,
+                                                       DeploymentState::kCancelled,
+                                                       "cancelled by token " + c.token_id);
+      if (!cancelled) return ErrorResponse(cancelled.error());
+      return JsonResponse(200, DeploymentJson(*cancelled).dump());
+    }
+    if (!cancel_run_)
+      return ErrorResponse(409, "FailedPrecondition",
+                           "deployment " + id + " has started and this berthd runs no dispatcher");
+    if (auto stopping = cancel_run_(c.org, id); !stopping) return ErrorResponse(stopping.error());
+    return JsonResponse(202, DeploymentJson(*d).dump());
+  }
+
   // The state key of the environment in the path, or the response when it does not exist.
   using StateKey = boost::system::result<std::string, net::ServerResponse>;
   StateKey StateKeyOf(const RouteRequest& r, const Caller& c) const {
@@ -586,6 +693,8 @@ class Handlers {
   }
 
   store::Store& store_;
+  const bool allow_server_paths_;
+  const std::function<Result<void>(const std::string&, const std::string&)> cancel_run_;
   mutable RateLimiter limiter_;
 };
 

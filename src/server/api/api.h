@@ -3,6 +3,7 @@
 // refresh_runner, and typed errors with the JSON path of every bad field.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +19,12 @@ struct ApiOptions {
   double requests_per_second = 100;  // per token; 0: no limit
   double burst = 200;
   Clock* clock = nullptr;  // nullptr: the system's
+  // A deployment's source may be a folder on berthd's own machine: only for an embedded berthd
+  // (`berth up`), where the caller and the server are one person.
+  bool allow_server_paths = false;
+  // Stops the run of a deployment that has started (the dispatcher's); unset: only queued
+  // deployments can be cancelled.
+  std::function<Result<void>(const std::string& org, const std::string& id)> cancel_run;
 };
 
 class Api {

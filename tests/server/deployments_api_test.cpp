@@ -1,0 +1,117 @@
+// Deployments through the API: queued in order per environment, read back, listed newest
+// first, cancelled while queued (and through the dispatcher's hook once started), with every
+// refusal naming its field.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "server/api/api.h"
+#include "store/store.h"
+#include "sys/files.h"
+
+namespace berth::server {
+namespace {
+
+using nlohmann::json;
+
+class DeploymentsApi : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = sys::TempDir::Create("deployments-api");
+    ASSERT_TRUE(dir);
+    dir_.emplace(std::move(*dir));
+    auto store = store::OpenStore("sqlite:" + (dir_->Path() / "db").string(), 2);
+    ASSERT_TRUE(store);
+    store_ = std::move(*store);
+    ASSERT_TRUE(store_->CreateOrganization("acme"));
+    auto token = IssueToken(*store_, "acme", "test");
+    ASSERT_TRUE(token);
+    token_ = *token;
+    Start({.allow_server_paths = true});
+    ASSERT_EQ(Call("POST", "/orgs/acme/projects", R"({"id":"web"})").status, 201);
+    ASSERT_EQ(Call("POST", "/orgs/acme/env-types", R"({"id":"development"})").status, 201);
+    ASSERT_EQ(
+        Call("POST", "/orgs/acme/projects/web/envs", R"({"id":"dev","env_type_id":"development"})")
+            .status,
+        201);
+    module_ = json{{"op", "apply"}, {"source", {{"path", dir_->Path().string()}}}}.dump();
+  }
+
+  void Start(ApiOptions options) { api_ = std::make_unique<Api>(*store_, std::move(options)); }
+
+  net::ServerResponse Call(const std::string& method, const std::string& target,
+                           const std::string& body = "") {
+    net::ServerRequest request{.method = method, .target = target, .body = body};
+    request.headers = {{"authorization", "Bearer " + token_}};
+    if (!body.empty()) request.headers["content-type"] = "application/json";
+    return api_->Handle(request);
+  }
+
+  const std::string kEnv = "/orgs/acme/projects/web/envs/dev/deployments";
+  std::optional<sys::TempDir> dir_;
+  std::unique_ptr<store::Store> store_;
+  std::string token_;
+  std::unique_ptr<Api> api_;
+  std::string module_;
+};
+
+TEST_F(DeploymentsApi, QueuesReadsListsAndCancels) {
+  auto first = Call("POST", kEnv, module_);
+  ASSERT_EQ(first.status, 201) << first.body;
+  auto d1 = json::parse(first.body);
+  EXPECT_EQ(d1["state"], "queued");
+  EXPECT_EQ(d1["sequence"], 1);
+  EXPECT_EQ(d1["op"], "apply");
+  auto d2 = json::parse(Call("POST", kEnv, module_).body);
+  EXPECT_EQ(d2["sequence"], 2);
+
+  auto read = Call("GET", "/orgs/acme/deployments/" + d1["id"].get<std::string>());
+  ASSERT_EQ(read.status, 200);
+  EXPECT_EQ(json::parse(read.body)["transitions"][0]["state"], "queued");
+  auto list = json::parse(Call("GET", kEnv).body);
+  ASSERT_EQ(list["items"].size(), 2u);
+  EXPECT_EQ(list["items"][0]["id"], d2["id"]);
+
+  std::string cancel = "/orgs/acme/deployments/" + d2["id"].get<std::string>() + "/cancel";
+  auto cancelled = Call("POST", cancel);
+  ASSERT_EQ(cancelled.status, 200) << cancelled.body;
+  EXPECT_EQ(json::parse(cancelled.body)["state"], "cancelled");
+  EXPECT_EQ(Call("POST", cancel).status, 409);  // it has ended
+  EXPECT_EQ(Call("GET", "/orgs/acme/deployments/d-nothing").status, 404);
+}
+
+TEST_F(DeploymentsApi, AStartedDeploymentIsCancelledThroughItsRun) {
+  auto d = json::parse(Call("POST", kEnv, module_).body);
+  std::string id = d["id"];
+  ASSERT_TRUE(store_->Deployments().Transition("acme", id, DeploymentState::kQueued,
+                                               DeploymentState::kDispatched, ""));
+  EXPECT_EQ(Call("POST", "/orgs/acme/deployments/" + id + "/cancel").status, 409);
+  std::vector<std::string> asked;
+  Start({.allow_server_paths = true,
+         .cancel_run = [&](const std::string& org, const std::string& which) -> Result<void> {
+           asked.push_back(org + "/" + which);
+           return {};
+         }});
+  EXPECT_EQ(Call("POST", "/orgs/acme/deployments/" + id + "/cancel").status, 202);
+  EXPECT_EQ(asked, std::vector<std::string>{"acme/" + id});
+}
+
+TEST_F(DeploymentsApi, RefusalsNameTheirField) {
+  auto field_of = [](const net::ServerResponse& response) {
+    return json::parse(response.body)["error"]["fields"][0]["path"].get<std::string>();
+  };
+  auto bad_op = Call("POST", kEnv, R"({"op":"import","source":{"path":"/"}})");
+  EXPECT_EQ(bad_op.status, 400);
+  EXPECT_EQ(field_of(bad_op), "$.op");
+  auto not_a_folder = Call("POST", kEnv, R"({"op":"plan","source":{"path":"/nonexistent"}})");
+  EXPECT_EQ(not_a_folder.status, 400);
+  EXPECT_EQ(field_of(not_a_folder), "$.source.path");
+  EXPECT_EQ(Call("POST", "/orgs/acme/projects/web/envs/prod/deployments", module_).status, 404);
+  Start({});  // not embedded: no server paths
+  auto refused = Call("POST", kEnv, module_);
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_NE(refused.body.find("embedded"), std::string::npos) << refused.body;
+}
+
+}  // namespace
+}  // namespace berth::server
