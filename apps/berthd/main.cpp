@@ -21,6 +21,12 @@ int main(int argc, char** argv) {
   app.add_option("--listen", options.listen, "ADDRESS:PORT to serve the API on");
   app.add_option("--tls-cert", options.tls_cert_file, "PEM certificate chain for HTTPS");
   app.add_option("--tls-key", options.tls_key_file, "PEM private key for HTTPS");
+  options.runner_binary = berth::server::FindRunnerBesideSelf();
+  app.add_option("--runner-binary", options.runner_binary,
+                 "the runner program for local runs (default: the one beside berthd)");
+  app.add_option("--max-parallel-runs", options.max_parallel_runs,
+                 "local runs at once; the others wait their turn")
+      ->check(CLI::PositiveNumber);
   app.add_option("--rate-limit", options.rate_limit,
                  "API requests a second per token, bursts of twice that (0: no limit)")
       ->check(CLI::NonNegativeNumber);

@@ -258,6 +258,8 @@ int Up(const std::string& data_dir, const std::string& listen) {
   server::DaemonOptions options;
   options.data_dir = data_dir.empty() ? DefaultDataDir() : fs::path(data_dir);
   options.listen = listen;
+  options.embedded = true;
+  options.runner_binary = server::FindRunnerBesideSelf();
   signal(SIGINT, OnSignal);
   signal(SIGTERM, OnSignal);
   auto ran = server::RunDaemon(options, g_stop, [&](const std::string& url, const fs::path& token) {

@@ -6,9 +6,12 @@
 #include <chrono>
 #include <thread>
 
+#include "core/mutex.h"
 #include "crypto/jws.h"
+#include "launch/local/local_launcher.h"
 #include "net/http_server.h"
 #include "server/api/api.h"
+#include "server/dispatch/dispatcher.h"
 #include "server/statebackend/state_backend.h"
 #include "store/store.h"
 #include "sys/files.h"
@@ -20,6 +23,17 @@ namespace fs = std::filesystem;
 fs::path AdminTokenPath(const fs::path& data_dir) { return data_dir / "admin-token"; }
 fs::path UrlFilePath(const fs::path& data_dir) { return data_dir / "berthd.url"; }
 fs::path RunTokenKeyPath(const fs::path& data_dir) { return data_dir / "run-token.key"; }
+
+fs::path FindRunnerBesideSelf() {
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return {};
+  for (const fs::path& candidate :
+       {self.parent_path() / "runner", self.parent_path().parent_path() / "runner" / "runner"}) {
+    if (fs::is_regular_file(candidate, ec)) return candidate;
+  }
+  return {};
+}
 
 namespace {
 
@@ -96,9 +110,23 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
   if (!listen) return listen.error();
   auto signer = LoadOrCreateRunTokenSigner(options.data_dir);
   if (!signer) return signer.error();
-  Api api(**store,
-          ApiOptions{.requests_per_second = options.rate_limit, .burst = options.rate_limit * 2});
   StateBackend states((*store)->States(), signer->PublicKey(), NowSeconds);
+  // The listening port may be chosen by the kernel: the dispatcher learns berthd's URL once
+  // the server is up, and is made only then.
+  std::unique_ptr<Dispatcher> dispatcher;
+  std::unique_ptr<launch::LocalLauncher> local;
+  Mutex dispatcher_mutex;
+  ApiOptions api_options{.requests_per_second = options.rate_limit,
+                         .burst = options.rate_limit * 2,
+                         .allow_server_paths = options.embedded};
+  if (!options.runner_binary.empty()) {
+    api_options.cancel_run = [&](const std::string& org, const std::string& id) -> Result<void> {
+      MutexLock lock(dispatcher_mutex);
+      if (!dispatcher) return MakeError(ErrorKind::kUnavailable, "berthd is starting");
+      return dispatcher->Cancel(org, id);
+    };
+  }
+  Api api(**store, api_options);
   net::ServerOptions server_options;
   server_options.address = listen->first;
   server_options.port = listen->second;
@@ -117,8 +145,33 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
   if (auto written = sys::WriteFileAtomic(UrlFilePath(options.data_dir), url + "\n"); !written) {
     return written.error();
   }
+  if (!options.runner_binary.empty()) {
+    launch::LocalLauncherOptions local_options{.runner_binary = options.runner_binary,
+                                               .runs_dir = options.data_dir / "runs",
+                                               .max_parallel = options.max_parallel_runs};
+    // What every local run may see of berthd's environment: where programs are, and the TF CLI
+    // configuration (provider mirrors); nothing else.
+    for (const char* name : {"PATH", "TF_CLI_CONFIG_FILE", "TF_PLUGIN_CACHE_DIR"}) {
+      if (const char* value = std::getenv(name))
+        local_options.environment.push_back(std::string(name) + "=" + value);
+    }
+    local = std::make_unique<launch::LocalLauncher>(
+        local_options,
+        [&](const std::string& run, const launch::RunOutcome& outcome) {
+          MutexLock lock(dispatcher_mutex);
+          if (dispatcher) dispatcher->OnRunEnd(run, outcome);
+        },
+        [](const std::string&, const std::string&) {});
+    MutexLock lock(dispatcher_mutex);
+    dispatcher =
+        std::make_unique<Dispatcher>(**store, *local, *signer, DispatcherOptions{.state_url = url});
+  }
   on_ready(url, AdminTokenPath(options.data_dir));
-  while (!stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  while (!stop.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    MutexLock lock(dispatcher_mutex);
+    if (dispatcher) dispatcher->Tick();
+  }
   (*server)->Stop();
   fs::remove(UrlFilePath(options.data_dir), ec);
   return {};

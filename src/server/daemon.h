@@ -21,6 +21,12 @@ struct DaemonOptions {
   std::string tls_key_file;
   bool allow_plain_http = false;
   double rate_limit = 100;  // requests a second per token (bursts of twice that); 0: off
+  // The runner program for local runs; empty: berthd runs no deployments (API only).
+  std::filesystem::path runner_binary;
+  int max_parallel_runs = 4;
+  // An embedded berthd (`berth up`): one person is both caller and server, so deployments may
+  // name module folders on this machine.
+  bool embedded = false;
 };
 
 // The files berthd leaves in its data folder for the CLI to find it.
@@ -28,6 +34,10 @@ std::filesystem::path AdminTokenPath(const std::filesystem::path& data_dir);
 std::filesystem::path UrlFilePath(const std::filesystem::path& data_dir);
 // The Ed25519 seed that signs run tokens (made 0600 on the first start).
 std::filesystem::path RunTokenKeyPath(const std::filesystem::path& data_dir);
+
+// The runner program installed beside the running binary (same folder, or ../runner/runner
+// in a build tree); empty when there is none.
+std::filesystem::path FindRunnerBesideSelf();
 
 // Serves until stop becomes true. on_ready is called once with the URL and the path of the
 // admin token file (written 0600 on the first start only).

@@ -11,6 +11,7 @@
 #include "net/http_client.h"
 #include "sys/files.h"
 #include "sys/subprocess.h"
+#include "test_tools.h"
 
 namespace berth::cli {
 namespace {
@@ -53,6 +54,11 @@ class BerthCli : public ::testing::Test {
     sys::SpawnOptions options;
     options.argv = {BERTH_CLI_BIN, "up", "--data-dir=" + data_, "--listen=127.0.0.1:0"};
     options.output_path = log_;
+    // berthd's local runs find tofu on its PATH, as a user's would.
+    auto tofu = testenv::TestTool("BERTH_TEST_TOFU");
+    ASSERT_TRUE(tofu) << tofu.error().ToString();
+    options.env = std::vector<std::string>{
+        "PATH=" + tofu->parent_path().string() + ":/usr/bin:/bin", "HOME=" + dir_->Path().string()};
     auto up = sys::Subprocess::Spawn(options);
     ASSERT_TRUE(up) << up.error().ToString();
     up_.emplace(std::move(*up));
@@ -227,6 +233,51 @@ TEST_F(BerthCli, TheStateBackendIsServedAndItsKeyIsTheOwnersAlone) {
   EXPECT_EQ(anonymous->status, 401) << anonymous->body;
   auto key = fs::status(fs::path(data_) / "run-token.key");
   EXPECT_EQ(key.permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+}
+
+TEST_F(BerthCli, ADeploymentRunsOnALocalRunnerWithItsStateInBerth) {
+  ASSERT_EQ(Berth({"create", "runner", "here", "--set", "runner_configuration.type=local", "--set",
+                   "state_storage_configuration.type=berth"})
+                .exit_code,
+            0);
+  ASSERT_EQ(Berth({"create", "project", "web"}).exit_code, 0);
+  ASSERT_EQ(Berth({"create", "env-type", "development"}).exit_code, 0);
+  ASSERT_EQ(Berth({"create", "env", "dev", "--project", "web", "--set", "env_type_id=development"})
+                .exit_code,
+            0);
+  ASSERT_EQ(Berth({"create", "runner-rule", "all", "--set", "runner_id=here"}).exit_code, 0);
+  ASSERT_EQ(Berth({"refresh-runner", "dev", "--project", "web"}).exit_code, 0);
+
+  std::string url = *sys::ReadFile(fs::path(data_) / "berthd.url");
+  url.pop_back();
+  std::string token = *sys::ReadFile(fs::path(data_) / "admin-token");
+  token.pop_back();
+  auto http = net::MakeCurlHttpClient();
+  auto call = [&](const std::string& method, const std::string& path, const std::string& body) {
+    net::HttpRequest request{.method = method, .url = url + path, .body = body};
+    request.headers = {{"Authorization", "Bearer " + token}};
+    if (!body.empty()) request.headers.emplace_back("Content-Type", "application/json");
+    auto response = http->Send(request);
+    EXPECT_TRUE(response);
+    return response ? *response : net::HttpResponse{};
+  };
+  json deploy = {{"op", "apply"},
+                 {"source", {{"path", (testenv::SourceDir() / "examples/hello").string()}}}};
+  auto created = call("POST", "/orgs/default/projects/web/envs/dev/deployments", deploy.dump());
+  ASSERT_EQ(created.status, 201) << created.body;
+  std::string id = json::parse(created.body)["id"];
+  json deployment;
+  for (int i = 0; i < 600; ++i) {
+    deployment = json::parse(call("GET", "/orgs/default/deployments/" + id, "").body);
+    if (deployment["state"] == "succeeded" || deployment["state"] == "failed") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(deployment["state"], "succeeded") << deployment.dump(2) << Log();
+  EXPECT_EQ(deployment["result"]["run"]["op"], "apply");
+  auto versions =
+      json::parse(call("GET", "/orgs/default/projects/web/envs/dev/state/versions", "").body);
+  ASSERT_FALSE(versions["items"].empty()) << versions.dump();
+  EXPECT_EQ(versions["items"][0]["run_id"], id);
 }
 
 }  // namespace

@@ -100,6 +100,14 @@ int Dispatcher::Tick() {
   return started;
 }
 
+Result<void> Dispatcher::Cancel(const std::string& org, const std::string& id) {
+  auto d = store_.Deployments().Get(org, id);
+  if (!d) return d.error();
+  if (d->run_id.empty())
+    return MakeError(ErrorKind::kFailedPrecondition, "deployment " + id + " has no run to stop");
+  return local_.Cancel(d->run_id);
+}
+
 void Dispatcher::OnRunEnd(const std::string& run_id, const launch::RunOutcome& outcome) {
   std::string org;
   {

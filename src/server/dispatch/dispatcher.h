@@ -29,6 +29,8 @@ class Dispatcher {
 
   // Starts what may start now; how many it started.
   int Tick() EXCLUDES(mutex_);
+  // Stops the run of a started deployment (the API's cancel).
+  Result<void> Cancel(const std::string& org, const std::string& id);
   // The launcher's report of a run's end.
   void OnRunEnd(const std::string& run_id, const launch::RunOutcome& outcome) EXCLUDES(mutex_);
 
