@@ -165,6 +165,7 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
     MutexLock lock(dispatcher_mutex);
     dispatcher =
         std::make_unique<Dispatcher>(**store, *local, *signer, DispatcherOptions{.state_url = url});
+    if (auto recovered = dispatcher->Recover(); !recovered) return recovered.error();
   }
   on_ready(url, AdminTokenPath(options.data_dir));
   while (!stop.load()) {

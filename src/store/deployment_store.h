@@ -52,6 +52,9 @@ class DeploymentStore {
   // The oldest queued deployment of each environment that nothing holds: what may start now,
   // oldest first.
   virtual Result<std::vector<Deployment>> Startable(int limit) = 0;
+  // Every deployment that holds its environment (dispatched, running, waiting for approval),
+  // in every organization: what a starting berthd must take up again.
+  virtual Result<std::vector<Deployment>> Holding() = 0;
 };
 
 }  // namespace berth::store

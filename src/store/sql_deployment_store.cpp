@@ -164,6 +164,17 @@ class SqlDeploymentStore final : public DeploymentStore {
     return list;
   }
 
+  Result<std::vector<Deployment>> Holding() override {
+    auto c = pool_.Borrow();
+    auto rows = c->Query(std::string("SELECT ") + kColumns +
+                         " FROM deployments WHERE state IN ('dispatched', 'running', "
+                         "'waiting_approval') ORDER BY created_at");
+    if (!rows) return rows.error();
+    std::vector<Deployment> list;
+    for (const auto& row : *rows) list.push_back(FromRow(row));
+    return list;
+  }
+
  private:
   Pool& pool_;
 };

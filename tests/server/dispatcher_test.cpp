@@ -44,7 +44,28 @@ class DispatcherTest : public ::testing::Test {
         {}, [this](const net::ServerRequest& request) { return backend_->Handle(request); });
     ASSERT_TRUE(server);
     server_ = std::move(*server);
+    StartDispatching();
 
+    ASSERT_TRUE(store_->CreateOrganization("acme"));
+    store::Record project{.kind = store::Kind::kProject, .org_id = "acme", .id = "web"};
+    ASSERT_TRUE(store_->Create(project));
+    store::Record type{.kind = store::Kind::kEnvType, .org_id = "acme", .id = "development"};
+    ASSERT_TRUE(store_->Create(type));
+    store::Record runner{.kind = store::Kind::kRunner, .org_id = "acme", .id = "here"};
+    runner.columns = {{"runner_type", "local"}, {"storage_type", "berth"}};
+    ASSERT_TRUE(store_->Create(runner));
+    for (const char* env : {"dev", "orphan"}) {
+      store::Record e{
+          .kind = store::Kind::kEnvironment, .org_id = "acme", .parent_id = "web", .id = env};
+      e.columns = {{"env_type_id", "development"},
+                   {"runner_id",
+                    std::string(env) == "dev" ? std::optional<std::string>("here") : std::nullopt}};
+      ASSERT_TRUE(store_->Create(e));
+    }
+  }
+
+  // The local launcher and the dispatcher, as a berthd start makes them.
+  void StartDispatching() {
     auto tofu = testenv::TofuTestEnv::Shared();
     ASSERT_TRUE(tofu);
     launch::LocalLauncherOptions options;
@@ -65,23 +86,6 @@ class DispatcherTest : public ::testing::Test {
     dispatcher_ = std::make_unique<Dispatcher>(
         *store_, *launcher_, *signer_,
         DispatcherOptions{.state_url = "http://127.0.0.1:" + std::to_string(server_->Port())});
-
-    ASSERT_TRUE(store_->CreateOrganization("acme"));
-    store::Record project{.kind = store::Kind::kProject, .org_id = "acme", .id = "web"};
-    ASSERT_TRUE(store_->Create(project));
-    store::Record type{.kind = store::Kind::kEnvType, .org_id = "acme", .id = "development"};
-    ASSERT_TRUE(store_->Create(type));
-    store::Record runner{.kind = store::Kind::kRunner, .org_id = "acme", .id = "here"};
-    runner.columns = {{"runner_type", "local"}, {"storage_type", "berth"}};
-    ASSERT_TRUE(store_->Create(runner));
-    for (const char* env : {"dev", "orphan"}) {
-      store::Record e{
-          .kind = store::Kind::kEnvironment, .org_id = "acme", .parent_id = "web", .id = env};
-      e.columns = {{"env_type_id", "development"},
-                   {"runner_id",
-                    std::string(env) == "dev" ? std::optional<std::string>("here") : std::nullopt}};
-      ASSERT_TRUE(store_->Create(e));
-    }
   }
 
   void TearDown() override {
@@ -148,6 +152,25 @@ TEST_F(DispatcherTest, DeploymentsOfAnEnvironmentRunInOrderWithTheirStateInBerth
   ASSERT_TRUE(log);
   EXPECT_EQ(log->find(signer_->PublicKey()), std::string::npos);
   EXPECT_EQ(log->find("eyJ"), std::string::npos) << "a token reached the log";
+}
+
+TEST_F(DispatcherTest, ARestartedBerthdTakesUpWhatItsRunnersWereDoing) {
+  Queue("dev", "r1", "apply");
+  ASSERT_EQ(dispatcher_->Tick(), 1);
+  EXPECT_EQ(store_->Deployments().Get("acme", "r1")->state, S::kRunning);
+  // berthd goes away mid-run: its runner goes on (or finishes) alone.
+  launcher_.reset();
+  dispatcher_.reset();
+  StartDispatching();
+  ASSERT_TRUE(dispatcher_->Recover());
+  ASSERT_TRUE(RunUntilEnded({"r1"}));
+  auto r1 = store_->Deployments().Get("acme", "r1");
+  EXPECT_EQ(r1->state, S::kSucceeded) << r1->transitions.dump() << r1->result.dump();
+  auto log = sys::ReadFile(dir_->Path() / "runs/r1/runner.log");
+  ASSERT_TRUE(log);
+  size_t applies = 0;
+  for (size_t at = 0; (at = log->find("Apply complete!", at)) != std::string::npos; ++at) ++applies;
+  EXPECT_EQ(applies, 1u);  // never run twice
 }
 
 TEST_F(DispatcherTest, ADeploymentWithoutARunnerFailsWithTheReason) {

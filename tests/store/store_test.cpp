@@ -387,6 +387,10 @@ TEST_P(DeploymentStoreTest, OnePerEnvironmentRunsAndTheOthersWaitInOrder) {
   ASSERT_TRUE(deployments.Transition("acme", "d1", S::kQueued, S::kDispatched, "runner local",
                                      {.run_id = "run-d1"}));
   EXPECT_EQ(StartableIds(), (std::vector<std::string>{"p1"}));
+  auto holding = deployments.Holding();
+  ASSERT_TRUE(holding);
+  ASSERT_EQ(holding->size(), 1u);
+  EXPECT_EQ(holding->front().id, "d1");
   // The environment is held: the next one cannot be started past it.
   auto second = deployments.Transition("acme", "d2", S::kQueued, S::kDispatched, "");
   ASSERT_FALSE(second);

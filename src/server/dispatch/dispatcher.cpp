@@ -68,6 +68,30 @@ Result<launch::LaunchRequest> Dispatcher::Prepare(const store::Deployment& d) {
   return request;
 }
 
+Result<void> Dispatcher::Recover() {
+  auto holding = store_.Deployments().Holding();
+  if (!holding) return holding.error();
+  std::vector<launch::LaunchRequest> known;
+  for (const store::Deployment& d : *holding) {
+    if (d.state == S::kWaitingApproval) continue;  // no run: it waits for a person
+    auto request = Prepare(d);
+    if (!request) {
+      store_.Deployments().Transition(d.org_id, d.id, d.state, S::kFailed,
+                                      "cannot take it up again: " + request.error().message);
+      continue;
+    }
+    {
+      MutexLock lock(mutex_);
+      org_of_run_[d.id] = d.org_id;
+    }
+    if (d.state == S::kDispatched)
+      store_.Deployments().Transition(d.org_id, d.id, S::kDispatched, S::kRunning,
+                                      "taken up again after a restart");
+    known.push_back(std::move(*request));
+  }
+  return local_.Recover(known);
+}
+
 int Dispatcher::Tick() {
   auto startable = store_.Deployments().Startable(options_.batch);
   if (!startable) return 0;

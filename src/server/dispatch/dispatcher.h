@@ -27,6 +27,9 @@ class Dispatcher {
   Dispatcher(store::Store& store, launch::Launcher& local, const crypto::Ed25519Signer& signer,
              DispatcherOptions options);
 
+  // At start: the deployments a previous berthd left holding their environments are taken up
+  // again. Their runs are re-attached, ended from what they left, or never started again.
+  Result<void> Recover() EXCLUDES(mutex_);
   // Starts what may start now; how many it started.
   int Tick() EXCLUDES(mutex_);
   // Stops the run of a started deployment (the API's cancel).
