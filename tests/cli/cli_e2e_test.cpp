@@ -101,6 +101,21 @@ class BerthCli : public ::testing::Test {
     return done ? *done : sys::Completed{-1, ""};
   }
 
+  // A local runner with berth state, project web, environment type development, and web/dev
+  // (not yet linked to the runner).
+  void CreateLocalRunnerAndEnvironment(const std::string& runner) {
+    ASSERT_EQ(Berth({"create", "runner", runner, "--set", "runner_configuration.type=local",
+                     "--set", "state_storage_configuration.type=berth"})
+                  .exit_code,
+              0);
+    ASSERT_EQ(Berth({"create", "project", "web"}).exit_code, 0);
+    ASSERT_EQ(Berth({"create", "env-type", "development"}).exit_code, 0);
+    ASSERT_EQ(
+        Berth({"create", "env", "dev", "--project", "web", "--set", "env_type_id=development"})
+            .exit_code,
+        0);
+  }
+
   std::optional<sys::TempDir> dir_;
   std::string data_;
   std::optional<sys::Subprocess> up_;
@@ -192,15 +207,7 @@ TEST_F(BerthCli, TheServerCanBeNamedByEnvironmentOrByTheConfigFile) {
 }
 
 TEST_F(BerthCli, RefreshRunnerPinsAndARestartKeepsEverything) {
-  ASSERT_EQ(Berth({"create", "runner", "local-1", "--set", "runner_configuration.type=local",
-                   "--set", "state_storage_configuration.type=berth"})
-                .exit_code,
-            0);
-  ASSERT_EQ(Berth({"create", "project", "web"}).exit_code, 0);
-  ASSERT_EQ(Berth({"create", "env-type", "development"}).exit_code, 0);
-  ASSERT_EQ(Berth({"create", "env", "dev", "--project", "web", "--set", "env_type_id=development"})
-                .exit_code,
-            0);
+  CreateLocalRunnerAndEnvironment("local-1");
   EXPECT_EQ(Berth({"refresh-runner", "dev", "--project", "web"}).exit_code, 4);  // no rule yet
   ASSERT_EQ(Berth({"create", "runner-rule", "catch-all", "--set", "runner_id=local-1"}).exit_code,
             0);
@@ -236,15 +243,7 @@ TEST_F(BerthCli, TheStateBackendIsServedAndItsKeyIsTheOwnersAlone) {
 }
 
 TEST_F(BerthCli, ADeploymentRunsOnALocalRunnerWithItsStateInBerth) {
-  ASSERT_EQ(Berth({"create", "runner", "here", "--set", "runner_configuration.type=local", "--set",
-                   "state_storage_configuration.type=berth"})
-                .exit_code,
-            0);
-  ASSERT_EQ(Berth({"create", "project", "web"}).exit_code, 0);
-  ASSERT_EQ(Berth({"create", "env-type", "development"}).exit_code, 0);
-  ASSERT_EQ(Berth({"create", "env", "dev", "--project", "web", "--set", "env_type_id=development"})
-                .exit_code,
-            0);
+  CreateLocalRunnerAndEnvironment("here");
   ASSERT_EQ(Berth({"create", "runner-rule", "all", "--set", "runner_id=here"}).exit_code, 0);
   ASSERT_EQ(Berth({"refresh-runner", "dev", "--project", "web"}).exit_code, 0);
 

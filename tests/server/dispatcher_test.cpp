@@ -8,8 +8,7 @@
 #include <thread>
 
 #include "launch/local/local_launcher.h"
-#include "net/http_server.h"
-#include "server/statebackend/state_backend.h"
+#include "state_server.h"
 #include "sys/files.h"
 #include "test_tools.h"
 #include "tofu_test_env.h"
@@ -21,29 +20,16 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using S = DeploymentState;
 
-int64_t Now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 class DispatcherTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto dir = sys::TempDir::Create("dispatcher");
     ASSERT_TRUE(dir);
     dir_.emplace(std::move(*dir));
-    auto store = store::OpenStore("sqlite:" + (dir_->Path() / "berth.db").string(), 4);
-    ASSERT_TRUE(store) << store.error().ToString();
-    store_ = std::move(*store);
-    auto signer = crypto::Ed25519Signer::Generate();
-    ASSERT_TRUE(signer);
-    signer_.emplace(std::move(*signer));
-    backend_ = std::make_unique<StateBackend>(store_->States(), signer_->PublicKey(), Now);
-    auto server = net::StartHttpServer(
-        {}, [this](const net::ServerRequest& request) { return backend_->Handle(request); });
-    ASSERT_TRUE(server);
+    auto server = StateServer::Start(dir_->Path());
+    ASSERT_TRUE(server) << server.error().ToString();
     server_ = std::move(*server);
+    store_ = &server_->Store();
     StartDispatching();
 
     ASSERT_TRUE(store_->CreateOrganization("acme"));
@@ -83,9 +69,8 @@ class DispatcherTest : public ::testing::Test {
           dispatcher_->OnRunEnd(run, o);
         },
         [](const std::string&, const std::string&) {});
-    dispatcher_ = std::make_unique<Dispatcher>(
-        *store_, *launcher_, *signer_,
-        DispatcherOptions{.state_url = "http://127.0.0.1:" + std::to_string(server_->Port())});
+    dispatcher_ = std::make_unique<Dispatcher>(*store_, *launcher_, server_->Signer(),
+                                               DispatcherOptions{.state_url = server_->Url()});
   }
 
   void TearDown() override {
@@ -120,10 +105,8 @@ class DispatcherTest : public ::testing::Test {
   }
 
   std::optional<sys::TempDir> dir_;
-  std::unique_ptr<store::Store> store_;
-  std::optional<crypto::Ed25519Signer> signer_;
-  std::unique_ptr<StateBackend> backend_;
-  std::unique_ptr<net::HttpServer> server_;
+  std::unique_ptr<StateServer> server_;
+  store::Store* store_ = nullptr;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<launch::LocalLauncher> launcher_;
 };
@@ -150,7 +133,6 @@ TEST_F(DispatcherTest, DeploymentsOfAnEnvironmentRunInOrderWithTheirStateInBerth
   EXPECT_EQ(store_->States().Holder("acme/web/dev").error().kind, ErrorKind::kNotFound);
   auto log = sys::ReadFile(dir_->Path() / "runs/d1/runner.log");
   ASSERT_TRUE(log);
-  EXPECT_EQ(log->find(signer_->PublicKey()), std::string::npos);
   EXPECT_EQ(log->find("eyJ"), std::string::npos) << "a token reached the log";
 }
 

@@ -2,14 +2,13 @@
 // HTTP backend protocol, every version kept, the lock held during a run and released after,
 // refused to a second run while held (tofu names the holder), and tokens of another
 // environment, expired or missing refused.
-#include "server/statebackend/state_backend.h"
-
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "crypto/jws.h"
 #include "net/http_client.h"
+#include "state_server.h"
 #include "store/store.h"
 #include "sys/files.h"
 #include "sys/subprocess.h"
@@ -38,30 +37,17 @@ output "greeting" {
 }
 )";
 
-int64_t Now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 class StateBackendTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto dir = sys::TempDir::Create("state-backend");
     ASSERT_TRUE(dir);
     dir_.emplace(std::move(*dir));
-    auto store = store::OpenStore("sqlite:" + (dir_->Path() / "berth.db").string(), 4);
-    ASSERT_TRUE(store) << store.error().ToString();
-    store_ = std::move(*store);
-    auto signer = crypto::Ed25519Signer::Generate();
-    ASSERT_TRUE(signer);
-    signer_.emplace(std::move(*signer));
-    backend_ = std::make_unique<StateBackend>(store_->States(), signer_->PublicKey(), Now);
-    auto server = net::StartHttpServer(
-        {}, [this](const net::ServerRequest& request) { return backend_->Handle(request); });
+    auto server = StateServer::Start(dir_->Path());
     ASSERT_TRUE(server) << server.error().ToString();
     server_ = std::move(*server);
-    url_ = "http://127.0.0.1:" + std::to_string(server_->Port()) + "/state/v1/acme/web/dev";
+    store_ = &server_->Store();
+    url_ = server_->Url() + "/state/v1/acme/web/dev";
     auto tofu = testenv::TofuTestEnv::Shared();
     ASSERT_TRUE(tofu) << tofu.error().ToString();
     tofu_ = *tofu;
@@ -70,12 +56,8 @@ class StateBackendTest : public ::testing::Test {
   }
 
   std::string Token(const std::string& run, const std::string& scope = "acme/web/dev",
-                    int64_t expires = Now() + 600) {
-    auto token = crypto::MintRunToken(
-        {run, std::string(crypto::kRunTokenAudience), Now(), expires, "id-" + run, scope},
-        *signer_);
-    EXPECT_TRUE(token);
-    return *token;
+                    int64_t expires = NowSeconds() + 600) {
+    return server_->Token(run, scope, expires);
   }
 
   // tofu in the module folder, the token given as TF_HTTP_PASSWORD (never in a file).
@@ -100,10 +82,8 @@ class StateBackendTest : public ::testing::Test {
   }
 
   std::optional<sys::TempDir> dir_;
-  std::unique_ptr<store::Store> store_;
-  std::optional<crypto::Ed25519Signer> signer_;
-  std::unique_ptr<StateBackend> backend_;
-  std::unique_ptr<net::HttpServer> server_;
+  std::unique_ptr<StateServer> server_;
+  store::Store* store_ = nullptr;
   std::string url_;
   testenv::TofuTestEnv* tofu_ = nullptr;
 };
@@ -165,7 +145,7 @@ TEST_F(StateBackendTest, RefusesTokensOfAnotherEnvironmentExpiredOrMissing) {
   };
   EXPECT_EQ(get(""), 401);
   EXPECT_EQ(get("Bearer " + Token("run-3", "acme/web/prod")), 403);
-  EXPECT_EQ(get("Bearer " + Token("run-3", "acme/web/dev", Now() - 1)), 401);
+  EXPECT_EQ(get("Bearer " + Token("run-3", "acme/web/dev", NowSeconds() - 1)), 401);
   EXPECT_EQ(get("Bearer not-a-token"), 401);
   EXPECT_EQ(get("Bearer " + Token("run-3")), 204);  // no state yet
 

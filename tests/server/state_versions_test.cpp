@@ -4,50 +4,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/api/api.h"
-#include "store/store.h"
-#include "sys/files.h"
+#include "api_fixture.h"
 
 namespace berth::server {
 namespace {
 
 using nlohmann::json;
 
-class StateVersionsApi : public ::testing::Test {
- protected:
-  void SetUp() override {
-    auto dir = sys::TempDir::Create("state-versions");
-    ASSERT_TRUE(dir);
-    dir_.emplace(std::move(*dir));
-    auto store = store::OpenStore("sqlite:" + (dir_->Path() / "db").string(), 2);
-    ASSERT_TRUE(store);
-    store_ = std::move(*store);
-    ASSERT_TRUE(store_->CreateOrganization("acme"));
-    auto token = IssueToken(*store_, "acme", "test");
-    ASSERT_TRUE(token);
-    token_ = *token;
-    api_ = std::make_unique<Api>(*store_);
-    ASSERT_EQ(Call("POST", "/orgs/acme/projects", R"({"id":"web"})").status, 201);
-    ASSERT_EQ(Call("POST", "/orgs/acme/env-types", R"({"id":"development"})").status, 201);
-    ASSERT_EQ(
-        Call("POST", "/orgs/acme/projects/web/envs", R"({"id":"dev","env_type_id":"development"})")
-            .status,
-        201);
-  }
-
-  net::ServerResponse Call(const std::string& method, const std::string& target,
-                           const std::string& body = "") {
-    net::ServerRequest request{.method = method, .target = target, .body = body};
-    request.headers = {{"authorization", "Bearer " + token_}};
-    if (!body.empty()) request.headers["content-type"] = "application/json";
-    return api_->Handle(request);
-  }
-
-  std::optional<sys::TempDir> dir_;
-  std::unique_ptr<store::Store> store_;
-  std::string token_;
-  std::unique_ptr<Api> api_;
-};
+using StateVersionsApi = ApiFixture;
 
 TEST_F(StateVersionsApi, ListsFetchesAndRollsBack) {
   auto& states = store_->States();
