@@ -445,4 +445,9 @@ Result<RunnerSpec> ParseRunnerSpec(std::string_view id, json body) {
   return spec;
 }
 
+const Schema& KubernetesJobSchema() {
+  static const Schema schema = Job();
+  return schema;
+}
+
 }  // namespace berth

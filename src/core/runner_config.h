@@ -46,6 +46,8 @@ std::string RunnerSchemasMarkdown();
 // The schema of each type's configuration (including its `type` field).
 const Schema& RunnerConfigurationSchema(RunnerType type);
 const Schema& StateStorageSchema(StateStorageType type);
+// The `job` of every Kubernetes runner type: namespace, service_account, pod_template, image.
+const Schema& KubernetesJobSchema();
 
 struct RunnerSpec {
   std::string id;

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/mutex.h"
+#include "core/time_format.h"
 #include "crypto/jws.h"
 #include "launch/local/local_launcher.h"
 #include "net/http_server.h"
@@ -83,12 +84,6 @@ Result<crypto::Ed25519Signer> LoadOrCreateRunTokenSigner(const fs::path& data_di
   return signer;
 }
 
-int64_t NowSeconds() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace
 
 Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& stop,
@@ -110,7 +105,7 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
   if (!listen) return listen.error();
   auto signer = LoadOrCreateRunTokenSigner(options.data_dir);
   if (!signer) return signer.error();
-  StateBackend states((*store)->States(), signer->PublicKey(), NowSeconds);
+  StateBackend states((*store)->States(), signer->PublicKey(), UnixSecondsNow);
   // The listening port may be chosen by the kernel: the dispatcher learns berthd's URL once
   // the server is up, and is made only then.
   std::unique_ptr<Dispatcher> dispatcher;

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <string_view>
 
+#include "core/time_format.h"
+
 namespace berth::store {
 namespace {
 
@@ -69,12 +71,6 @@ constexpr Migration kMigrations[] = {
 
 #undef BERTH_RECORD_COLUMNS
 
-int64_t NowMillis() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace
 
 int64_t LatestSchemaVersion() { return std::end(kMigrations)[-1].version; }
@@ -114,7 +110,7 @@ Result<void> Migrate(SqlConnection& connection) {
     if (run) {
       auto recorded =
           connection.Execute("INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)",
-                             {m.version, NowMillis()});
+                             {m.version, UnixMillisNow()});
       if (!recorded) run = recorded.error();
     }
     if (!run) {

@@ -13,12 +13,6 @@ constexpr const char* kColumns =
     "org_id, project_id, env_id, id, sequence, state, spec, transitions, result, run_id, "
     "created_at, updated_at";
 
-int64_t NowMillis() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 json TransitionEntry(DeploymentState state, int64_t at, const std::string& reason) {
   json entry = {
       {"state", DeploymentStateName(state)},
@@ -62,7 +56,7 @@ class SqlDeploymentStore final : public DeploymentStore {
       if (!last) return last.error();
       d.sequence = last->front().Int(0) + 1;
       d.state = DeploymentState::kQueued;
-      d.created_at = d.updated_at = NowMillis();
+      d.created_at = d.updated_at = UnixMillisNow();
       d.transitions = json::array({TransitionEntry(d.state, d.created_at, "")});
       auto n = c->Execute(std::string("INSERT INTO deployments (") + kColumns +
                               ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, $9, $10, $11)",
@@ -128,7 +122,7 @@ class SqlDeploymentStore final : public DeploymentStore {
                                                  std::string(DeploymentStateName(d.state)) +
                                                  ", not " + std::string(DeploymentStateName(from)));
     d.state = to;
-    d.updated_at = NowMillis();
+    d.updated_at = UnixMillisNow();
     d.transitions.push_back(TransitionEntry(to, d.updated_at, reason));
     if (changes.run_id) d.run_id = *changes.run_id;
     if (changes.result) d.result = *changes.result;

@@ -4,16 +4,11 @@
 
 #include <chrono>
 
+#include "core/time_format.h"
 #include "crypto/digest.h"
 
 namespace berth::store {
 namespace {
-
-int64_t NowMillis() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 Error Locked(const std::string& key, const std::string& holder_info) {
   Error error = MakeError(ErrorKind::kConflict, "the state of " + key + " is locked", holder_info);
@@ -76,7 +71,7 @@ class SqlStateStore final : public StateStore {
     auto n = c->Execute(
         "INSERT INTO state_locks (state_key, lock_id, info, created_at) VALUES ($1, $2, $3, $4) "
         "ON CONFLICT (state_key) DO NOTHING",
-        {key, lock.id, lock.info, NowMillis()});
+        {key, lock.id, lock.info, UnixMillisNow()});
     if (!n) return n.error();
     if (*n == 1) return {};
     auto holder = HolderOn(*c, key);
@@ -125,7 +120,7 @@ class SqlStateStore final : public StateStore {
     version.size = content ? static_cast<int64_t>(content->size()) : 0;
     version.sha256 = content ? crypto::Sha256Hex(*content) : std::string();
     version.run_id = run_id;
-    version.created_at = NowMillis();
+    version.created_at = UnixMillisNow();
     version.deleted = content == nullptr;
     SqlValue stored = content ? SqlValue(*content) : SqlValue(nullptr);
     auto n = c->Execute(

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "core/mutex.h"
+#include "core/time_format.h"
 #include "store/migrations.h"
 #include "store/pool.h"
 #include "store/sql.h"
@@ -41,12 +42,6 @@ const Table& TableOf(Kind kind) {
   return kProjects;
 }
 
-int64_t NowMillis() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 SqlValue Value(const std::optional<std::string>& v) {
   if (!v) return nullptr;
   return *v;
@@ -66,7 +61,7 @@ class SqlStore final : public Store {
     auto c = pool_->Borrow();
     auto n = c->Execute(
         "INSERT INTO organizations (id, created_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING",
-        {id, NowMillis()});
+        {id, UnixMillisNow()});
     if (!n) return n.error();
     return *n == 1;
   }
@@ -83,7 +78,7 @@ class SqlStore final : public Store {
     auto n = c->Execute(
         "INSERT INTO api_tokens (org_id, id, secret_hash, description, created_at) "
         "VALUES ($1, $2, $3, $4, $5)",
-        {token.org_id, token.id, secret_hash, token.description, NowMillis()});
+        {token.org_id, token.id, secret_hash, token.description, UnixMillisNow()});
     if (!n) return n.error();
     return {};
   }
@@ -104,7 +99,7 @@ class SqlStore final : public Store {
     std::string columns = "org_id, parent_id, id, body, version, created_at, updated_at";
     std::string values = "$1, $2, $3, $4, $5, $6, $7";
     record.version = 1;
-    record.created_at = record.updated_at = NowMillis();
+    record.created_at = record.updated_at = UnixMillisNow();
     SqlParams params{record.org_id,  record.parent_id,  record.id,        record.body.dump(),
                      record.version, record.created_at, record.updated_at};
     for (const auto& column : t.columns) {
@@ -162,7 +157,7 @@ class SqlStore final : public Store {
 
   Result<Record> Update(Record record, int64_t expected_version) override {
     const Table& t = TableOf(record.kind);
-    record.updated_at = NowMillis();
+    record.updated_at = UnixMillisNow();
     SqlParams params{record.body.dump(), record.updated_at, record.org_id, record.parent_id,
                      record.id};
     std::string sets = "body = $1, version = version + 1, updated_at = $2";

@@ -56,7 +56,7 @@ class StateBackendTest : public ::testing::Test {
   }
 
   std::string Token(const std::string& run, const std::string& scope = "acme/web/dev",
-                    int64_t expires = NowSeconds() + 600) {
+                    int64_t expires = UnixSecondsNow() + 600) {
     return server_->Token(run, scope, expires);
   }
 
@@ -145,7 +145,7 @@ TEST_F(StateBackendTest, RefusesTokensOfAnotherEnvironmentExpiredOrMissing) {
   };
   EXPECT_EQ(get(""), 401);
   EXPECT_EQ(get("Bearer " + Token("run-3", "acme/web/prod")), 403);
-  EXPECT_EQ(get("Bearer " + Token("run-3", "acme/web/dev", NowSeconds() - 1)), 401);
+  EXPECT_EQ(get("Bearer " + Token("run-3", "acme/web/dev", UnixSecondsNow() - 1)), 401);
   EXPECT_EQ(get("Bearer not-a-token"), 401);
   EXPECT_EQ(get("Bearer " + Token("run-3")), 204);  // no state yet
 

@@ -6,18 +6,13 @@
 #include <memory>
 #include <string>
 
+#include "core/time_format.h"
 #include "crypto/jws.h"
 #include "net/http_server.h"
 #include "server/statebackend/state_backend.h"
 #include "store/store.h"
 
 namespace berth::server {
-
-inline int64_t NowSeconds() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 class StateServer {
  public:
@@ -30,7 +25,7 @@ class StateServer {
     if (!signer) return signer.error();
     server->signer_.emplace(std::move(*signer));
     server->backend_ = std::make_unique<StateBackend>(server->store_->States(),
-                                                      server->signer_->PublicKey(), NowSeconds);
+                                                      server->signer_->PublicKey(), UnixSecondsNow);
     StateServer* raw = server.get();
     auto http = net::StartHttpServer(
         {}, [raw](const net::ServerRequest& request) { return raw->backend_->Handle(request); });
@@ -43,8 +38,8 @@ class StateServer {
   const crypto::Ed25519Signer& Signer() const { return *signer_; }
   std::string Url() const { return "http://127.0.0.1:" + std::to_string(http_->Port()); }
   std::string Token(const std::string& run, const std::string& scope, int64_t expires) const {
-    return crypto::MintRunToken({run, std::string(crypto::kRunTokenAudience), NowSeconds(), expires,
-                                 "id-" + run, scope},
+    return crypto::MintRunToken({run, std::string(crypto::kRunTokenAudience), UnixSecondsNow(),
+                                 expires, "id-" + run, scope},
                                 *signer_)
         .value();
   }

@@ -2,6 +2,7 @@
 
 #include <regex>
 
+#include "core/runner_config.h"
 #include "crypto/digest.h"
 
 namespace berth::launch {
@@ -9,7 +10,6 @@ namespace {
 
 using nlohmann::json;
 
-const std::regex kDnsLabel("[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?");
 // A label value (Kubernetes API reference, "Labels and Selectors").
 const std::regex kLabelValue("([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?");
 
@@ -122,7 +122,7 @@ Result<RunnerManifests> BuildRunnerManifests(const KubernetesSettings& settings,
   out.name = WorkloadName(request.run_id);
   out.secret_name = TokenSecretName(request.run_id);
   out.ns = config.ns.empty() ? settings.ns : config.ns;
-  if (out.secret_name.size() > 63 || !std::regex_match(request.run_id, kDnsLabel))
+  if (out.secret_name.size() > 63 || !IsValidId(request.run_id))
     errors.push_back({"run_id", "must be a DNS label of at most 47 characters"});
   std::string instance = "tf-runner-" + request.revision;
   if (instance.size() > 63 || !std::regex_match(request.revision, kLabelValue))

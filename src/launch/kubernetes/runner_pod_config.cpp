@@ -8,7 +8,6 @@ namespace {
 
 using nlohmann::json;
 
-const char* const kDnsLabel = "[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?";
 const char* const kDnsSubdomain =
     "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 
@@ -65,17 +64,6 @@ Schema ControllerRunner() {
   });
 }
 
-// A runner's `job` (the kubernetes runner types): its pod_template may be a JSON string.
-Schema RunnerJob() {
-  return Schema::Object({
-      Required("namespace", std::move(Schema::String().Pattern(kDnsLabel, "a namespace name"))),
-      Optional("service_account",
-               std::move(Schema::String().Pattern(kDnsSubdomain, "a service account name"))),
-      Optional("pod_template", Schema::ObjectOrJsonString()),
-      Optional("image", std::move(Schema::String().MaxLength(512))),
-  });
-}
-
 Result<void> Check(const Schema& schema, json& value, const std::string& path) {
   FieldErrors errors;
   schema.Validate(value, path, errors);
@@ -101,7 +89,7 @@ Result<RunnerPodConfig> FromControllerRunner(json runner, const std::string& pat
 }
 
 Result<RunnerPodConfig> FromRunnerJob(json job, const std::string& path) {
-  if (auto ok = Check(RunnerJob(), job, path); !ok) return ok.error();
+  if (auto ok = Check(KubernetesJobSchema(), job, path); !ok) return ok.error();
   RunnerPodConfig config;
   config.ns = job["namespace"].get<std::string>();
   config.image = job.value("image", "");
@@ -134,7 +122,8 @@ Result<RunnerPodConfig> RunnerPodConfig::Parse(json document) {
     return FromRunnerJob(document["job"], "$.job");
   }
   if (document.contains("job")) {
-    if (auto ok = Check(Schema::Object({Required("job", RunnerJob())}), document, "$"); !ok)
+    if (auto ok = Check(Schema::Object({Required("job", KubernetesJobSchema())}), document, "$");
+        !ok)
       return ok.error();
     return FromRunnerJob(document["job"], "$.job");
   }

@@ -3,12 +3,12 @@
 #include <regex>
 
 #include "core/duration.h"
+#include "core/runner_config.h"
 
 namespace berth::launch {
 namespace {
 
 // RFC 1123 label and subdomain, as Kubernetes names them.
-const std::regex kDnsLabel("[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?");
 const std::regex kDnsSubdomain("[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
 
 class Reader {
@@ -78,7 +78,8 @@ Result<KubernetesSettings> KubernetesSettings::FromEnvironment(const kube::Envir
   KubernetesSettings s;
   s.image = in.Required("KUBERNETES_IMAGE");
   s.ns = in.Required("KUBERNETES_NAMESPACE");
-  in.Matches("KUBERNETES_NAMESPACE", s.ns, kDnsLabel, "a namespace name (an RFC 1123 label)");
+  if (!s.ns.empty() && !IsValidId(s.ns))
+    in.Fail("KUBERNETES_NAMESPACE", "must be a namespace name (an RFC 1123 label)");
   s.service_account = in.Get("KUBERNETES_SERVICE_ACCOUNT");
   in.Matches("KUBERNETES_SERVICE_ACCOUNT", s.service_account, kDnsSubdomain,
              "a service account name (an RFC 1123 subdomain)");

@@ -1,5 +1,6 @@
 #include "server/dispatch/dispatcher.h"
 
+#include "core/time_format.h"
 #include "crypto/random.h"
 
 namespace berth::server {
@@ -7,12 +8,6 @@ namespace {
 
 using nlohmann::json;
 using S = DeploymentState;
-
-int64_t NowSeconds() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 json OutcomeJson(const launch::RunOutcome& outcome) {
   json out = {{"succeeded", outcome.succeeded}, {"exit_code", outcome.exit_code}};
@@ -51,7 +46,7 @@ Result<launch::LaunchRequest> Dispatcher::Prepare(const store::Deployment& d) {
     return MakeError(ErrorKind::kInvalidArgument, "the deployment has no source path");
 
   std::string scope = d.org_id + "/" + d.project_id + "/" + d.env_id;
-  int64_t now = NowSeconds();
+  int64_t now = UnixSecondsNow();
   auto token =
       crypto::MintRunToken({d.id, std::string(crypto::kRunTokenAudience), now,
                             now + options_.token_lifetime.count(), crypto::RandomToken(16), scope},
