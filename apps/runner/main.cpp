@@ -5,12 +5,14 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "runner/build_info.h"
 #include "runner/cli.h"
 #include "runner/copy_self.h"
+#include "runner/gateway_run.h"
 #include "runner/run.h"
 
 extern char** environ;
@@ -54,13 +56,28 @@ int Run(const RunCommand& run, const LoggingOptions& logging) {
   context.log = &log;
   for (char** e = environ; *e != nullptr; ++e) context.environment.emplace_back(*e);
   context.signal_fd = StopSignals();
-  auto events = MakeRunEvents(run.options.event_object, run.options.job_name, context.environment,
+  RunOptions options = run.options;
+  std::optional<GatewayRun> gateway;
+  berth::Result<void> prepared;
+  if (!options.gateway.empty()) {
+    gateway.emplace(options, context.environment);
+    prepared = gateway->Prepare(options, log);
+  }
+  auto events = MakeRunEvents(options.event_object, options.job_name, context.environment,
                               [&log](const std::string& line) {
                                 log.Line("runner", line);
                                 log.Flush();
                               });
   context.events = events.get();
-  berth::RunResult result = ExecuteRun(run.options, context);
+  berth::RunResult result;
+  if (prepared) {
+    result = ExecuteRun(options, context);
+  } else {
+    result.op = options.op;
+    result.error = berth::RunError{berth::RunErrorKind::kSourceUnavailable, "gateway",
+                                   prepared.error().message, 0, ""};
+    log.Line("gateway", prepared.error().message);
+  }
   events.reset();  // flushes what is queued, within its own short deadline
   if (logging.verbosity >= 1) {
     rusage usage{};
@@ -68,12 +85,13 @@ int Run(const RunCommand& run, const LoggingOptions& logging) {
     log.Line("runner", "peak memory " + std::to_string(usage.ru_maxrss) + " KiB");
     log.Flush();
   }
-  if (!WriteResult(run.options.result, result, run.options.result_max_bytes)) {
-    std::fprintf(stderr, "runner: cannot write the result to %s\n", run.options.result.c_str());
+  if (gateway) gateway->Deliver(options, result);
+  if (!WriteResult(options.result, result, options.result_max_bytes)) {
+    std::fprintf(stderr, "runner: cannot write the result to %s\n", options.result.c_str());
     return kExitResultUnwritten;
   }
   if (result.error) {
-    std::fprintf(stderr, "runner: %s failed (%s): %s\n", run.options.op.c_str(),
+    std::fprintf(stderr, "runner: %s failed (%s): %s\n", options.op.c_str(),
                  std::string(berth::RunErrorKindName(result.error->kind)).c_str(),
                  result.error->message.c_str());
   }

@@ -203,6 +203,20 @@ void AddRunFlags(FlagSet& flags, RunOptions& o) {
     o.state_backend = std::string(v);
     return {};
   });
+  flags.Value("gateway", [&o](std::string_view v) -> Result<void> {
+    if (!v.starts_with("http://") && !v.starts_with("https://"))
+      return Invalid("must be berthd's URL (http:// or https://)");
+    o.gateway = std::string(v);
+    while (o.gateway.ends_with('/')) o.gateway.pop_back();
+    return {};
+  });
+  flags.Value("token-file", NonEmptyString(&o.token_file));
+  flags.Value("run-id", [&o](std::string_view v) -> Result<void> {
+    static const std::regex kId("^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$");
+    if (!std::regex_match(std::string(v), kId)) return Invalid("must be a run id (a DNS label)");
+    o.run_id = std::string(v);
+    return {};
+  });
   flags.Value("outputs", NonEmptyString(&o.outputs));
   flags.Value("image", String(&o.image));
   flags.Value("result", NonEmptyString(&o.result));
@@ -298,7 +312,11 @@ CommandLine ParseCommandLine(const std::vector<std::string>& args) {
           Usage("run: takes no arguments, only flags (got \"" + positional->front() + "\")");
     } else if (run.options.op.empty()) {
       line.error = Usage("run: --op is required");
+    } else if (run.options.gateway.empty() != run.options.run_id.empty()) {
+      line.error = Usage("run: --gateway and --run-id go together");
     }
+    if (run.options.module.empty() && run.options.gateway.empty())
+      run.options.module = "/berth/module";
     line.command = std::move(run);
     return line;
   }

@@ -9,16 +9,21 @@
 namespace berth::runner {
 
 void LogSink::Line(std::string_view step, std::string_view text) {
+  std::string line;
   if (json_) {
-    std::string line = nlohmann::json{
+    line = nlohmann::json{
         {"ts", FormatRfc3339(std::chrono::system_clock::now(), 3)},
         {"step", step},
-        {"msg", text}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    std::fprintf(out_, "%s\n", line.c_str());
+        {"msg",
+         text}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   } else {
-    std::fprintf(out_, "[%.*s] %.*s\n", static_cast<int>(step.size()), step.data(),
-                 static_cast<int>(text.size()), text.data());
+    line.reserve(step.size() + text.size() + 3);
+    line.append("[").append(step).append("] ").append(text);
   }
+  line.push_back('\n');
+  std::fwrite(line.data(), 1, line.size(), out_);
+  line.pop_back();
+  if (tee_) tee_(line);
 }
 
 }  // namespace berth::runner

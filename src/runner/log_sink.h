@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -14,10 +15,13 @@ class LogSink {
   // text must already be masked.
   void Line(std::string_view step, std::string_view text);
   void Flush() { std::fflush(out_); }
+  // Every line also goes here, formatted, without its newline (the gateway's log).
+  void Tee(std::function<void(std::string_view)> tee) { tee_ = std::move(tee); }
 
  private:
   std::FILE* out_;
   bool json_;
+  std::function<void(std::string_view)> tee_;
 };
 
 }  // namespace berth::runner

@@ -25,7 +25,7 @@ struct LoggingOptions {
 struct RunOptions {
   // what to run
   std::string op;
-  std::string module = "/berth/module";
+  std::string module;  // default /berth/module, or the gateway's bundle in gateway mode
   std::string path;
   std::string ns = "default";
   std::string name = "run";
@@ -54,6 +54,11 @@ struct RunOptions {
   // "http": the state lives in berthd's backend. The runner declares the backend (the module
   // need not) and hands tofu the run's token (BERTH_TOKEN_FILE) as TF_HTTP_PASSWORD.
   std::string state_backend;
+  // Gateway mode: the run's inputs, module bundle and approved plan come from berthd's runner
+  // gateway, and its log, artifacts and result go there (the result is still written locally).
+  std::string gateway;
+  std::string token_file;  // default: the file BERTH_TOKEN_FILE names
+  std::string run_id;
   std::string job_name;
   // output
   std::string outputs;

@@ -13,6 +13,8 @@
 #include "net/http_server.h"
 #include "server/api/api.h"
 #include "server/dispatch/dispatcher.h"
+#include "server/gateway/run_gateway.h"
+#include "server/log_feed.h"
 #include "server/statebackend/state_backend.h"
 #include "store/store.h"
 #include "sys/files.h"
@@ -106,6 +108,9 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
   auto signer = LoadOrCreateRunTokenSigner(options.data_dir);
   if (!signer) return signer.error();
   StateBackend states((*store)->States(), signer->PublicKey(), UnixSecondsNow);
+  LogFeed log_feed;
+  RunGateway gateway(**store,
+                     {.public_key = signer->PublicKey(), .now = UnixSecondsNow, .feed = &log_feed});
   // The listening port may be chosen by the kernel: the dispatcher learns berthd's URL once
   // the server is up, and is made only then.
   std::unique_ptr<Dispatcher> dispatcher;
@@ -130,7 +135,9 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
   server_options.allow_plain_http = options.allow_plain_http;
   server_options.max_body_bytes = 64 << 20;  // a state file; the API's own bodies are small
   auto server = net::StartHttpServer(server_options, [&](const net::ServerRequest& r) {
-    return StateBackend::Serves(r.target) ? states.Handle(r) : api.Handle(r);
+    if (StateBackend::Serves(r.target)) return states.Handle(r);
+    if (RunGateway::Serves(r.target)) return gateway.Handle(r);
+    return api.Handle(r);
   });
   if (!server) return server.error();
   bool tls = !options.tls_cert_file.empty();
@@ -159,7 +166,7 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
         [](const std::string&, const std::string&) {});
     MutexLock lock(dispatcher_mutex);
     dispatcher =
-        std::make_unique<Dispatcher>(**store, *local, *signer, DispatcherOptions{.state_url = url});
+        std::make_unique<Dispatcher>(**store, *local, *signer, DispatcherOptions{.url = url});
     if (auto recovered = dispatcher->Recover(); !recovered) return recovered.error();
   }
   on_ready(url, AdminTokenPath(options.data_dir));

@@ -38,6 +38,8 @@ class DeploymentStore {
   // environment does not exist.
   virtual Result<Deployment> Create(Deployment deployment) = 0;
   virtual Result<Deployment> Get(const std::string& org, const std::string& id) = 0;
+  // The deployment whose current run this is (run ids are unique across organizations).
+  virtual Result<Deployment> GetByRun(const std::string& run_id) = 0;
   // Newest first.
   virtual Result<std::vector<Deployment>> ListForEnvironment(const std::string& org,
                                                              const std::string& project,

@@ -67,6 +67,24 @@ constexpr Migration kMigrations[] = {
      "CREATE UNIQUE INDEX deployments_one_holder ON deployments (org_id, project_id, env_id) "
      "WHERE state IN ('dispatched', 'running', 'waiting_approval');"
      "CREATE INDEX deployments_by_state ON deployments (state, created_at);"},
+    // What deployments' runs upload and read: module bundles (named by content), log chunks
+    // (a run's seq is stored once; position orders a deployment's log across its runs) and
+    // artifacts. Deployments are found by their current run.
+    {4,
+     "CREATE TABLE bundles (org_id TEXT NOT NULL, id TEXT NOT NULL, sha256 TEXT NOT NULL, "
+     "size BIGINT NOT NULL, content TEXT NOT NULL, created_at BIGINT NOT NULL, "
+     "PRIMARY KEY (org_id, id));"
+     "CREATE TABLE deployment_logs (org_id TEXT NOT NULL, deployment_id TEXT NOT NULL, "
+     "position BIGINT NOT NULL, run_id TEXT NOT NULL, seq BIGINT NOT NULL, data TEXT NOT NULL, "
+     "at BIGINT NOT NULL, PRIMARY KEY (org_id, deployment_id, position), UNIQUE (run_id, seq), "
+     "FOREIGN KEY (org_id, deployment_id) REFERENCES deployments (org_id, id) "
+     "ON DELETE CASCADE);"
+     "CREATE TABLE deployment_artifacts (org_id TEXT NOT NULL, deployment_id TEXT NOT NULL, "
+     "name TEXT NOT NULL, run_id TEXT NOT NULL, sha256 TEXT NOT NULL, size BIGINT NOT NULL, "
+     "content TEXT NOT NULL, at BIGINT NOT NULL, PRIMARY KEY (org_id, deployment_id, name), "
+     "FOREIGN KEY (org_id, deployment_id) REFERENCES deployments (org_id, id) "
+     "ON DELETE CASCADE);"
+     "CREATE INDEX deployments_by_run ON deployments (run_id);"},
 };
 
 #undef BERTH_RECORD_COLUMNS

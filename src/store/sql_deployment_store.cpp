@@ -87,6 +87,16 @@ class SqlDeploymentStore final : public DeploymentStore {
     return FromRow(rows->front());
   }
 
+  Result<Deployment> GetByRun(const std::string& run_id) override {
+    auto c = pool_.Borrow();
+    auto rows = c->Query(
+        std::string("SELECT ") + kColumns + " FROM deployments WHERE run_id = $1 AND run_id <> ''",
+        {run_id});
+    if (!rows) return rows.error();
+    if (rows->empty()) return MakeError(ErrorKind::kNotFound, "no deployment runs " + run_id);
+    return FromRow(rows->front());
+  }
+
   Result<std::vector<Deployment>> ListForEnvironment(const std::string& org,
                                                      const std::string& project,
                                                      const std::string& env, int limit) override {

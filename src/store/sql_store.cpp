@@ -7,6 +7,7 @@
 #include "store/migrations.h"
 #include "store/pool.h"
 #include "store/sql.h"
+#include "store/sql_deployment_data_store.h"
 #include "store/sql_deployment_store.h"
 #include "store/sql_state_store.h"
 #include "store/store.h"
@@ -52,10 +53,12 @@ class SqlStore final : public Store {
   explicit SqlStore(std::unique_ptr<Pool> pool)
       : pool_(std::move(pool)),
         states_(MakeSqlStateStore(*pool_)),
-        deployments_(MakeSqlDeploymentStore(*pool_)) {}
+        deployments_(MakeSqlDeploymentStore(*pool_)),
+        deployment_data_(MakeSqlDeploymentDataStore(*pool_)) {}
 
   StateStore& States() override { return *states_; }
   DeploymentStore& Deployments() override { return *deployments_; }
+  DeploymentDataStore& DeploymentData() override { return *deployment_data_; }
 
   Result<bool> CreateOrganization(const std::string& id) override {
     auto c = pool_->Borrow();
@@ -281,6 +284,7 @@ class SqlStore final : public Store {
   std::unique_ptr<Pool> pool_;
   std::unique_ptr<StateStore> states_;
   std::unique_ptr<DeploymentStore> deployments_;
+  std::unique_ptr<DeploymentDataStore> deployment_data_;
 };
 
 }  // namespace

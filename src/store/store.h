@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "store/deployment_data_store.h"
 #include "store/deployment_store.h"
 #include "store/state_store.h"
 
@@ -86,6 +87,8 @@ class Store {
   virtual StateStore& States() = 0;
   // Deployments of environments.
   virtual DeploymentStore& Deployments() = 0;
+  // Their bundles, logs and artifacts.
+  virtual DeploymentDataStore& DeploymentData() = 0;
 };
 
 // Opens the database named by url: a path or sqlite:PATH for SQLite, postgres:// or

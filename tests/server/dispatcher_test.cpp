@@ -70,7 +70,7 @@ class DispatcherTest : public ::testing::Test {
         },
         [](const std::string&, const std::string&) {});
     dispatcher_ = std::make_unique<Dispatcher>(*store_, *launcher_, server_->Signer(),
-                                               DispatcherOptions{.state_url = server_->Url()});
+                                               DispatcherOptions{.url = server_->Url()});
   }
 
   void TearDown() override {
@@ -134,6 +134,18 @@ TEST_F(DispatcherTest, DeploymentsOfAnEnvironmentRunInOrderWithTheirStateInBerth
   auto log = sys::ReadFile(dir_->Path() / "runs/d1/runner.log");
   ASSERT_TRUE(log);
   EXPECT_EQ(log->find("eyJ"), std::string::npos) << "a token reached the log";
+
+  // Through the gateway: the whole log, in order, and the outputs.
+  auto chunks = store_->DeploymentData().ReadLog("acme", "d1", 0, 1000);
+  ASSERT_TRUE(chunks);
+  std::string shipped;
+  for (const auto& c : *chunks) shipped += c.data;
+  EXPECT_NE(shipped.find("[init]"), std::string::npos) << shipped;
+  EXPECT_LT(shipped.find("[init]"), shipped.find("[apply]")) << shipped;
+  EXPECT_EQ(shipped.find("eyJ"), std::string::npos) << "a token reached the shipped log";
+  auto outputs = store_->DeploymentData().GetArtifact("acme", "d1", "outputs");
+  ASSERT_TRUE(outputs);
+  EXPECT_TRUE(json::parse(outputs->content).contains("greeting")) << outputs->content;
 }
 
 TEST_F(DispatcherTest, ARestartedBerthdTakesUpWhatItsRunnersWereDoing) {

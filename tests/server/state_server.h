@@ -1,5 +1,6 @@
-// berthd's state backend for a test: SQLite in a folder, a run-token key, the backend on a
-// loopback HTTP server, and tokens minted as berthd mints them.
+// berthd's runner-facing side for a test: SQLite in a folder, a run-token key, the state
+// backend and the runner gateway on a loopback HTTP server, and tokens minted as berthd mints
+// them.
 #pragma once
 
 #include <chrono>
@@ -9,6 +10,8 @@
 #include "core/time_format.h"
 #include "crypto/jws.h"
 #include "net/http_server.h"
+#include "server/gateway/run_gateway.h"
+#include "server/log_feed.h"
 #include "server/statebackend/state_backend.h"
 #include "store/store.h"
 
@@ -26,15 +29,22 @@ class StateServer {
     server->signer_.emplace(std::move(*signer));
     server->backend_ = std::make_unique<StateBackend>(server->store_->States(),
                                                       server->signer_->PublicKey(), UnixSecondsNow);
+    server->gateway_ = std::make_unique<RunGateway>(
+        *server->store_, RunGatewayOptions{.public_key = server->signer_->PublicKey(),
+                                           .now = UnixSecondsNow,
+                                           .feed = &server->feed_});
     StateServer* raw = server.get();
-    auto http = net::StartHttpServer(
-        {}, [raw](const net::ServerRequest& request) { return raw->backend_->Handle(request); });
+    auto http = net::StartHttpServer({}, [raw](const net::ServerRequest& request) {
+      return RunGateway::Serves(request.target) ? raw->gateway_->Handle(request)
+                                                : raw->backend_->Handle(request);
+    });
     if (!http) return http.error();
     server->http_ = std::move(*http);
     return server;
   }
 
   store::Store& Store() { return *store_; }
+  LogFeed& Feed() { return feed_; }
   const crypto::Ed25519Signer& Signer() const { return *signer_; }
   std::string Url() const { return "http://127.0.0.1:" + std::to_string(http_->Port()); }
   std::string Token(const std::string& run, const std::string& scope, int64_t expires) const {
@@ -49,6 +59,8 @@ class StateServer {
   std::unique_ptr<store::Store> store_;
   std::optional<crypto::Ed25519Signer> signer_;
   std::unique_ptr<StateBackend> backend_;
+  LogFeed feed_;
+  std::unique_ptr<RunGateway> gateway_;
   std::unique_ptr<net::HttpServer> http_;  // last: stopped first
 };
 

@@ -473,6 +473,48 @@ TEST_P(DeploymentStoreTest, ConcurrentCreatesInOneEnvironmentGetDistinctPlaces) 
   EXPECT_EQ(places, (std::set<int64_t>{1, 2, 3, 4, 5}));
 }
 
+TEST_P(DeploymentStoreTest, ALogKeepsEachChunkOnceInArrivalOrderAcrossRuns) {
+  ASSERT_TRUE(Queue("dev", "d1"));
+  ASSERT_TRUE(store_->Deployments().Transition("acme", "d1", DeploymentState::kQueued,
+                                               DeploymentState::kDispatched, "", {.run_id = "r1"}));
+  auto& data = store_->DeploymentData();
+  EXPECT_TRUE(*data.AppendLog("acme", "d1", "r1", 1, "init\n"));
+  EXPECT_TRUE(*data.AppendLog("acme", "d1", "r1", 2, "plan\n"));
+  EXPECT_FALSE(*data.AppendLog("acme", "d1", "r1", 2, "plan\n"));  // a retry
+  EXPECT_TRUE(*data.AppendLog("acme", "d1", "r2", 1, "apply\n"));  // the next run starts at 1
+  auto all = data.ReadLog("acme", "d1", 0, 10);
+  ASSERT_TRUE(all);
+  std::string text;
+  for (const auto& c : *all) text += c.data;
+  EXPECT_EQ(text, "init\nplan\napply\n");
+  auto rest = data.ReadLog("acme", "d1", all->at(1).position, 10);
+  ASSERT_EQ(rest->size(), 1u);
+  EXPECT_EQ(rest->front().run_id, "r2");
+  EXPECT_TRUE(data.ReadLog("other", "d1", 0, 10)->empty());
+  EXPECT_EQ(store_->Deployments().GetByRun("r1")->id, "d1");
+  EXPECT_EQ(store_->Deployments().GetByRun("r9").error().kind, ErrorKind::kNotFound);
+}
+
+TEST_P(DeploymentStoreTest, ArtifactsAndBundlesKeepBinaryContentExactly) {
+  ASSERT_TRUE(Queue("dev", "d1"));
+  auto& data = store_->DeploymentData();
+  std::string binary("PK\x03\x04\x00\xff\xfe", 7);
+  ASSERT_TRUE(data.PutArtifact("acme", "d1", {.name = "plan", .run_id = "r1", .content = binary}));
+  ASSERT_TRUE(data.PutArtifact("acme", "d1", {.name = "plan", .run_id = "r1", .content = binary}));
+  auto plan = data.GetArtifact("acme", "d1", "plan");
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->content, binary);
+  EXPECT_EQ(plan->sha256.size(), 64u);
+  EXPECT_EQ(data.GetArtifact("acme", "d1", "outputs").error().kind, ErrorKind::kNotFound);
+
+  auto first = data.PutBundle("acme", binary);
+  auto again = data.PutBundle("acme", binary);
+  ASSERT_TRUE(first && again);
+  EXPECT_EQ(first->id, again->id);
+  EXPECT_EQ(data.GetBundle("acme", first->id)->content, binary);
+  EXPECT_EQ(data.GetBundle("other", first->id).error().kind, ErrorKind::kNotFound);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, DeploymentStoreTest,
                          ::testing::Values(Backend::kSqlite, Backend::kPostgres),
                          [](const auto& row) {

@@ -17,6 +17,7 @@
 #include "crypto/random.h"
 #include "server/api/openapi.h"
 #include "server/api/rate_limiter.h"
+#include "server/runner_resolution.h"
 
 namespace berth::server {
 namespace {
@@ -658,20 +659,9 @@ class Handlers {
     const std::string& project = r.params.at("project");
     auto env = store_.Get(Kind::kEnvironment, c.org, project, r.params.at("env"));
     if (!env) return ErrorResponse(env.error());
-    // Every rule of the organization: their number is small (one per selector).
-    std::vector<RunnerRule> rules;
-    std::string after;
-    do {
-      auto page = store_.List(Kind::kRunnerRule, c.org, "", {.after = after, .limit = 1000});
-      if (!page) return ErrorResponse(page.error());
-      for (const auto& rec : page->items) {
-        rules.push_back({rec.id, rec.columns.at("runner_id").value_or(""),
-                         rec.columns.at("project_id").value_or(""),
-                         rec.columns.at("env_type_id").value_or("")});
-      }
-      after = page->next;
-    } while (!after.empty());
-    auto rule = ChooseRunnerRule(rules, project, env->columns["env_type_id"].value_or(""));
+    auto rules = LoadRunnerRules(store_, c.org);
+    if (!rules) return ErrorResponse(rules.error());
+    auto rule = ChooseRunnerRule(*rules, project, env->columns["env_type_id"].value_or(""));
     std::optional<std::string> previous = env->columns["runner_id"];
     if (!rule) {
       return ErrorResponse(409, "FailedPrecondition",

@@ -2,6 +2,10 @@
 // environment that nothing holds), each with a run token scoped to its environment, on the
 // launcher of its environment's runner, and records how each run ended. The store makes it
 // safe for several dispatchers (several berthd) to race: one of them wins each deployment.
+//
+// A deployment has one run, or two when its apply needs approval: a plan run (run id = the
+// deployment's id) that stops at waiting_approval with the plan's hash, then, once that hash is
+// approved, an apply run (id + "-apply") of exactly that plan file.
 #pragma once
 
 #include <chrono>
@@ -16,8 +20,11 @@
 namespace berth::server {
 
 struct DispatcherOptions {
-  std::string state_url;  // berthd as runners reach it (the state backend's base URL)
+  std::string url;  // berthd as runners reach it (the gateway's and state backend's base URL)
   std::chrono::seconds token_lifetime{6 * 3600};
+  // A run that has not ended this long after it was dispatched is stopped and its deployment
+  // failed: no deployment stays executing because a result never arrived.
+  std::chrono::seconds run_deadline{6 * 3600};
   int batch = 16;  // deployments started per tick at most
 };
 
@@ -30,16 +37,25 @@ class Dispatcher {
   // At start: the deployments a previous berthd left holding their environments are taken up
   // again. Their runs are re-attached, ended from what they left, or never started again.
   Result<void> Recover() EXCLUDES(mutex_);
-  // Starts what may start now; how many it started.
+  // Starts what may start now and ends runs past their deadline; how many it started.
   int Tick() EXCLUDES(mutex_);
-  // Stops the run of a started deployment (the API's cancel).
+  // Stops the run of a started deployment (the API's cancel); a deployment waiting for
+  // approval has no run and is cancelled at once.
   Result<void> Cancel(const std::string& org, const std::string& id);
+  // Starts the apply of the plan a deployment waits with, if plan_hash is that plan's and the
+  // environment's state has not moved since it was planned.
+  Result<store::Deployment> Approve(const std::string& org, const std::string& id,
+                                    const std::string& plan_hash, const std::string& who)
+      EXCLUDES(mutex_);
   // The launcher's report of a run's end.
   void OnRunEnd(const std::string& run_id, const launch::RunOutcome& outcome) EXCLUDES(mutex_);
 
  private:
-  // The launch of one deployment, or why it cannot be launched.
+  // The launch of a deployment's current run, or why it cannot be launched.
   Result<launch::LaunchRequest> Prepare(const store::Deployment& deployment);
+  // Launches a dispatched deployment's run and marks it running, or fails it.
+  bool Start(const store::Deployment& deployment) EXCLUDES(mutex_);
+  void EndOverdueRuns() EXCLUDES(mutex_);
 
   store::Store& store_;
   launch::Launcher& local_;
@@ -47,6 +63,10 @@ class Dispatcher {
   const DispatcherOptions options_;
   Mutex mutex_;
   std::map<std::string, std::string> org_of_run_ GUARDED_BY(mutex_);  // run id -> organization
+  std::chrono::steady_clock::time_point next_deadline_check_ GUARDED_BY(mutex_);
 };
+
+// The apply run's id of a deployment whose plan was approved.
+std::string ApplyRunId(const std::string& deployment_id);
 
 }  // namespace berth::server

@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
-#include "core/base64.h"
 #include "crypto/jws.h"
+#include "server/run_token_header.h"
 
 namespace berth::server {
 namespace {
@@ -26,21 +26,6 @@ net::ServerResponse Problem(int status, const std::string& message) {
   auto response = Reply(status, json{{"error", message}}.dump());
   if (status == 401) response.headers["www-authenticate"] = "Basic realm=\"berth state\"";
   return response;
-}
-
-// The token from "Authorization: Basic base64(user:token)" or "Bearer token".
-std::string TokenOf(const net::ServerRequest& request) {
-  auto it = request.headers.find("authorization");
-  if (it == request.headers.end()) return {};
-  const std::string& value = it->second;
-  if (value.starts_with("Bearer ")) return value.substr(7);
-  if (value.starts_with("Basic ")) {
-    auto decoded = Base64Decode(value.substr(6));
-    if (!decoded) return {};
-    auto colon = decoded->find(':');
-    return colon == std::string::npos ? std::string() : decoded->substr(colon + 1);
-  }
-  return {};
 }
 
 std::string QueryValue(const std::string& target, const std::string& name) {
@@ -76,7 +61,7 @@ net::ServerResponse StateBackend::Handle(const net::ServerRequest& request) cons
   std::string key = match[1].str() + "/" + match[3].str() + "/" + match[5].str();
 
   auto token =
-      crypto::VerifyRunToken(TokenOf(request), public_key_, crypto::kRunTokenAudience, now_());
+      crypto::VerifyRunToken(RunTokenOf(request), public_key_, crypto::kRunTokenAudience, now_());
   if (!token) return Problem(401, "a run token is required: " + token.error().message);
   if (token->scope != key)
     return Problem(403, "the run's token is for " + token->scope + ", not " + key);

@@ -1,0 +1,93 @@
+#include "runner/gateway_run.h"
+
+#include <cstdio>
+
+#include "crypto/random.h"
+#include "runner/work_dir.h"
+#include "sys/files.h"
+
+namespace berth::runner {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::chrono::milliseconds kLogFlushEvery{500};
+
+std::string TrimNewlines(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+GatewayRun::GatewayRun(const RunOptions& options, const std::vector<std::string>& environment) {
+  std::string token_file =
+      options.token_file.empty() ? Lookup(environment, "BERTH_TOKEN_FILE") : options.token_file;
+  if (!token_file.empty()) {
+    if (auto token = sys::ReadFile(token_file)) token_ = TrimNewlines(*token);
+  }
+  std::error_code ec;
+  staging_ = fs::temp_directory_path(ec) /
+             ("berth-gateway-" + options.run_id + "-" + crypto::RandomToken(6));
+  client_.emplace(GatewayOptions{.url = options.gateway, .run_id = options.run_id, .token = token_},
+                  net::MakeOpenSslHttpClient());
+}
+
+GatewayRun::~GatewayRun() {
+  shipper_.reset();
+  std::error_code ec;
+  fs::remove_all(staging_, ec);
+}
+
+Result<void> GatewayRun::Stage(const std::string& what, const fs::path& file) {
+  auto body = client_->Fetch(what);
+  if (!body) return body.error();
+  return sys::WriteFileAtomic(file, *body);
+}
+
+Result<void> GatewayRun::Prepare(RunOptions& options, LogSink& log) {
+  if (token_.empty())
+    return MakeError(ErrorKind::kInvalidArgument,
+                     "--gateway needs the run's token: --token-file, or the file BERTH_TOKEN_FILE "
+                     "names");
+  shipper_ = std::make_unique<LogShipper>(*client_, kLogFlushEvery);
+  log.Tee([shipper = shipper_.get()](std::string_view line) { shipper->Line(line); });
+  std::error_code ec;
+  fs::create_directories(staging_, ec);
+  if (ec)
+    return MakeError(ErrorKind::kUnavailable, "cannot stage the run's inputs: " + ec.message());
+  options.config = (staging_ / "inputs.tfvars.json").string();
+  if (auto staged = Stage("inputs", options.config); !staged) return staged.error();
+  if (options.module.empty()) {
+    options.module = (staging_ / "module.tar.gz").string();
+    if (auto staged = Stage("bundle", options.module); !staged) return staged.error();
+  }
+  if (options.plan_file.empty()) options.plan_file = (staging_ / "run.tfplan").string();
+  if (!options.approved_plan.empty()) {
+    if (auto staged = Stage("plan", options.plan_file); !staged) return staged.error();
+  }
+  if (options.outputs.empty()) options.outputs = (staging_ / "outputs.json").string();
+  return {};
+}
+
+void GatewayRun::Deliver(const RunOptions& options, const RunResult& result) {
+  auto upload = [&](const std::string& name, const std::string& path) {
+    std::error_code ec;
+    if (path.empty() || !fs::exists(path, ec)) return;
+    auto content = sys::ReadFile(path);
+    auto put = content ? client_->PutArtifact(name, *content) : Result<void>(content.error());
+    if (!put)
+      std::fprintf(stderr, "runner: cannot upload the %s: %s\n", name.c_str(),
+                   put.error().message.c_str());
+  };
+  if (shipper_) {
+    if (options.op == "plan" && !result.error) upload("plan", options.plan_file);
+    upload("outputs", options.outputs);
+    if (!shipper_->Close()) std::fprintf(stderr, "runner: part of the log could not be shipped\n");
+  }
+  constexpr size_t kWholeResult = size_t{16} << 20;
+  if (auto posted = client_->PostResult(SerializeRunResult(result, kWholeResult)); !posted)
+    std::fprintf(stderr, "runner: cannot post the result: %s\n", posted.error().message.c_str());
+}
+
+}  // namespace berth::runner

@@ -1,0 +1,142 @@
+#include "server/gateway/run_gateway.h"
+
+#include <charconv>
+#include <nlohmann/json.hpp>
+
+#include "crypto/jws.h"
+#include "server/run_inputs.h"
+#include "server/run_token_header.h"
+
+namespace berth::server {
+namespace {
+
+using nlohmann::json;
+
+net::ServerResponse Bytes(std::string body, std::string content_type) {
+  net::ServerResponse response{.status = 200};
+  response.headers["Content-Type"] = std::move(content_type);
+  response.body = std::move(body);
+  return response;
+}
+
+bool IsArtifactName(const std::string& name) {
+  return name == "plan" || name == "outputs" || name == "state";
+}
+
+}  // namespace
+
+RunGateway::RunGateway(store::Store& store, RunGatewayOptions options)
+    : store_(store), options_(std::move(options)) {
+  const std::string run = "/runs/v1/{run}";
+  auto add = [this](const std::string& method, const std::string& path, auto handler) {
+    router_.Add(method, path, [this, handler](const RouteRequest& r) {
+      return ForOwnRun(r, [&](const store::Deployment& d) { return handler(r, d); });
+    });
+  };
+  add("GET", run + "/bundle", [this](const RouteRequest&, const auto& d) { return Bundle(d); });
+  add("GET", run + "/inputs", [this](const RouteRequest&, const auto& d) { return Inputs(d); });
+  add("GET", run + "/plan", [this](const RouteRequest&, const auto& d) { return Plan(d); });
+  add("POST", run + "/logs",
+      [this](const RouteRequest& r, const auto& d) { return AppendLog(r, d); });
+  add("PUT", run + "/artifacts/{name}",
+      [this](const RouteRequest& r, const auto& d) { return PutArtifact(r, d); });
+  add("POST", run + "/result",
+      [this](const RouteRequest& r, const auto& d) { return PostResult(r, d); });
+}
+
+net::ServerResponse RunGateway::ForOwnRun(const RouteRequest& r, const Body& body) const {
+  const std::string& run = r.params.at("run");
+  auto token = crypto::VerifyRunToken(RunTokenOf(r.http), options_.public_key,
+                                      crypto::kRunTokenAudience, options_.now());
+  if (!token) {
+    auto response =
+        ErrorResponse(401, "Unauthenticated", "a run token is required: " + token.error().message);
+    response.headers["WWW-Authenticate"] = "Bearer";
+    return response;
+  }
+  if (token->run_id != run)
+    return ErrorResponse(403, "PermissionDenied",
+                         "the token is for run " + token->run_id + ", not " + run);
+  auto d = store_.Deployments().GetByRun(run);
+  if (!d) {
+    if (d.error().kind == ErrorKind::kNotFound)
+      return ErrorResponse(409, "FailedPrecondition", "run " + run + " is no deployment's run");
+    return ErrorResponse(d.error());
+  }
+  if (d->state != DeploymentState::kDispatched && d->state != DeploymentState::kRunning)
+    return ErrorResponse(409, "FailedPrecondition",
+                         "run " + run + " has ended (its deployment is " +
+                             std::string(DeploymentStateName(d->state)) + ")");
+  return body(*d);
+}
+
+net::ServerResponse RunGateway::Bundle(const store::Deployment& d) const {
+  std::string id = d.spec.value("source", json::object()).value("bundle", "");
+  if (id.empty())
+    return ErrorResponse(404, "NotFound",
+                         "deployment " + d.id + " runs a folder on the server, not a bundle");
+  auto bundle = store_.DeploymentData().GetBundle(d.org_id, id);
+  if (!bundle) return ErrorResponse(bundle.error());
+  return Bytes(std::move(bundle->content), "application/gzip");
+}
+
+net::ServerResponse RunGateway::Inputs(const store::Deployment& d) const {
+  std::string rendered = RenderInputs(d);
+  auto response = Bytes(rendered, "application/json");
+  response.headers["X-Berth-Inputs-Hash"] = InputsHash(rendered);
+  return response;
+}
+
+net::ServerResponse RunGateway::Plan(const store::Deployment& d) const {
+  auto plan = store_.DeploymentData().GetArtifact(d.org_id, d.id, "plan");
+  if (!plan) return ErrorResponse(plan.error());
+  return Bytes(std::move(plan->content), "application/octet-stream");
+}
+
+net::ServerResponse RunGateway::AppendLog(const RouteRequest& r, const store::Deployment& d) const {
+  auto it = r.query.find("seq");
+  int64_t seq = 0;
+  if (it != r.query.end()) {
+    const std::string& v = it->second;
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), seq);
+    if (ec != std::errc() || end != v.data() + v.size()) seq = 0;
+  }
+  if (seq < 1)
+    return ErrorResponse(
+        InvalidFields("invalid log chunk", {{"seq", "must be a whole number of at least 1"}}));
+  if (r.http.body.size() > options_.max_log_chunk)
+    return ErrorResponse(InvalidFields(
+        "invalid log chunk",
+        {{"body", "must be at most " + std::to_string(options_.max_log_chunk) + " bytes"}}));
+  auto stored = store_.DeploymentData().AppendLog(d.org_id, d.id, d.run_id, seq, r.http.body);
+  if (!stored) return ErrorResponse(stored.error());
+  if (*stored && options_.feed) options_.feed->Notify();
+  return JsonResponse(200, json{{"stored", *stored}}.dump());
+}
+
+net::ServerResponse RunGateway::PutArtifact(const RouteRequest& r,
+                                            const store::Deployment& d) const {
+  const std::string& name = r.params.at("name");
+  if (!IsArtifactName(name))
+    return ErrorResponse(
+        InvalidFields("invalid artifact", {{"name", "must be plan, outputs or state"}}));
+  if (name == "outputs" && json::parse(r.http.body, nullptr, false).is_discarded())
+    return ErrorResponse(InvalidFields("invalid artifact", {{"body", "outputs must be JSON"}}));
+  auto put = store_.DeploymentData().PutArtifact(
+      d.org_id, d.id, {.name = name, .run_id = d.run_id, .content = r.http.body});
+  if (!put) return ErrorResponse(put.error());
+  return JsonResponse(200, json{{"name", name}, {"size", r.http.body.size()}}.dump());
+}
+
+net::ServerResponse RunGateway::PostResult(const RouteRequest& r,
+                                           const store::Deployment& d) const {
+  json result = json::parse(r.http.body, nullptr, false);
+  if (!result.is_object())
+    return ErrorResponse(InvalidFields("invalid result", {{"$", "must be a JSON object"}}));
+  auto put = store_.DeploymentData().PutArtifact(
+      d.org_id, d.id, {.name = "result:" + d.run_id, .run_id = d.run_id, .content = r.http.body});
+  if (!put) return ErrorResponse(put.error());
+  return JsonResponse(200, "{}");
+}
+
+}  // namespace berth::server

@@ -1,0 +1,52 @@
+// The runner gateway: the routes a runner in gateway mode uses with its run token, for its own
+// run only, under /runs/v1/{run}: fetch the module bundle, the rendered inputs and the plan it
+// was approved to apply; append log chunks (numbered, so a retried chunk is stored once);
+// upload artifacts (plan, outputs, state); post its result. A token for another run, an
+// expired token, or a run that has ended is refused.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "net/http_server.h"
+#include "server/api/router.h"
+#include "server/log_feed.h"
+#include "store/store.h"
+
+namespace berth::server {
+
+inline constexpr std::string_view kRunGatewayPrefix = "/runs/v1/";
+
+struct RunGatewayOptions {
+  std::string public_key;        // the run tokens' Ed25519 key (32 raw bytes)
+  std::function<int64_t()> now;  // seconds since the epoch
+  LogFeed* feed = nullptr;       // told of every stored chunk; may be null
+  size_t max_log_chunk = size_t{1} << 20;
+};
+
+class RunGateway {
+ public:
+  RunGateway(store::Store& store, RunGatewayOptions options);
+  static bool Serves(const std::string& target) { return target.starts_with(kRunGatewayPrefix); }
+  net::ServerResponse Handle(const net::ServerRequest& request) const {
+    return router_.Dispatch(request);
+  }
+
+ private:
+  using Body = std::function<net::ServerResponse(const store::Deployment&)>;
+  // The deployment the request's token may act on, or the refusal.
+  net::ServerResponse ForOwnRun(const RouteRequest& r, const Body& body) const;
+  net::ServerResponse Bundle(const store::Deployment& d) const;
+  net::ServerResponse Inputs(const store::Deployment& d) const;
+  net::ServerResponse Plan(const store::Deployment& d) const;
+  net::ServerResponse AppendLog(const RouteRequest& r, const store::Deployment& d) const;
+  net::ServerResponse PutArtifact(const RouteRequest& r, const store::Deployment& d) const;
+  net::ServerResponse PostResult(const RouteRequest& r, const store::Deployment& d) const;
+
+  store::Store& store_;
+  RunGatewayOptions options_;
+  Router router_;
+};
+
+}  // namespace berth::server

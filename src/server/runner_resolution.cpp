@@ -1,0 +1,43 @@
+#include "server/runner_resolution.h"
+
+namespace berth::server {
+
+Result<std::vector<RunnerRule>> LoadRunnerRules(store::Store& store, const std::string& org) {
+  std::vector<RunnerRule> rules;
+  std::string after;
+  do {
+    auto page = store.List(store::Kind::kRunnerRule, org, "", {.after = after, .limit = 1000});
+    if (!page) return page.error();
+    for (const auto& rec : page->items) {
+      rules.push_back({rec.id, rec.columns.at("runner_id").value_or(""),
+                       rec.columns.at("project_id").value_or(""),
+                       rec.columns.at("env_type_id").value_or("")});
+    }
+    after = page->next;
+  } while (!after.empty());
+  return rules;
+}
+
+Result<std::string> ResolveRunner(store::Store& store, const std::string& org,
+                                  const std::string& project, const std::string& env_id) {
+  constexpr int kAttempts = 3;  // an environment updated meanwhile is read again
+  for (int attempt = 0;; ++attempt) {
+    auto env = store.Get(store::Kind::kEnvironment, org, project, env_id);
+    if (!env) return env.error();
+    if (auto linked = env->columns["runner_id"]; linked && !linked->empty()) return *linked;
+    auto rules = LoadRunnerRules(store, org);
+    if (!rules) return rules.error();
+    auto rule = ChooseRunnerRule(*rules, project, env->columns["env_type_id"].value_or(""));
+    if (!rule)
+      return MakeError(
+          ErrorKind::kFailedPrecondition,
+          "environment " + project + "/" + env_id + " has no runner and no runner rule matches it");
+    env->columns["runner_id"] = rule->runner_id;
+    auto updated = store.Update(*env, env->version);
+    if (updated) return rule->runner_id;
+    if (updated.error().kind != ErrorKind::kConflict || attempt + 1 == kAttempts)
+      return updated.error();
+  }
+}
+
+}  // namespace berth::server

@@ -1,0 +1,22 @@
+// Which runner serves an environment: the one it is linked to, else the runner its
+// organization's rules choose, which the first deployment then links (seed 001: the link
+// stays until refresh_runner moves it).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/runner_rules.h"
+#include "store/store.h"
+
+namespace berth::server {
+
+// Every rule of the organization (their number is small: one per selector).
+Result<std::vector<RunnerRule>> LoadRunnerRules(store::Store& store, const std::string& org);
+
+// The environment's runner id, linking it by the rules when it has none (kFailedPrecondition
+// when no rule matches).
+Result<std::string> ResolveRunner(store::Store& store, const std::string& org,
+                                  const std::string& project, const std::string& env);
+
+}  // namespace berth::server

@@ -1,0 +1,57 @@
+// What a deployment's runs upload and read, kept with the deployment: the module bundle it was
+// asked to run, its log (chunks numbered by the runner, so that a retried chunk is stored
+// once), and its artifacts (plan file, outputs, a rescued state). Binary content is kept as
+// base64 text so that SQLite and PostgreSQL store it alike.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+
+namespace berth::store {
+
+struct Bundle {
+  std::string org_id, id, sha256;
+  std::string content;  // the tar.gz bytes
+  int64_t created_at = 0;
+};
+
+struct LogChunk {
+  int64_t position = 0;  // the chunk's place in its deployment's log (1, 2, ...)
+  std::string run_id;
+  int64_t seq = 0;  // the runner's number for it
+  std::string data;
+  int64_t at = 0;
+};
+
+struct Artifact {
+  std::string name, run_id, sha256;
+  std::string content;
+  int64_t at = 0;
+};
+
+class DeploymentDataStore {
+ public:
+  virtual ~DeploymentDataStore() = default;
+  // Bundles are named by their content: storing the same bytes twice gives the same bundle.
+  virtual Result<Bundle> PutBundle(const std::string& org, const std::string& content) = 0;
+  virtual Result<Bundle> GetBundle(const std::string& org, const std::string& id) = 0;
+  // Appends chunk seq of a run to its deployment's log; false when the run had sent that seq
+  // already (a retry), which is not stored again.
+  virtual Result<bool> AppendLog(const std::string& org, const std::string& deployment,
+                                 const std::string& run_id, int64_t seq,
+                                 const std::string& data) = 0;
+  // The chunks after position `after`, oldest first, at most limit.
+  virtual Result<std::vector<LogChunk>> ReadLog(const std::string& org,
+                                                const std::string& deployment, int64_t after,
+                                                int limit) = 0;
+  // Stores (or replaces: a retried upload) the deployment's artifact of that name.
+  virtual Result<void> PutArtifact(const std::string& org, const std::string& deployment,
+                                   const Artifact& artifact) = 0;
+  virtual Result<Artifact> GetArtifact(const std::string& org, const std::string& deployment,
+                                       const std::string& name) = 0;  // kNotFound
+};
+
+}  // namespace berth::store

@@ -1,0 +1,119 @@
+#include "store/sql_deployment_data_store.h"
+
+#include "core/base64.h"
+#include "core/time_format.h"
+#include "crypto/digest.h"
+
+namespace berth::store {
+namespace {
+
+class SqlDeploymentDataStore final : public DeploymentDataStore {
+ public:
+  explicit SqlDeploymentDataStore(Pool& pool) : pool_(pool) {}
+
+  Result<Bundle> PutBundle(const std::string& org, const std::string& content) override {
+    Bundle b{.org_id = org, .sha256 = crypto::Sha256Hex(content), .content = content};
+    b.id = "b-" + b.sha256.substr(0, 32);
+    b.created_at = UnixMillisNow();
+    auto c = pool_.Borrow();
+    auto n = c->Execute(
+        "INSERT INTO bundles (org_id, id, sha256, size, content, created_at) VALUES ($1, $2, $3, "
+        "$4, $5, $6) ON CONFLICT (org_id, id) DO NOTHING",
+        {org, b.id, b.sha256, static_cast<int64_t>(content.size()), Base64Encode(content),
+         b.created_at});
+    if (!n) return n.error();
+    return b;
+  }
+
+  Result<Bundle> GetBundle(const std::string& org, const std::string& id) override {
+    auto c = pool_.Borrow();
+    auto rows = c->Query(
+        "SELECT sha256, content, created_at FROM bundles WHERE org_id = $1 AND id = $2", {org, id});
+    if (!rows) return rows.error();
+    if (rows->empty()) return MakeError(ErrorKind::kNotFound, "no bundle " + id);
+    auto content = Base64Decode(rows->front().Text(1));
+    if (!content) return content.error();
+    return Bundle{org, id, rows->front().Text(0), std::move(*content), rows->front().Int(2)};
+  }
+
+  Result<bool> AppendLog(const std::string& org, const std::string& deployment,
+                         const std::string& run_id, int64_t seq, const std::string& data) override {
+    constexpr int kAttempts = 5;  // two chunks of one deployment race for a position
+    for (int attempt = 0;; ++attempt) {
+      auto c = pool_.Borrow();
+      auto tx = Transaction::Begin(*c);
+      if (!tx) return tx.error();
+      auto seen =
+          c->Query("SELECT 1 FROM deployment_logs WHERE run_id = $1 AND seq = $2", {run_id, seq});
+      if (!seen) return seen.error();
+      if (!seen->empty()) return false;
+      auto last = c->Query(
+          "SELECT MAX(position) FROM deployment_logs WHERE org_id = $1 AND deployment_id = $2",
+          {org, deployment});
+      if (!last) return last.error();
+      auto n = c->Execute(
+          "INSERT INTO deployment_logs (org_id, deployment_id, position, run_id, seq, data, at) "
+          "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+          {org, deployment, last->front().Int(0) + 1, run_id, seq, data, UnixMillisNow()});
+      if (!n && n.error().kind == ErrorKind::kAlreadyExists && attempt + 1 < kAttempts) continue;
+      if (!n) return n.error();
+      if (auto committed = tx->Commit(); !committed) return committed.error();
+      return true;
+    }
+  }
+
+  Result<std::vector<LogChunk>> ReadLog(const std::string& org, const std::string& deployment,
+                                        int64_t after, int limit) override {
+    auto c = pool_.Borrow();
+    auto rows = c->Query(
+        "SELECT position, run_id, seq, data, at FROM deployment_logs WHERE org_id = $1 AND "
+        "deployment_id = $2 AND position > $3 ORDER BY position LIMIT $4",
+        {org, deployment, after, int64_t{limit}});
+    if (!rows) return rows.error();
+    std::vector<LogChunk> chunks;
+    for (const auto& r : *rows)
+      chunks.push_back({r.Int(0), r.Text(1), r.Int(2), r.Text(3), r.Int(4)});
+    return chunks;
+  }
+
+  Result<void> PutArtifact(const std::string& org, const std::string& deployment,
+                           const Artifact& a) override {
+    auto c = pool_.Borrow();
+    auto n = c->Execute(
+        "INSERT INTO deployment_artifacts (org_id, deployment_id, name, run_id, sha256, size, "
+        "content, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (org_id, "
+        "deployment_id, name) DO UPDATE SET run_id = excluded.run_id, sha256 = excluded.sha256, "
+        "size = excluded.size, content = excluded.content, at = excluded.at",
+        {org, deployment, a.name, a.run_id, crypto::Sha256Hex(a.content),
+         static_cast<int64_t>(a.content.size()), Base64Encode(a.content), UnixMillisNow()});
+    if (!n) return n.error();
+    return {};
+  }
+
+  Result<Artifact> GetArtifact(const std::string& org, const std::string& deployment,
+                               const std::string& name) override {
+    auto c = pool_.Borrow();
+    auto rows = c->Query(
+        "SELECT run_id, sha256, content, at FROM deployment_artifacts WHERE org_id = $1 AND "
+        "deployment_id = $2 AND name = $3",
+        {org, deployment, name});
+    if (!rows) return rows.error();
+    if (rows->empty())
+      return MakeError(ErrorKind::kNotFound, "deployment " + deployment + " has no " + name);
+    auto content = Base64Decode(rows->front().Text(2));
+    if (!content) return content.error();
+    return Artifact{name, rows->front().Text(0), rows->front().Text(1), std::move(*content),
+                    rows->front().Int(3)};
+  }
+
+ private:
+  Pool& pool_;
+};
+
+}  // namespace
+
+std::unique_ptr<DeploymentDataStore> MakeSqlDeploymentDataStore(Pool& pool) {
+  return std::make_unique<SqlDeploymentDataStore>(pool);
+}
+
+}  // namespace berth::store
