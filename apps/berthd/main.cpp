@@ -27,6 +27,11 @@ int main(int argc, char** argv) {
   app.add_option("--max-parallel-runs", options.max_parallel_runs,
                  "local runs at once; the others wait their turn")
       ->check(CLI::PositiveNumber);
+  int64_t run_deadline_seconds = options.run_deadline.count();
+  app.add_option("--run-deadline-seconds", run_deadline_seconds,
+                 "a run not ended this long after it started is stopped and its deployment "
+                 "failed")
+      ->check(CLI::PositiveNumber);
   app.add_option("--rate-limit", options.rate_limit,
                  "API requests a second per token, bursts of twice that (0: no limit)")
       ->check(CLI::NonNegativeNumber);
@@ -34,6 +39,7 @@ int main(int argc, char** argv) {
                "serve plain HTTP on a non-loopback address (not recommended)");
   CLI11_PARSE(app, argc, argv);
   options.data_dir = data_dir;
+  options.run_deadline = std::chrono::seconds(run_deadline_seconds);
   signal(SIGTERM, OnSignal);
   signal(SIGINT, OnSignal);
   auto ran =

@@ -14,6 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/body.h"
+#include "cli/connection.h"
+#include "cli/deploy.h"
 #include "cli/render.h"
 #include "net/http_client.h"
 #include "server/daemon.h"
@@ -85,90 +87,6 @@ const Kind* FindKind(const std::string& word, bool& plural) {
     }
   }
   return nullptr;
-}
-
-std::string Env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-
-fs::path DefaultDataDir() {
-  if (std::string d = Env("BERTH_DATA_DIR"); !d.empty()) return d;
-  std::string home = Env("HOME");
-  return fs::path(home.empty() ? "/tmp" : home) / ".local/share/berth";
-}
-
-struct Globals {
-  std::string org;
-  std::string data_dir;
-  std::string output = "table";
-};
-
-struct Connection {
-  std::string url, org, token;
-};
-
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
-  return s;
-}
-
-Result<Connection> Connect(const Globals& g) {
-  Connection c{Env("BERTH_API_URL"), g.org.empty() ? Env("BERTH_ORG") : g.org, Env("BERTH_TOKEN")};
-  fs::path config = fs::path(Env("HOME")) / ".config/berth/config.yaml";
-  if (auto text = sys::ReadFile(config);
-      text && (c.url.empty() || c.token.empty() || c.org.empty())) {
-    auto doc = YamlToJson(*text);
-    if (!doc || !doc->is_object()) {
-      return MakeError(ErrorKind::kInvalidArgument, "cannot read " + config.string());
-    }
-    if (c.url.empty()) c.url = doc->value("api_url", "");
-    if (c.org.empty()) c.org = doc->value("org", "");
-    if (c.token.empty()) c.token = doc->value("token", "");
-  }
-  if (c.url.empty() || c.token.empty() || !g.data_dir.empty()) {
-    fs::path dir = g.data_dir.empty() ? DefaultDataDir() : fs::path(g.data_dir);
-    auto url = sys::ReadFile(server::UrlFilePath(dir));
-    auto token = sys::ReadFile(server::AdminTokenPath(dir));
-    if (url && (c.url.empty() || !g.data_dir.empty())) c.url = Trim(*url);
-    if (token && (c.token.empty() || !g.data_dir.empty())) c.token = Trim(*token);
-  }
-  if (c.org.empty()) c.org = "default";
-  if (c.url.empty()) {
-    return MakeError(ErrorKind::kFailedPrecondition,
-                     "no berthd to talk to: set BERTH_API_URL and BERTH_TOKEN, or run `berth up` "
-                     "(and pass its --data-dir)");
-  }
-  return c;
-}
-
-int ExitFor(int status) {
-  if (status < 300) return kExitOk;
-  if (status == 404) return kExitNotFound;
-  if (status == 409 || status == 412) return kExitConflict;
-  if (status >= 500) return kExitUnavailable;
-  return kExitRefused;
-}
-
-// Prints the server's error as it is: kind, message, then each field and its rule.
-void PrintError(const std::string& body, int status) {
-  json doc = json::parse(body, nullptr, false);
-  if (!doc.is_object() || !doc.contains("error")) {
-    std::fprintf(stderr, "error: HTTP %d: %s\n", status, body.c_str());
-    return;
-  }
-  const json& e = doc["error"];
-  std::fprintf(stderr, "error: %s: %s\n", e.value("kind", "Error").c_str(),
-               e.value("message", "").c_str());
-  if (e.contains("fields")) {
-    for (const auto& f : e["fields"]) {
-      std::fprintf(stderr, "  %s: %s\n", f.value("path", "").c_str(), f.value("rule", "").c_str());
-    }
-  }
-  if (e.contains("environments")) {
-    for (const auto& env : e["environments"])
-      std::fprintf(stderr, "  in use by %s\n", env.get<std::string>().c_str());
-  }
 }
 
 std::string Cell(const json& item, const std::string& pointer) {
@@ -337,8 +255,48 @@ int Main(int argc, char** argv) {
           CLI::IsMember({"plan", "apply", "destroy", "refresh", "drift", "output", "validate"}));
   render_pod->add_option("--run-id", render_options.run_id, "names the Pod (default example)");
 
+  DeployOptions deploy_options;
+  auto* deploy = app.add_subcommand(
+      "deploy", "bundle a module folder, deploy it to an environment, follow it to its end");
+  deploy->add_option("folder", deploy_options.folder, "the module folder")->required();
+  deploy->add_option("--env", deploy_options.env, "the environment (made on first use)")
+      ->required();
+  deploy->add_option("--project", deploy_options.project, "its project (default: default)");
+  deploy->add_option("--env-type", deploy_options.env_type,
+                     "the type of an environment the deploy makes (default: default)");
+  deploy->add_option("--op", deploy_options.op, "apply (default), plan or destroy")
+      ->check(CLI::IsMember({"plan", "apply", "destroy"}));
+  deploy->add_option("--var", deploy_options.vars, "NAME=VALUE, a TF variable (repeatable)");
+  deploy->add_option("--var-file", deploy_options.var_file, "a JSON object of TF variables");
+  deploy->add_flag("--plan-only", deploy_options.plan_only, "plan, apply nothing");
+  deploy->add_flag("--require-approval", deploy_options.require_approval,
+                   "stop at the plan until someone approves it");
+  deploy->add_flag("--auto-approve", deploy_options.auto_approve,
+                   "approve the plan as soon as it is printed");
+  deploy->add_flag("--allow-destroy", deploy_options.allow_destroy,
+                   "let the apply delete or replace resources");
+  deploy->add_flag("--no-wait", deploy_options.no_wait, "queue it, print its id, return");
+
+  bool follow = false, sensitive = false;
+  std::string plan_hash;
+  auto* logs = app.add_subcommand("logs", "print a deployment's log");
+  logs->add_option("id", id, "the deployment")->required();
+  logs->add_flag("-f,--follow", follow, "keep printing until its runs have ended");
+  auto* approve = app.add_subcommand("approve", "apply the plan a deployment waits with");
+  approve->add_option("id", id, "the deployment")->required();
+  approve->add_option("--plan-hash", plan_hash, "the plan's hash, as printed")->required();
+  auto* cancel = app.add_subcommand("cancel", "cancel a deployment (stopping its run)");
+  cancel->add_option("id", id, "the deployment")->required();
+  auto* outputs = app.add_subcommand("outputs", "print the outputs a deployment left");
+  outputs->add_option("id", id, "the deployment")->required();
+  outputs->add_flag("--show-sensitive", sensitive, "print sensitive values too");
+  auto* deployment = app.add_subcommand("deployment", "show a deployment");
+  deployment->add_option("id", id, "the deployment")->required();
+
   // --org, --data-dir and -o work after the subcommand too.
-  for (auto* cmd : {up, create, get, update, remove, refresh}) cmd->fallthrough();
+  for (auto* cmd : {up, create, get, update, remove, refresh, deploy, logs, approve, cancel,
+                    outputs, deployment})
+    cmd->fallthrough();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -357,6 +315,12 @@ int Main(int argc, char** argv) {
     }
     return RenderPod(render_options);
   }
+  if (*deploy) return Deploy(g, deploy_options);
+  if (*logs) return ShowLogs(g, id, follow);
+  if (*approve) return Approve(g, id, plan_hash);
+  if (*cancel) return CancelDeployment(g, id);
+  if (*outputs) return ShowOutputs(g, id, sensitive);
+  if (*deployment) return ShowDeployment(g, id);
   if (*refresh) {
     json body = {{"dry_run", dry_run}};
     return Call(g, "POST", "/projects/" + project + "/envs/" + id + "/actions/refresh_runner",

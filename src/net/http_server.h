@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/error.h"
@@ -25,6 +26,10 @@ struct ServerResponse {
   int status = 200;
   std::map<std::string, std::string> headers;
   std::string body;
+  // A response that goes on (a followed log): after body, the server sends what next_chunk
+  // returns, chunk by chunk, until it returns nullopt or the client goes. It runs on the worker
+  // pool and may block, briefly: an empty chunk says "nothing yet" and is not sent.
+  std::function<std::optional<std::string>()> next_chunk;
 };
 
 using Handler = std::function<ServerResponse(const ServerRequest&)>;

@@ -192,6 +192,11 @@ class BeastServer final : public HttpServer {
             }
           },
           asio::use_awaitable);
+      if (response.next_chunk) {
+        bool ok = co_await WriteStreamed(stream, std::move(response), version);
+        if (!ok || !keep_alive) break;
+        continue;
+      }
       auto out = ToBeast(std::move(response), version, keep_alive);
       beast::get_lowest_layer(stream).expires_after(options_.read_timeout);
       auto [write_ec, written] = co_await http::async_write(stream, out, kAsTuple);
@@ -200,6 +205,44 @@ class BeastServer final : public HttpServer {
     }
     boost::system::error_code ignored;
     beast::get_lowest_layer(stream).socket().shutdown(tcp::socket::shutdown_send, ignored);
+  }
+
+  // A chunked response: the header and body, then each chunk next_chunk gives (fetched on the
+  // worker pool), then the last chunk. False when the client went away.
+  template <class Stream>
+  asio::awaitable<bool> WriteStreamed(Stream& stream, ServerResponse response, unsigned version) {
+    http::response<http::empty_body> head{static_cast<http::status>(response.status), version};
+    head.set(http::field::server, "berthd");
+    for (const auto& [name, value] : response.headers) head.set(name, value);
+    head.chunked(true);
+    http::response_serializer<http::empty_body> serializer{head};
+    beast::get_lowest_layer(stream).expires_never();
+    auto [head_ec, head_bytes] = co_await http::async_write_header(stream, serializer, kAsTuple);
+    (void)head_bytes;
+    if (head_ec) co_return false;
+    auto next = std::move(response.next_chunk);
+    std::optional<std::string> chunk = std::move(response.body);
+    while (chunk && !stopped_) {
+      if (!chunk->empty()) {
+        auto [ec, n] =
+            co_await asio::async_write(stream, http::make_chunk(asio::buffer(*chunk)), kAsTuple);
+        (void)n;
+        if (ec) co_return false;
+      }
+      chunk = co_await asio::co_spawn(
+          workers_,
+          [&next]() -> asio::awaitable<std::optional<std::string>> {
+            try {
+              co_return next();
+            } catch (const std::exception&) {
+              co_return std::nullopt;
+            }
+          },
+          asio::use_awaitable);
+    }
+    auto [last_ec, last_n] = co_await asio::async_write(stream, http::make_chunk_last(), kAsTuple);
+    (void)last_n;
+    co_return !last_ec;
   }
 
   ServerOptions options_;

@@ -59,16 +59,41 @@ Result<std::pair<std::string, int>> SplitListen(const std::string& listen) {
 
 // The first start makes organization `default` and an admin token, written where only the
 // owner can read it. Later starts change nothing.
-Result<void> Bootstrap(store::Store& store, const fs::path& data_dir) {
+// The admin token's secret when this start made the organization (the first start).
+Result<std::optional<std::string>> Bootstrap(store::Store& store, const fs::path& data_dir) {
   auto created = store.CreateOrganization("default");
   if (!created) return created.error();
-  fs::path token_file = AdminTokenPath(data_dir);
-  std::error_code ec;
-  if (!*created && fs::exists(token_file, ec)) return {};
-  if (!*created) return {};  // an organization someone made; its tokens are theirs
+  if (!*created) return std::optional<std::string>();  // its tokens are whoever made it's
   auto secret = IssueToken(store, "default", "admin token made at the first start");
   if (!secret) return secret.error();
-  return sys::WriteFileAtomic(token_file, *secret + "\n");
+  if (auto written = sys::WriteFileAtomic(AdminTokenPath(data_dir), *secret + "\n"); !written)
+    return written.error();
+  return std::optional<std::string>(*secret);
+}
+
+// What an embedded berthd starts with, so that `berth deploy DIR --env E` works at once: a
+// local runner with berth's own state, project and environment type `default`, and a rule that
+// gives the runner every environment of that project (other projects choose their own). Made through the API, by its rules, as the admin would.
+Result<void> SeedEmbeddedDefaults(const Api& api, const std::string& admin_token) {
+  const std::pair<const char*, const char*> kObjects[] = {
+      {"/orgs/default/runners",
+       R"({"id":"local","runner_configuration":{"type":"local"},)"
+       R"("state_storage_configuration":{"type":"berth"},"description":"runs on this machine"})"},
+      {"/orgs/default/runner-rules",
+       R"({"id":"default","runner_id":"local","project_id":"default"})"},
+      {"/orgs/default/projects", R"({"id":"default"})"},
+      {"/orgs/default/env-types", R"({"id":"default"})"},
+  };
+  for (const auto& [path, body] : kObjects) {
+    net::ServerRequest request{.method = "POST", .target = path, .body = body};
+    request.headers = {{"authorization", "Bearer " + admin_token},
+                       {"content-type", "application/json"}};
+    auto response = api.Handle(request);
+    if (response.status != 201)
+      return MakeError(ErrorKind::kInternal, std::string("cannot make the embedded defaults: ") +
+                                                 path + ": " + response.body);
+  }
+  return {};
 }
 
 // The run tokens' signing key: kept across restarts, so that a run's token outlives one.
@@ -101,7 +126,8 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
                              : options.database;
   auto store = store::OpenStore(database, 8);
   if (!store) return store.error();
-  if (auto ready = Bootstrap(**store, options.data_dir); !ready) return ready.error();
+  auto first_admin_token = Bootstrap(**store, options.data_dir);
+  if (!first_admin_token) return first_admin_token.error();
 
   auto listen = SplitListen(options.listen);
   if (!listen) return listen.error();
@@ -126,7 +152,21 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
       return dispatcher->Cancel(org, id);
     };
   }
+  if (!options.runner_binary.empty()) {
+    api_options.approve = [&](const std::string& org, const std::string& id,
+                              const std::string& hash,
+                              const std::string& who) -> Result<store::Deployment> {
+      MutexLock lock(dispatcher_mutex);
+      if (!dispatcher) return MakeError(ErrorKind::kUnavailable, "berthd is starting");
+      return dispatcher->Approve(org, id, hash, who);
+    };
+  }
+  api_options.log_feed = &log_feed;
   Api api(**store, api_options);
+  if (options.embedded && *first_admin_token) {
+    if (auto seeded = SeedEmbeddedDefaults(api, **first_admin_token); !seeded)
+      return seeded.error();
+  }
   net::ServerOptions server_options;
   server_options.address = listen->first;
   server_options.port = listen->second;
@@ -165,8 +205,9 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
         },
         [](const std::string&, const std::string&) {});
     MutexLock lock(dispatcher_mutex);
-    dispatcher =
-        std::make_unique<Dispatcher>(**store, *local, *signer, DispatcherOptions{.url = url});
+    dispatcher = std::make_unique<Dispatcher>(
+        **store, *local, *signer,
+        DispatcherOptions{.url = url, .run_deadline = options.run_deadline});
     if (auto recovered = dispatcher->Recover(); !recovered) return recovered.error();
   }
   on_ready(url, AdminTokenPath(options.data_dir));

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -24,6 +25,8 @@ struct DaemonOptions {
   // The runner program for local runs; empty: berthd runs no deployments (API only).
   std::filesystem::path runner_binary;
   int max_parallel_runs = 4;
+  // A run that has not ended this long after it started is stopped and its deployment failed.
+  std::chrono::seconds run_deadline{6 * 3600};
   // An embedded berthd (`berth up`): one person is both caller and server, so deployments may
   // name module folders on this machine.
   bool embedded = false;

@@ -15,8 +15,9 @@
 #include "core/time_format.h"
 #include "crypto/digest.h"
 #include "crypto/random.h"
+#include "server/api/deployment_routes.h"
 #include "server/api/openapi.h"
-#include "server/api/rate_limiter.h"
+#include "server/api/request_support.h"
 #include "server/runner_resolution.h"
 
 namespace berth::server {
@@ -26,19 +27,7 @@ using nlohmann::json;
 using store::Kind;
 using store::Record;
 
-Error Invalid(std::string path, std::string rule, std::string message = "invalid request") {
-  Error e = MakeError(ErrorKind::kInvalidArgument, std::move(message));
-  e.fields.push_back({std::move(path), std::move(rule)});
-  return e;
-}
-
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-// The organization, from a valid token for it.
-struct Caller {
-  std::string org;
-  std::string token_id;
-};
 
 // What a configuration resource type needs beyond the generic handlers.
 struct ResourceType {
@@ -55,17 +44,6 @@ struct ResourceType {
 Schema DisplayNameSchema() {
   return Schema::Object({Optional("id", Schema::String()),
                          Optional("display_name", std::move(Schema::String().MaxLength(256)))});
-}
-
-Result<json> ValidateWith(const Schema& schema, json body) {
-  FieldErrors errors;
-  schema.Validate(body, "$", errors);
-  if (!errors.empty()) {
-    Error e = MakeError(ErrorKind::kInvalidArgument, "invalid request body");
-    e.fields = std::move(errors);
-    return e;
-  }
-  return Ok(std::move(body));
 }
 
 json Common(const Record& r) {
@@ -210,10 +188,8 @@ class Handlers {
  public:
   Handlers(store::Store& store, Router& router, const ApiOptions& options)
       : store_(store),
-        allow_server_paths_(options.allow_server_paths),
-        cancel_run_(options.cancel_run),
-        limiter_(options.requests_per_second, options.burst,
-                 options.clock ? *options.clock : SystemClock::Instance()) {
+        authorized_(store, options.requests_per_second, options.burst,
+                    options.clock ? *options.clock : SystemClock::Instance()) {
     router.Add("GET", "/healthz",
                [](const RouteRequest&) { return JsonResponse(200, "{\"status\":\"ok\"}"); });
     router.Add("GET", "/openapi.json", [](const RouteRequest&) {
@@ -222,92 +198,22 @@ class Handlers {
     for (const auto& type : ResourceTypes()) AddResource(router, type);
     router.Add("POST", "/orgs/{org}/projects/{project}/envs/{env}/actions/refresh_runner",
                [this](const RouteRequest& r) {
-                 return Authorized(r, [&](const Caller& c) { return RefreshRunner(r, c); });
+                 return authorized_(r, [&](const Caller& c) { return RefreshRunner(r, c); });
                });
     const std::string state = "/orgs/{org}/projects/{project}/envs/{env}/state";
     router.Add("GET", state + "/versions", [this](const RouteRequest& r) {
-      return Authorized(r, [&](const Caller& c) { return StateVersions(r, c); });
+      return authorized_(r, [&](const Caller& c) { return StateVersions(r, c); });
     });
     router.Add("GET", state + "/versions/{version}", [this](const RouteRequest& r) {
-      return Authorized(r, [&](const Caller& c) { return StateVersion(r, c); });
+      return authorized_(r, [&](const Caller& c) { return StateVersion(r, c); });
     });
     router.Add("POST", state + "/rollback", [this](const RouteRequest& r) {
-      return Authorized(r, [&](const Caller& c) { return StateRollback(r, c); });
+      return authorized_(r, [&](const Caller& c) { return StateRollback(r, c); });
     });
-    const std::string env_deployments = "/orgs/{org}/projects/{project}/envs/{env}/deployments";
-    router.Add("POST", env_deployments, [this](const RouteRequest& r) {
-      return Authorized(r, [&](const Caller& c) { return CreateDeployment(r, c); });
-    });
-    router.Add("GET", env_deployments, [this](const RouteRequest& r) {
-      return Authorized(r, [&](const Caller& c) { return ListDeployments(r, c); });
-    });
-    router.Add("GET", "/orgs/{org}/deployments/{id}", [this](const RouteRequest& r) {
-      return Authorized(r, [&](const Caller& c) { return GetDeployment(r, c); });
-    });
-    router.Add("POST", "/orgs/{org}/deployments/{id}/cancel", [this](const RouteRequest& r) {
-      return Authorized(r, [&](const Caller& c) { return CancelDeployment(r, c); });
-    });
+    deployments_ = std::make_unique<DeploymentRoutes>(router, store, authorized_, options);
   }
 
  private:
-  using Body = std::function<net::ServerResponse(const Caller&)>;
-
-  // 401 without a valid token, 403 for another organization's objects.
-  net::ServerResponse Authorized(const RouteRequest& r, const Body& body) const {
-    auto header = r.http.headers.find("authorization");
-    if (header == r.http.headers.end() || !header->second.starts_with("Bearer ")) {
-      auto response = ErrorResponse(401, "Unauthenticated", "a bearer token is required");
-      response.headers["WWW-Authenticate"] = "Bearer";
-      return response;
-    }
-    auto token = store_.FindToken(HashToken(header->second.substr(7)));
-    if (!token) {
-      if (token.error().kind != ErrorKind::kNotFound) return ErrorResponse(token.error());
-      auto response = ErrorResponse(401, "Unauthenticated", "the token is not valid");
-      response.headers["WWW-Authenticate"] = "Bearer error=\"invalid_token\"";
-      return response;
-    }
-    if (auto wait = limiter_.Take(token->id)) {
-      auto response = ErrorResponse(
-          429, "ResourceExhausted",
-          "too many requests for this token; retry in " + std::to_string(wait->count()) + " s");
-      response.headers["Retry-After"] = std::to_string(wait->count());
-      return response;
-    }
-    const std::string& org = r.params.at("org");
-    if (token->org_id != org) {
-      return ErrorResponse(403, "PermissionDenied",
-                           "the token is not valid for organization " + org);
-    }
-    return body(Caller{org, token->id});
-  }
-
-  // A request's JSON object body, or the response that refuses it (415 for another media
-  // type, 400 for anything that is not a JSON object).
-  using ParsedBody = boost::system::result<json, net::ServerResponse>;
-  static ParsedBody ParseBody(const RouteRequest& r, bool merge_patch = false) {
-    auto refuse = [](net::ServerResponse response) {
-      return ParsedBody(boost::system::in_place_error, std::move(response));
-    };
-    auto type = r.http.headers.find("content-type");
-    std::string media =
-        type == r.http.headers.end() ? "" : type->second.substr(0, type->second.find(';'));
-    bool ok =
-        media == "application/json" || (merge_patch && media == "application/merge-patch+json");
-    if (!ok) {
-      return refuse(ErrorResponse(415, "UnsupportedMediaType",
-                                  std::string("unsupported media type: send application/json") +
-                                      (merge_patch ? " or application/merge-patch+json" : "")));
-    }
-    json body = json::parse(r.http.body, nullptr, false);
-    if (body.is_discarded()) {
-      return refuse(
-          ErrorResponse(Invalid("$", "must be valid JSON", "the body is not valid JSON")));
-    }
-    if (!body.is_object()) return refuse(ErrorResponse(Invalid("$", "must be an object")));
-    return ParsedBody(boost::system::in_place_value, std::move(body));
-  }
-
   static std::optional<int64_t> IfMatch(const RouteRequest& r, bool& malformed) {
     malformed = false;
     auto it = r.http.headers.find("if-match");
@@ -348,7 +254,7 @@ class Handlers {
     };
 
     router.Add("GET", base, [=, this](const RouteRequest& r) {
-      return Authorized(r, [&](const Caller& c) {
+      return authorized_(r, [&](const Caller& c) {
         store::ListQuery query;
         query.after = r.query.count("after") ? r.query.at("after") : "";
         if (r.query.count("limit")) {
@@ -375,8 +281,8 @@ class Handlers {
     });
 
     router.Add("POST", base, [=, this](const RouteRequest& r) {
-      return Authorized(r, [&](const Caller& c) {
-        auto body = ParseBody(r);
+      return authorized_(r, [&](const Caller& c) {
+        auto body = ParseJsonBody(r);
         if (!body) return body.error();
         std::string id;
         if (body->contains("id")) {
@@ -400,7 +306,7 @@ class Handlers {
     });
 
     router.Add("GET", item, [=, this](const RouteRequest& r) {
-      return Authorized(r, [&](const Caller& c) {
+      return authorized_(r, [&](const Caller& c) {
         auto record = store_.Get(type.kind, c.org, project_of(r), r.params.at("id"));
         if (!record) return ErrorResponse(record.error());
         return WithEtag(JsonResponse(200, Dump(type.render(*record))), record->version);
@@ -408,11 +314,11 @@ class Handlers {
     });
 
     auto update = [=, this](const RouteRequest& r, bool patch) {
-      return Authorized(r, [&](const Caller& c) {
+      return authorized_(r, [&](const Caller& c) {
         bool malformed = false;
         auto expected = IfMatch(r, malformed);
         if (malformed) return ErrorResponse(Invalid("If-Match", "must be an ETag such as \"3\""));
-        auto body = ParseBody(r, patch);
+        auto body = ParseJsonBody(r, patch);
         if (!body) return body.error();
         const std::string& id = r.params.at("id");
         auto current = store_.Get(type.kind, c.org, project_of(r), id);
@@ -449,7 +355,7 @@ class Handlers {
     router.Add("PATCH", item, [update](const RouteRequest& r) { return update(r, true); });
 
     router.Add("DELETE", item, [=, this](const RouteRequest& r) {
-      return Authorized(r, [&](const Caller& c) {
+      return authorized_(r, [&](const Caller& c) {
         bool malformed = false;
         auto expected = IfMatch(r, malformed);
         if (malformed) return ErrorResponse(Invalid("If-Match", "must be an ETag such as \"3\""));
@@ -484,96 +390,6 @@ class Handlers {
                                   " environment(s); refresh their runner first"},
                   {"environments", envs}}}};
     return JsonResponse(409, Dump(doc));
-  }
-
-  static json DeploymentJson(const store::Deployment& d) {
-    auto at = [](int64_t ms) {
-      return FormatRfc3339(std::chrono::system_clock::time_point(std::chrono::milliseconds(ms)), 3);
-    };
-    return {{"id", d.id},
-            {"project_id", d.project_id},
-            {"env_id", d.env_id},
-            {"sequence", d.sequence},
-            {"state", DeploymentStateName(d.state)},
-            {"op", d.spec.value("op", "")},
-            {"source", d.spec.value("source", json::object())},
-            {"run_id", d.run_id.empty() ? json(nullptr) : json(d.run_id)},
-            {"transitions", d.transitions},
-            {"result", d.result},
-            {"created_at", at(d.created_at)},
-            {"updated_at", at(d.updated_at)}};
-  }
-
-  net::ServerResponse CreateDeployment(const RouteRequest& r, const Caller& c) {
-    auto body = ParseBody(r);
-    if (!body) return body.error();
-    static const Schema kSchema = Schema::Object({
-        Required("op", std::move(Schema::String().OneOf({"plan", "apply", "destroy"}))),
-        Required("source", Schema::Object({Required("path", std::move(Schema::String().Pattern(
-                                                                "/.*", "an absolute path")))})),
-    });
-    auto valid = ValidateWith(kSchema, std::move(*body));
-    if (!valid) return ErrorResponse(valid.error());
-    std::string path = (*valid)["source"]["path"];
-    if (!allow_server_paths_)
-      return ErrorResponse(
-          InvalidFields("invalid deployment",
-                        {{"$.source.path", "is accepted only by an embedded berthd (berth up)"}}));
-    std::error_code ec;
-    if (!std::filesystem::is_directory(path, ec))
-      return ErrorResponse(InvalidFields("invalid deployment",
-                                         {{"$.source.path", "must be a folder on the server"}}));
-    store::Deployment d{.org_id = c.org,
-                        .project_id = r.params.at("project"),
-                        .env_id = r.params.at("env"),
-                        .id = "d-" + crypto::RandomId()};
-    d.spec = *valid;
-    auto env = store_.Get(Kind::kEnvironment, c.org, d.project_id, d.env_id);
-    if (!env) return ErrorResponse(env.error());
-    auto created = store_.Deployments().Create(d);
-    if (!created) return ErrorResponse(created.error());
-    return JsonResponse(201, DeploymentJson(*created).dump());
-  }
-
-  net::ServerResponse ListDeployments(const RouteRequest& r, const Caller& c) {
-    auto env = store_.Get(Kind::kEnvironment, c.org, r.params.at("project"), r.params.at("env"));
-    if (!env) return ErrorResponse(env.error());
-    auto list = store_.Deployments().ListForEnvironment(c.org, r.params.at("project"),
-                                                        r.params.at("env"), 100);
-    if (!list) return ErrorResponse(list.error());
-    json items = json::array();
-    for (const auto& d : *list) items.push_back(DeploymentJson(d));
-    return JsonResponse(200, json{{"items", items}}.dump());
-  }
-
-  net::ServerResponse GetDeployment(const RouteRequest& r, const Caller& c) {
-    auto d = store_.Deployments().Get(c.org, r.params.at("id"));
-    if (!d) return ErrorResponse(d.error());
-    return JsonResponse(200, DeploymentJson(*d).dump());
-  }
-
-  // A queued deployment is cancelled at once; a started one through its run (the runner stops
-  // TF cleanly, the dispatcher records the end); an ended one cannot be.
-  net::ServerResponse CancelDeployment(const RouteRequest& r, const Caller& c) {
-    const std::string& id = r.params.at("id");
-    auto d = store_.Deployments().Get(c.org, id);
-    if (!d) return ErrorResponse(d.error());
-    if (IsTerminal(d->state))
-      return ErrorResponse(
-          409, "FailedPrecondition",
-          "deployment " + id + " has ended (" + std::string(DeploymentStateName(d->state)) + ")");
-    if (d->state == DeploymentState::kQueued) {
-      auto cancelled = store_.Deployments().Transition(c.org, id, DeploymentState::kQueued,
-                                                       DeploymentState::kCancelled,
-                                                       "cancelled by token " + c.token_id);
-      if (!cancelled) return ErrorResponse(cancelled.error());
-      return JsonResponse(200, DeploymentJson(*cancelled).dump());
-    }
-    if (!cancel_run_)
-      return ErrorResponse(409, "FailedPrecondition",
-                           "deployment " + id + " has started and this berthd runs no dispatcher");
-    if (auto stopping = cancel_run_(c.org, id); !stopping) return ErrorResponse(stopping.error());
-    return JsonResponse(202, DeploymentJson(*d).dump());
   }
 
   // The state key of the environment in the path, or the response when it does not exist.
@@ -633,7 +449,7 @@ class Handlers {
   net::ServerResponse StateRollback(const RouteRequest& r, const Caller& c) {
     auto key = StateKeyOf(r, c);
     if (!key) return key.error();
-    auto body = ParseBody(r);
+    auto body = ParseJsonBody(r);
     if (!body) return body.error();
     static const Schema kSchema =
         Schema::Object({Required("version", std::move(Schema::Integer().Range(1, INT64_MAX)))});
@@ -650,7 +466,7 @@ class Handlers {
   }
 
   net::ServerResponse RefreshRunner(const RouteRequest& r, const Caller& c) {
-    auto body = ParseBody(r);
+    auto body = ParseJsonBody(r);
     if (!body) return body.error();
     static const Schema kSchema = Schema::Object({Optional("dry_run", Schema::Bool())});
     auto valid = ValidateWith(kSchema, std::move(*body));
@@ -683,9 +499,8 @@ class Handlers {
   }
 
   store::Store& store_;
-  const bool allow_server_paths_;
-  const std::function<Result<void>(const std::string&, const std::string&)> cancel_run_;
-  mutable RateLimiter limiter_;
+  TokenGuard authorized_;
+  std::unique_ptr<DeploymentRoutes> deployments_;
 };
 
 }  // namespace

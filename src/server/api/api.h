@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "net/http_server.h"
 #include "server/api/router.h"
+#include "server/log_feed.h"
 #include "store/store.h"
 
 namespace berth::server {
@@ -25,6 +26,13 @@ struct ApiOptions {
   // Stops the run of a deployment that has started (the dispatcher's); unset: only queued
   // deployments can be cancelled.
   std::function<Result<void>(const std::string& org, const std::string& id)> cancel_run;
+  // Starts the apply of the plan a deployment waits with (the dispatcher's); unset: approval
+  // is refused.
+  std::function<Result<store::Deployment>(const std::string& org, const std::string& id,
+                                          const std::string& plan_hash, const std::string& who)>
+      approve;
+  // Wakes log followers when runs append to a log; null: followers poll.
+  LogFeed* log_feed = nullptr;
 };
 
 class Api {

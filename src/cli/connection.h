@@ -1,0 +1,36 @@
+// How the CLI reaches berthd: flags, then BERTH_API_URL, BERTH_ORG and BERTH_TOKEN, then
+// ~/.config/berth/config.yaml, then the data folder of a local `berth up` (its berthd.url and
+// admin-token files); and how the server's answers become output and exit codes.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "core/error.h"
+#include "net/http_client.h"
+
+namespace berth::cli {
+
+struct Globals {
+  std::string org;
+  std::string data_dir;
+  std::string output = "table";
+};
+
+struct Connection {
+  std::string url, org, token;
+};
+
+std::string Env(const char* name);
+std::filesystem::path DefaultDataDir();
+Result<Connection> Connect(const Globals& g);
+// The exit code for an HTTP status (cli.h).
+int ExitFor(int status);
+// Prints the server's error as it is: kind, message, then each field and its rule.
+void PrintError(const std::string& body, int status);
+// Sends a request to /orgs/{org}{path} as the connection's token; errors are printed and
+// returned as the exit code.
+Result<net::HttpResponse> SendToOrg(const Connection& c, net::HttpRequest request,
+                                    const std::string& path);
+
+}  // namespace berth::cli

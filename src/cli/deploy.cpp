@@ -1,0 +1,257 @@
+#include "cli/deploy.h"
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "cli/body.h"
+#include "cli/bundle.h"
+#include "cli/cli.h"
+#include "sys/files.h"
+
+namespace berth::cli {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::chrono::hours kFollowFor{24};
+
+// The connection, or nothing after saying why.
+std::optional<Connection> Reach(const Globals& g) {
+  auto c = Connect(g);
+  if (!c) {
+    std::fprintf(stderr, "error: %s\n", c.error().message.c_str());
+    return std::nullopt;
+  }
+  return std::move(*c);
+}
+
+// A call's JSON answer, or the exit code (the error printed).
+struct Answer {
+  int exit_code = kExitOk;
+  json body;
+  std::map<std::string, std::string> headers;
+};
+
+Answer Send(const Connection& c, const std::string& method, const std::string& path,
+            std::string body = {}, const std::string& content_type = "application/json") {
+  net::HttpRequest request{.method = method};
+  if (!body.empty()) {
+    request.headers.emplace_back("Content-Type", content_type);
+    request.body = std::move(body);
+  }
+  request.timeout = std::chrono::minutes(5);
+  auto response = SendToOrg(c, std::move(request), path);
+  if (!response) {
+    std::fprintf(stderr, "error: %s\n", response.error().ToString().c_str());
+    return {kExitUnavailable, {}, {}};
+  }
+  if (response->status >= 300) {
+    PrintError(response->body, response->status);
+    return {ExitFor(response->status), {}, {}};
+  }
+  return {kExitOk, json::parse(response->body, nullptr, false), response->headers};
+}
+
+// Prints (or, when quiet, only reads) the deployment's log from position after; with follow,
+// until nothing more will come. The position it read up to, or the exit code as a negative
+// number.
+int64_t ReadLog(const Connection& c, const std::string& id, int64_t after, bool follow,
+                bool quiet = false) {
+  net::HttpRequest request;
+  request.timeout = follow ? std::chrono::duration_cast<std::chrono::milliseconds>(kFollowFor)
+                           : std::chrono::milliseconds(std::chrono::minutes(5));
+  request.on_body = [quiet](std::string_view piece) {
+    if (!quiet) {
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+    }
+    return true;
+  };
+  std::string query = "?after=" + std::to_string(after) + (follow ? "&follow=true" : "");
+  auto response = SendToOrg(c, std::move(request), "/deployments/" + id + "/logs" + query);
+  if (!response) {
+    std::fprintf(stderr, "error: %s\n", response.error().ToString().c_str());
+    return -kExitUnavailable;
+  }
+  if (response->status >= 300) {
+    PrintError(response->body, response->status);
+    return -ExitFor(response->status);
+  }
+  auto position = response->headers.find("x-berth-log-position");
+  if (position == response->headers.end()) return after;
+  int64_t read = std::stoll(position->second);
+  // A followed log's header names where it began: ask where it ends now.
+  return follow ? ReadLog(c, id, read, false, true) : read;
+}
+
+std::string PlanLine(const json& plan) {
+  return plan.value("hash", "?") + ": " + std::to_string(plan.value("add", 0)) + " to add, " +
+         std::to_string(plan.value("change", 0)) + " to change, " +
+         std::to_string(plan.value("destroy", 0)) + " to destroy, " +
+         std::to_string(plan.value("replace", 0)) + " to replace";
+}
+
+void PrintOutputs(const json& outputs) {
+  for (const auto& [name, output] : outputs.items()) {
+    std::string value = output.value("redacted", false) ? "(sensitive)"
+                        : output["value"].is_string()   ? output["value"].get<std::string>()
+                                                        : output["value"].dump();
+    std::printf("  %s = %s\n", name.c_str(), value.c_str());
+  }
+}
+
+Result<json> Variables(const DeployOptions& o) {
+  json vars = json::object();
+  if (!o.var_file.empty()) {
+    auto text = sys::ReadFile(o.var_file);
+    if (!text) return text.error();
+    vars = json::parse(*text, nullptr, false);
+    if (!vars.is_object())
+      return MakeError(ErrorKind::kInvalidArgument, "--var-file: must be a JSON object");
+  }
+  for (const std::string& var : o.vars) {
+    auto eq = var.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return MakeError(ErrorKind::kInvalidArgument, "--var " + var + ": must be NAME=VALUE");
+    vars[var.substr(0, eq)] = var.substr(eq + 1);
+  }
+  return Ok(std::move(vars));
+}
+
+// The environment, made (in its project, with env_type) when the deploy is its first.
+int EnsureEnvironment(const Connection& c, const DeployOptions& o) {
+  std::string envs = "/projects/" + o.project + "/envs";
+  auto response = SendToOrg(c, {.method = "GET"}, envs + "/" + o.env);
+  if (response && response->status == 200) return kExitOk;
+  if (!response || response->status != 404) return Send(c, "GET", envs + "/" + o.env).exit_code;
+  json env = {{"id", o.env}, {"env_type_id", o.env_type}};
+  auto created = Send(c, "POST", envs, env.dump());
+  if (created.exit_code == kExitOk)
+    std::printf("created environment %s/%s\n", o.project.c_str(), o.env.c_str());
+  return created.exit_code;
+}
+
+}  // namespace
+
+int Deploy(const Globals& g, const DeployOptions& o) {
+  auto c = Reach(g);
+  if (!c) return kExitUnavailable;
+  auto vars = Variables(o);
+  if (!vars) {
+    std::fprintf(stderr, "error: %s\n", vars.error().message.c_str());
+    return kExitUsage;
+  }
+  auto bundle = PackModule(o.folder);
+  if (!bundle) {
+    std::fprintf(stderr, "error: %s\n", bundle.error().ToString().c_str());
+    return kExitUsage;
+  }
+  auto uploaded = Send(*c, "POST", "/bundles", std::move(*bundle), "application/gzip");
+  if (uploaded.exit_code != kExitOk) return uploaded.exit_code;
+  if (int ensured = EnsureEnvironment(*c, o); ensured != kExitOk) return ensured;
+  json request = {{"op", o.op},
+                  {"source", {{"bundle", uploaded.body["id"]}}},
+                  {"variables", *vars},
+                  {"plan_only", o.plan_only},
+                  {"allow_destroy", o.allow_destroy}};
+  if (o.require_approval || o.auto_approve) request["approval"] = {{"required", true}};
+  auto created = Send(*c, "POST", "/projects/" + o.project + "/envs/" + o.env + "/deployments",
+                      request.dump());
+  if (created.exit_code != kExitOk) return created.exit_code;
+  std::string id = created.body["id"];
+  std::printf("deployment %s queued (%s of %s/%s)\n", id.c_str(), o.op.c_str(), o.project.c_str(),
+              o.env.c_str());
+  std::fflush(stdout);
+  if (o.no_wait) return kExitOk;
+
+  int64_t position = ReadLog(*c, id, 0, true);
+  if (position < 0) return static_cast<int>(-position);
+  auto d = Send(*c, "GET", "/deployments/" + id);
+  if (d.exit_code != kExitOk) return d.exit_code;
+  if (d.body["state"] == "waiting_approval") {
+    json plan = d.body["plan"];
+    std::printf("plan %s\n", PlanLine(plan).c_str());
+    if (!o.auto_approve) {
+      std::printf("deployment %s waits for approval: berth approve %s --plan-hash %s\n", id.c_str(),
+                  id.c_str(), plan.value("hash", "").c_str());
+      return kExitOk;
+    }
+    json approval = {{"plan_hash", plan.value("hash", "")}};
+    auto approved = Send(*c, "POST", "/deployments/" + id + "/approve", approval.dump());
+    if (approved.exit_code != kExitOk) return approved.exit_code;
+    position = ReadLog(*c, id, position, true);
+    if (position < 0) return static_cast<int>(-position);
+    d = Send(*c, "GET", "/deployments/" + id);
+    if (d.exit_code != kExitOk) return d.exit_code;
+  }
+  std::string state = d.body.value("state", "");
+  std::printf("deployment %s %s\n", id.c_str(), state.c_str());
+  if (state != "succeeded") {
+    const json& result = d.body["result"];
+    if (result.is_object() && result.contains("error"))
+      std::printf("  %s: %s\n", result["error"].value("kind", "").c_str(),
+                  result["error"].value("message", "").c_str());
+    return kExitDeploymentFailed;
+  }
+  if (o.op != "apply" || o.plan_only) return kExitOk;
+  auto outputs = Send(*c, "GET", "/deployments/" + id + "/outputs");
+  if (outputs.exit_code != kExitOk) return outputs.exit_code;
+  std::printf("outputs:\n");
+  PrintOutputs(outputs.body["outputs"]);
+  return kExitOk;
+}
+
+int ShowLogs(const Globals& g, const std::string& id, bool follow) {
+  auto c = Reach(g);
+  if (!c) return kExitUnavailable;
+  int64_t position = ReadLog(*c, id, 0, follow);
+  return position < 0 ? static_cast<int>(-position) : kExitOk;
+}
+
+int Approve(const Globals& g, const std::string& id, const std::string& plan_hash) {
+  auto c = Reach(g);
+  if (!c) return kExitUnavailable;
+  json approval = {{"plan_hash", plan_hash}};
+  auto approved = Send(*c, "POST", "/deployments/" + id + "/approve", approval.dump());
+  if (approved.exit_code == kExitOk) std::printf("deployment %s: apply started\n", id.c_str());
+  return approved.exit_code;
+}
+
+int CancelDeployment(const Globals& g, const std::string& id) {
+  auto c = Reach(g);
+  if (!c) return kExitUnavailable;
+  auto cancelled = Send(*c, "POST", "/deployments/" + id + "/cancel");
+  if (cancelled.exit_code == kExitOk)
+    std::printf("deployment %s: %s\n", id.c_str(),
+                cancelled.body.value("state", "") == "cancelled" ? "cancelled" : "stopping");
+  return cancelled.exit_code;
+}
+
+int ShowOutputs(const Globals& g, const std::string& id, bool sensitive) {
+  auto c = Reach(g);
+  if (!c) return kExitUnavailable;
+  auto outputs =
+      Send(*c, "GET", "/deployments/" + id + "/outputs" + (sensitive ? "?sensitive=true" : ""));
+  if (outputs.exit_code != kExitOk) return outputs.exit_code;
+  if (g.output == "json") {
+    std::printf("%s\n", outputs.body.dump(2).c_str());
+  } else {
+    PrintOutputs(outputs.body["outputs"]);
+  }
+  return kExitOk;
+}
+
+int ShowDeployment(const Globals& g, const std::string& id) {
+  auto c = Reach(g);
+  if (!c) return kExitUnavailable;
+  auto d = Send(*c, "GET", "/deployments/" + id);
+  if (d.exit_code != kExitOk) return d.exit_code;
+  std::printf("%s",
+              g.output == "json" ? (d.body.dump(2) + "\n").c_str() : JsonToYaml(d.body).c_str());
+  return kExitOk;
+}
+
+}  // namespace berth::cli

@@ -1,0 +1,35 @@
+// The CLI's deployment commands: `berth deploy FOLDER --env E` (bundle the module, queue it,
+// follow its log, approve when asked to, print the outcome and the outputs), `berth logs`,
+// `berth approve`, `berth cancel`, `berth outputs` and `berth deployment`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cli/connection.h"
+
+namespace berth::cli {
+
+struct DeployOptions {
+  std::string folder;
+  std::string env;
+  std::string project = "default";
+  std::string env_type = "default";  // of an environment the deploy creates
+  std::string op = "apply";
+  std::vector<std::string> vars;  // NAME=VALUE (string values)
+  std::string var_file;           // a JSON object of variables
+  bool plan_only = false;
+  bool require_approval = false;
+  bool auto_approve = false;  // approve the plan it waits with, as printed
+  bool allow_destroy = false;
+  bool no_wait = false;  // queue it and print its id
+};
+
+int Deploy(const Globals& g, const DeployOptions& options);
+int ShowLogs(const Globals& g, const std::string& id, bool follow);
+int Approve(const Globals& g, const std::string& id, const std::string& plan_hash);
+int CancelDeployment(const Globals& g, const std::string& id);
+int ShowOutputs(const Globals& g, const std::string& id, bool sensitive);
+int ShowDeployment(const Globals& g, const std::string& id);
+
+}  // namespace berth::cli

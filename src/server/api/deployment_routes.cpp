@@ -1,0 +1,302 @@
+#include "server/api/deployment_routes.h"
+
+#include <charconv>
+#include <chrono>
+#include <filesystem>
+#include <regex>
+#include <thread>
+
+#include "core/deployment_state.h"
+#include "core/time_format.h"
+#include "crypto/random.h"
+
+namespace berth::server {
+namespace {
+
+using nlohmann::json;
+using S = DeploymentState;
+
+constexpr int kLogChunksPerRead = 256;
+constexpr std::chrono::milliseconds kFollowWait{1000};
+
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string At(int64_t ms) {
+  return FormatRfc3339(std::chrono::system_clock::time_point(std::chrono::milliseconds(ms)), 3);
+}
+
+// Variables are shown by name only: their values may be secrets.
+json VariableNames(const json& spec) {
+  json names = json::array();
+  const json variables = spec.value("variables", json::object());
+  for (const auto& [name, value] : variables.items()) {
+    (void)value;
+    names.push_back(name);
+  }
+  return names;
+}
+
+json DeploymentJson(const store::Deployment& d) {
+  json out = {{"id", d.id},
+              {"project_id", d.project_id},
+              {"env_id", d.env_id},
+              {"sequence", d.sequence},
+              {"state", DeploymentStateName(d.state)},
+              {"op", d.spec.value("op", "")},
+              {"source", d.spec.value("source", json::object())},
+              {"variables", VariableNames(d.spec)},
+              {"plan_only", d.spec.value("plan_only", false)},
+              {"approval", d.spec.value("approval", json{{"required", false}})},
+              {"run_id", d.run_id.empty() ? json(nullptr) : json(d.run_id)},
+              {"transitions", d.transitions},
+              {"result", d.result},
+              {"created_at", At(d.created_at)},
+              {"updated_at", At(d.updated_at)}};
+  if (d.state == S::kWaitingApproval) out["plan"] = d.result.value("plan", json::object());
+  return out;
+}
+
+// A followed log ends when nothing will be appended: the deployment has ended, or waits for a
+// person.
+bool LogWillGrow(S state) {
+  return state == S::kQueued || state == S::kDispatched || state == S::kRunning;
+}
+
+int64_t QueryInt(const RouteRequest& r, const std::string& name) {
+  auto it = r.query.find(name);
+  if (it == r.query.end()) return 0;
+  int64_t n = -1;
+  auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), n);
+  return ec == std::errc() && end == it->second.data() + it->second.size() ? n : -1;
+}
+
+}  // namespace
+
+DeploymentRoutes::DeploymentRoutes(Router& router, store::Store& store,
+                                   const TokenGuard& authorized, const ApiOptions& options)
+    : store_(store), authorized_(authorized), options_(options) {
+  auto add = [&](const std::string& method, const std::string& path,
+                 net::ServerResponse (DeploymentRoutes::*handler)(const RouteRequest&,
+                                                                  const Caller&) const) {
+    router.Add(method, path, [this, handler](const RouteRequest& r) {
+      return authorized_(r, [&](const Caller& c) { return (this->*handler)(r, c); });
+    });
+  };
+  const std::string env_deployments = "/orgs/{org}/projects/{project}/envs/{env}/deployments";
+  const std::string one = "/orgs/{org}/deployments/{id}";
+  add("POST", "/orgs/{org}/bundles", &DeploymentRoutes::UploadBundle);
+  add("POST", env_deployments, &DeploymentRoutes::Create);
+  add("GET", env_deployments, &DeploymentRoutes::List);
+  add("GET", one, &DeploymentRoutes::Get);
+  add("POST", one + "/cancel", &DeploymentRoutes::Cancel);
+  add("POST", one + "/approve", &DeploymentRoutes::Approve);
+  add("GET", one + "/logs", &DeploymentRoutes::Logs);
+  add("GET", one + "/outputs", &DeploymentRoutes::Outputs);
+}
+
+net::ServerResponse DeploymentRoutes::UploadBundle(const RouteRequest& r, const Caller& c) const {
+  auto type = r.http.headers.find("content-type");
+  if (type == r.http.headers.end() ||
+      type->second.substr(0, type->second.find(';')) != "application/gzip")
+    return ErrorResponse(415, "UnsupportedMediaType",
+                         "a bundle is a tar.gz archive: send application/gzip");
+  const std::string& body = r.http.body;
+  if (body.size() < 2 || static_cast<unsigned char>(body[0]) != 0x1f ||
+      static_cast<unsigned char>(body[1]) != 0x8b)
+    return ErrorResponse(Invalid("$", "must be a gzip-compressed tar archive", "invalid bundle"));
+  auto bundle = store_.DeploymentData().PutBundle(c.org, body);
+  if (!bundle) return ErrorResponse(bundle.error());
+  return JsonResponse(
+      201, Dump({{"id", bundle->id}, {"sha256", bundle->sha256}, {"size", body.size()}}));
+}
+
+net::ServerResponse DeploymentRoutes::Create(const RouteRequest& r, const Caller& c) const {
+  auto body = ParseJsonBody(r);
+  if (!body) return body.error();
+  static const Schema kSchema = Schema::Object({
+      Required("op", std::move(Schema::String().OneOf({"plan", "apply", "destroy"}))),
+      Required(
+          "source",
+          Schema::Object(
+              {Optional("path", std::move(Schema::String().Pattern("/.*", "an absolute path"))),
+               Optional("bundle",
+                        std::move(Schema::String().Pattern("b-[0-9a-f]{32}", "a bundle id")))})),
+      Optional("variables", Schema::FreeObject()),
+      Optional("plan_only", Schema::Bool()),
+      Optional("approval", Schema::Object({Optional("required", Schema::Bool())})),
+      Optional("allow_destroy", Schema::Bool()),
+  });
+  auto valid = ValidateWith(kSchema, std::move(*body));
+  if (!valid) return ErrorResponse(valid.error());
+  FieldErrors errors;
+  const json& source = (*valid)["source"];
+  std::string path = source.value("path", "");
+  std::string bundle = source.value("bundle", "");
+  if (path.empty() == bundle.empty())
+    errors.push_back({"$.source", "must have exactly one of path and bundle"});
+  if (!path.empty()) {
+    std::error_code ec;
+    if (!options_.allow_server_paths)
+      errors.push_back({"$.source.path", "is accepted only by an embedded berthd (berth up)"});
+    else if (!std::filesystem::is_directory(path, ec))
+      errors.push_back({"$.source.path", "must be a folder on the server"});
+  }
+  static const std::regex kVariable("[A-Za-z_][A-Za-z0-9_-]*");
+  const json variables = valid->value("variables", json::object());
+  for (const auto& [name, value] : variables.items()) {
+    (void)value;
+    if (!std::regex_match(name, kVariable))
+      errors.push_back({"$.variables." + name, "must be a TF variable name"});
+  }
+  std::string op = (*valid)["op"];
+  if (valid->value("approval", json::object()).value("required", false) && op != "apply")
+    errors.push_back({"$.approval.required", "is for op apply (a plan applies nothing)"});
+  if (valid->value("plan_only", false) && op == "destroy")
+    errors.push_back({"$.plan_only", "is for op plan or apply"});
+  if (!errors.empty()) return ErrorResponse(InvalidFields("invalid deployment", errors));
+  if (!bundle.empty()) {
+    if (auto found = store_.DeploymentData().GetBundle(c.org, bundle); !found) {
+      if (found.error().kind != ErrorKind::kNotFound) return ErrorResponse(found.error());
+      return ErrorResponse(InvalidFields(
+          "invalid deployment",
+          {{"$.source.bundle", "must name an uploaded bundle (no bundle " + bundle + ")"}}));
+    }
+  }
+  store::Deployment d{.org_id = c.org,
+                      .project_id = r.params.at("project"),
+                      .env_id = r.params.at("env"),
+                      .id = "d-" + crypto::RandomId()};
+  d.spec = *valid;
+  auto env = store_.Get(store::Kind::kEnvironment, c.org, d.project_id, d.env_id);
+  if (!env) return ErrorResponse(env.error());
+  auto created = store_.Deployments().Create(d);
+  if (!created) return ErrorResponse(created.error());
+  return JsonResponse(201, Dump(DeploymentJson(*created)));
+}
+
+net::ServerResponse DeploymentRoutes::List(const RouteRequest& r, const Caller& c) const {
+  auto env =
+      store_.Get(store::Kind::kEnvironment, c.org, r.params.at("project"), r.params.at("env"));
+  if (!env) return ErrorResponse(env.error());
+  auto list = store_.Deployments().ListForEnvironment(c.org, r.params.at("project"),
+                                                      r.params.at("env"), 100);
+  if (!list) return ErrorResponse(list.error());
+  json items = json::array();
+  for (const auto& d : *list) items.push_back(DeploymentJson(d));
+  return JsonResponse(200, Dump({{"items", items}}));
+}
+
+net::ServerResponse DeploymentRoutes::Get(const RouteRequest& r, const Caller& c) const {
+  auto d = store_.Deployments().Get(c.org, r.params.at("id"));
+  if (!d) return ErrorResponse(d.error());
+  return JsonResponse(200, Dump(DeploymentJson(*d)));
+}
+
+// A queued deployment is cancelled at once; a started one through its run (the runner stops
+// TF cleanly, the dispatcher records the end); an ended one cannot be.
+net::ServerResponse DeploymentRoutes::Cancel(const RouteRequest& r, const Caller& c) const {
+  const std::string& id = r.params.at("id");
+  auto d = store_.Deployments().Get(c.org, id);
+  if (!d) return ErrorResponse(d.error());
+  if (IsTerminal(d->state))
+    return ErrorResponse(
+        409, "FailedPrecondition",
+        "deployment " + id + " has ended (" + std::string(DeploymentStateName(d->state)) + ")");
+  if (d->state == S::kQueued) {
+    auto cancelled = store_.Deployments().Transition(c.org, id, S::kQueued, S::kCancelled,
+                                                     "cancelled by token " + c.token_id);
+    if (!cancelled) return ErrorResponse(cancelled.error());
+    return JsonResponse(200, Dump(DeploymentJson(*cancelled)));
+  }
+  if (!options_.cancel_run)
+    return ErrorResponse(409, "FailedPrecondition",
+                         "deployment " + id + " has started and this berthd runs no dispatcher");
+  if (auto stopping = options_.cancel_run(c.org, id); !stopping)
+    return ErrorResponse(stopping.error());
+  auto now = store_.Deployments().Get(c.org, id);
+  if (!now) return ErrorResponse(now.error());
+  return JsonResponse(IsTerminal(now->state) ? 200 : 202, Dump(DeploymentJson(*now)));
+}
+
+net::ServerResponse DeploymentRoutes::Approve(const RouteRequest& r, const Caller& c) const {
+  auto body = ParseJsonBody(r);
+  if (!body) return body.error();
+  static const Schema kSchema = Schema::Object({Required(
+      "plan_hash",
+      std::move(Schema::String().Pattern("(sha256:)?[0-9a-f]{64}", "a plan hash (sha256:HEX)")))});
+  auto valid = ValidateWith(kSchema, std::move(*body));
+  if (!valid) return ErrorResponse(valid.error());
+  if (!options_.approve)
+    return ErrorResponse(409, "FailedPrecondition", "this berthd runs no dispatcher");
+  auto approved =
+      options_.approve(c.org, r.params.at("id"), (*valid)["plan_hash"], "token " + c.token_id);
+  if (!approved) return ErrorResponse(approved.error());
+  return JsonResponse(202, Dump(DeploymentJson(*approved)));
+}
+
+net::ServerResponse DeploymentRoutes::Logs(const RouteRequest& r, const Caller& c) const {
+  const std::string id = r.params.at("id");
+  auto d = store_.Deployments().Get(c.org, id);
+  if (!d) return ErrorResponse(d.error());
+  int64_t after = QueryInt(r, "after");
+  if (after < 0) return ErrorResponse(Invalid("after", "must be a whole number of at least 0"));
+  auto follow = r.query.find("follow");
+  bool following = follow != r.query.end() && follow->second == "true";
+  std::string text;
+  for (;;) {
+    auto chunks = store_.DeploymentData().ReadLog(c.org, id, after, kLogChunksPerRead);
+    if (!chunks) return ErrorResponse(chunks.error());
+    for (const auto& chunk : *chunks) text += chunk.data;
+    if (!chunks->empty()) after = chunks->back().position;
+    if (static_cast<int>(chunks->size()) < kLogChunksPerRead) break;
+  }
+  net::ServerResponse response{.status = 200};
+  response.headers["Content-Type"] = "text/plain; charset=utf-8";
+  response.headers["X-Berth-Log-Position"] = std::to_string(after);
+  response.body = std::move(text);
+  if (!following || !LogWillGrow(d->state)) return response;
+  response.next_chunk = [this, org = c.org, id, after]() mutable -> std::optional<std::string> {
+    uint64_t seen = options_.log_feed ? options_.log_feed->Generation() : 0;
+    // The state first: chunks a run sent before it ended are stored by the time it has ended.
+    auto now = store_.Deployments().Get(org, id);
+    auto chunks = store_.DeploymentData().ReadLog(org, id, after, kLogChunksPerRead);
+    if (!now || !chunks) return std::nullopt;
+    if (!chunks->empty()) {
+      std::string out;
+      for (const auto& chunk : *chunks) out += chunk.data;
+      after = chunks->back().position;
+      return out;
+    }
+    if (!LogWillGrow(now->state)) return std::nullopt;
+    if (options_.log_feed) {
+      options_.log_feed->WaitPast(seen, kFollowWait);
+    } else {
+      std::this_thread::sleep_for(kFollowWait);
+    }
+    return std::string();
+  };
+  return response;
+}
+
+net::ServerResponse DeploymentRoutes::Outputs(const RouteRequest& r, const Caller& c) const {
+  const std::string& id = r.params.at("id");
+  if (auto d = store_.Deployments().Get(c.org, id); !d) return ErrorResponse(d.error());
+  auto artifact = store_.DeploymentData().GetArtifact(c.org, id, "outputs");
+  if (!artifact) return ErrorResponse(artifact.error());
+  auto shown = r.query.find("sensitive");
+  bool reveal = shown != r.query.end() && shown->second == "true";
+  json doc = json::parse(artifact->content, nullptr, false);
+  json outputs = json::object();
+  if (!doc.is_object()) doc = json::object();
+  for (const auto& [name, output] : doc.items()) {
+    if (!output.is_object()) continue;
+    bool sensitive = output.value("sensitive", false);
+    json entry = {{"sensitive", sensitive}, {"type", output.value("type", json())}};
+    entry["value"] = sensitive && !reveal ? json(nullptr) : output.value("value", json());
+    if (sensitive && !reveal) entry["redacted"] = true;
+    outputs[name] = std::move(entry);
+  }
+  return JsonResponse(200, Dump({{"outputs", outputs}}));
+}
+
+}  // namespace berth::server

@@ -1,0 +1,33 @@
+// The API's deployment routes (docs/api.md, "Deployments"): bundles, deployments of an
+// environment (queue, list, read, cancel, approve), their logs (whole, or followed live) and
+// their outputs (sensitive values only when asked for by name of the query).
+#pragma once
+
+#include <memory>
+
+#include "server/api/api.h"
+#include "server/api/request_support.h"
+
+namespace berth::server {
+
+class DeploymentRoutes {
+ public:
+  DeploymentRoutes(Router& router, store::Store& store, const TokenGuard& authorized,
+                   const ApiOptions& options);
+
+ private:
+  net::ServerResponse UploadBundle(const RouteRequest& r, const Caller& c) const;
+  net::ServerResponse Create(const RouteRequest& r, const Caller& c) const;
+  net::ServerResponse List(const RouteRequest& r, const Caller& c) const;
+  net::ServerResponse Get(const RouteRequest& r, const Caller& c) const;
+  net::ServerResponse Cancel(const RouteRequest& r, const Caller& c) const;
+  net::ServerResponse Approve(const RouteRequest& r, const Caller& c) const;
+  net::ServerResponse Logs(const RouteRequest& r, const Caller& c) const;
+  net::ServerResponse Outputs(const RouteRequest& r, const Caller& c) const;
+
+  store::Store& store_;
+  const TokenGuard& authorized_;
+  const ApiOptions options_;
+};
+
+}  // namespace berth::server
