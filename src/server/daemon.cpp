@@ -73,7 +73,8 @@ Result<std::optional<std::string>> Bootstrap(store::Store& store, const fs::path
 
 // What an embedded berthd starts with, so that `berth deploy DIR --env E` works at once: a
 // local runner with berth's own state, project and environment type `default`, and a rule that
-// gives the runner every environment of that project (other projects choose their own). Made through the API, by its rules, as the admin would.
+// gives the runner every environment of that project (other projects choose their own). Made
+// through the API, by its rules, as the admin would.
 Result<void> SeedEmbeddedDefaults(const Api& api, const std::string& admin_token) {
   const std::pair<const char*, const char*> kObjects[] = {
       {"/orgs/default/runners",

@@ -3,11 +3,14 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/close_range.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -59,6 +62,15 @@ int DecodeStatus(int status) {
     if (setrlimit(resource, &limit) != 0) fail();
   }
   signal(SIGPIPE, SIG_DFL);
+  // Nothing of the parent's but stdin, stdout and stderr reaches the program: libraries open
+  // descriptors without O_CLOEXEC (Asio's listening socket among them), and a runner holding
+  // berthd's socket would keep its port after berthd died.
+  if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+    rlimit open_files{};
+    getrlimit(RLIMIT_NOFILE, &open_files);
+    int last = static_cast<int>(std::min<rlim_t>(open_files.rlim_cur, 65536));
+    for (int fd = 3; fd < last; ++fd) fcntl(fd, F_SETFD, FD_CLOEXEC);
+  }
   execve(argv[0], argv, envp);
   ReportAndExit(error_fd);
 }

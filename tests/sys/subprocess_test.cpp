@@ -1,8 +1,10 @@
 // Child processes: exit codes, signals, environment, folder, output, and start failures.
 #include "sys/subprocess.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include "sys/files.h"
 
@@ -25,6 +27,20 @@ TEST(Subprocess, CapturesStdoutAndStderrTogether) {
   auto done = RunToCompletion(Shell("echo out; echo err >&2"));
   ASSERT_TRUE(done);
   EXPECT_EQ(done->output, "out\nerr\n");
+}
+
+TEST(Subprocess, TheChildInheritsNoDescriptorOfTheParentBeyondTheStandardThree) {
+  // As a library would open one: without O_CLOEXEC (and far from what ls itself opens).
+  int opened = open("/dev/null", O_RDONLY);
+  ASSERT_GE(opened, 0);
+  constexpr int kLeaky = 57;
+  ASSERT_EQ(dup2(opened, kLeaky), kLeaky);
+  close(opened);
+  auto done = RunToCompletion(Shell("ls /proc/self/fd"));
+  close(kLeaky);
+  ASSERT_TRUE(done);
+  EXPECT_EQ(done->output.find("57\n"), std::string::npos) << done->output;
+  EXPECT_EQ(done->output.substr(0, 6), "0\n1\n2\n") << done->output;
 }
 
 TEST(Subprocess, GivesTheChildExactlyTheEnvironmentAndFolderAsked) {

@@ -74,13 +74,14 @@ Result<launch::LaunchRequest> Dispatcher::Prepare(const store::Deployment& d) {
   std::string op = RunOp(d);
   std::string state = options_.url + "/state/v1/" + scope;
   launch::LaunchRequest request{.run_id = d.run_id, .op = op, .revision = "1", .token = *token};
-  request.runner_args = {"--gateway=" + options_.url,
-                         "--run-id=" + d.run_id,
-                         "--inputs-hash=" + InputsHash(RenderInputs(d)),
-                         "--state-backend=http",
+  request.runner_args = {"--gateway=" + options_.url, "--run-id=" + d.run_id,
+                         "--inputs-hash=" + InputsHash(RenderInputs(d)), "--state-backend=http",
                          "--backend-config=address=" + state,
                          "--backend-config=lock_address=" + state,
-                         "--backend-config=unlock_address=" + state};
+                         "--backend-config=unlock_address=" + state,
+                         // berthd may be restarting: tofu retries its state calls for ~40 s.
+                         "--backend-config=retry_max=9", "--backend-config=retry_wait_min=1",
+                         "--backend-config=retry_wait_max=5"};
   // A folder on the server (embedded berthd) is read in place; a bundle comes from the gateway.
   if (std::string path = d.spec.value("source", json::object()).value("path", ""); !path.empty())
     request.runner_args.push_back("--module=" + path);

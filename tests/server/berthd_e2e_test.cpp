@@ -1,0 +1,282 @@
+// berthd as users run it (the real berthd process, local runners, the real runner and tofu),
+// through its HTTP API: approval of an exact plan, a queue behind a running deployment, cancel,
+// a berthd killed with SIGKILL in the middle of an apply and started again, a runner that dies,
+// and a run past its deadline.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cli/bundle.h"
+#include "net/http_client.h"
+#include "sys/files.h"
+#include "sys/subprocess.h"
+#include "test_tools.h"
+
+namespace berth::server {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// A loopback port nobody listens on now: berthd must come back on the same one after a kill,
+// since running runners know its URL.
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+  socklen_t size = sizeof(address);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size);
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+class BerthdE2e : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = sys::TempDir::Create("berthd-e2e");
+    ASSERT_TRUE(dir);
+    dir_.emplace(std::move(*dir));
+    data_ = dir_->Path() / "data";
+    url_ = "http://127.0.0.1:" + std::to_string(FreePort());
+    StartBerthd();
+    if (HasFatalFailure()) return;
+    token_ = *sys::ReadFile(data_ / "admin-token");
+    token_.pop_back();
+    for (const auto& [path, body] : std::vector<std::pair<std::string, std::string>>{
+             {"/runners", R"({"id":"here","runner_configuration":{"type":"local"},)"
+                          R"("state_storage_configuration":{"type":"berth"}})"},
+             {"/runner-rules", R"({"id":"all","runner_id":"here"})"},
+             {"/projects", R"({"id":"web"})"},
+             {"/env-types", R"({"id":"development"})"},
+             {"/projects/web/envs", R"({"id":"dev","env_type_id":"development"})"}}) {
+      auto created = Call("POST", path, body);
+      ASSERT_EQ(created.status, 201) << path << ": " << created.body;
+    }
+  }
+
+  void TearDown() override {
+    if (berthd_) StopBerthd();
+  }
+
+  void StartBerthd() {
+    sys::SpawnOptions options;
+    options.argv = {BERTHD_BIN, "--data-dir=" + data_.string(), "--listen=" + url_.substr(7),
+                    "--runner-binary=" RUNNER_BIN};
+    options.argv.insert(options.argv.end(), berthd_flags_.begin(), berthd_flags_.end());
+    options.output_path =
+        (dir_->Path() / ("berthd-" + std::to_string(++starts_) + ".log")).string();
+    auto tofu = testenv::TestTool("BERTH_TEST_TOFU");
+    ASSERT_TRUE(tofu) << tofu.error().ToString();
+    options.env = std::vector<std::string>{
+        "PATH=" + tofu->parent_path().string() + ":/usr/bin:/bin", "HOME=" + dir_->Path().string()};
+    auto started = sys::Subprocess::Spawn(options);
+    ASSERT_TRUE(started) << started.error().ToString();
+    berthd_.emplace(std::move(*started));
+    for (int i = 0; i < 200 && !fs::exists(data_ / "berthd.url"); ++i) {
+      ASSERT_TRUE(berthd_->Running()) << *sys::ReadFile(options.output_path);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_TRUE(fs::exists(data_ / "berthd.url"));
+  }
+
+  void StopBerthd() {
+    berthd_->Signal(SIGTERM);
+    EXPECT_EQ(berthd_->Wait(), 0);
+    berthd_.reset();
+  }
+
+  void KillBerthd() {
+    berthd_->Signal(SIGKILL);
+    berthd_->Wait();
+    berthd_.reset();
+    fs::remove(data_ / "berthd.url");
+  }
+
+  net::HttpResponse Call(const std::string& method, const std::string& path,
+                         const std::string& body = "",
+                         const std::string& type = "application/json") {
+    net::HttpRequest request{.method = method, .url = url_ + "/orgs/default" + path, .body = body};
+    request.headers = {{"Authorization", "Bearer " + token_}};
+    if (!body.empty()) request.headers.emplace_back("Content-Type", type);
+    auto response = http_->Send(request);
+    EXPECT_TRUE(response) << response.error().ToString();
+    return response ? *response : net::HttpResponse{};
+  }
+
+  // Bundles the module folder and queues a deployment of it; its id.
+  std::string Deploy(const fs::path& module, json spec) {
+    auto bundle = cli::PackModule(module);
+    EXPECT_TRUE(bundle);
+    auto uploaded = Call("POST", "/bundles", *bundle, "application/gzip");
+    EXPECT_EQ(uploaded.status, 201) << uploaded.body;
+    spec["source"] = {{"bundle", json::parse(uploaded.body)["id"]}};
+    auto created = Call("POST", "/projects/web/envs/dev/deployments", spec.dump());
+    EXPECT_EQ(created.status, 201) << created.body;
+    return json::parse(created.body).value("id", "");
+  }
+
+  json Get(const std::string& id) { return json::parse(Call("GET", "/deployments/" + id).body); }
+
+  // Polls until the deployment is in one of states, bounded.
+  json WaitFor(const std::string& id, const std::vector<std::string>& states) {
+    json d;
+    for (int i = 0; i < 1200; ++i) {
+      d = Get(id);
+      if (std::find(states.begin(), states.end(), d.value("state", "")) != states.end()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return d;
+  }
+
+  std::string Log(const std::string& id) {
+    return Call("GET", "/deployments/" + id + "/logs").body;
+  }
+
+  void WaitForLog(const std::string& id, const std::string& text) {
+    for (int i = 0; i < 1200 && Log(id).find(text) == std::string::npos; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ASSERT_NE(Log(id).find(text), std::string::npos) << Log(id);
+  }
+
+  fs::path Hello() const { return testenv::SourceDir() / "examples/hello"; }
+  fs::path Slow() const { return testenv::SourceDir() / "tests/server/modules/slow"; }
+  std::string Marker() const { return (dir_->Path() / "applied").string(); }
+  int Applies() const {
+    auto text = sys::ReadFile(Marker());
+    return text ? static_cast<int>(std::count(text->begin(), text->end(), '\n')) : 0;
+  }
+
+  std::optional<sys::TempDir> dir_;
+  fs::path data_;
+  std::string url_, token_;
+  std::vector<std::string> berthd_flags_;
+  std::optional<sys::Subprocess> berthd_;
+  int starts_ = 0;
+  std::unique_ptr<net::HttpClient> http_ = net::MakeCurlHttpClient();
+};
+
+TEST_F(BerthdE2e, AnApprovedPlanIsAppliedExactlyAndNoOtherHashOrStalePlanIs) {
+  std::string id = Deploy(
+      Hello(),
+      {{"op", "apply"}, {"variables", {{"name", "e2e"}}}, {"approval", {{"required", true}}}});
+  json waiting = WaitFor(id, {"waiting_approval", "failed"});
+  ASSERT_EQ(waiting["state"], "waiting_approval") << waiting.dump(2);
+  EXPECT_EQ(waiting["variables"], json::array({"name"}));  // names, never values
+  std::string hash = waiting["plan"]["hash"];
+  EXPECT_EQ(waiting["plan"]["add"], 1);
+  EXPECT_EQ(Applies(), 0);
+  EXPECT_EQ(Call("GET", "/deployments/" + id + "/outputs").status, 404);  // nothing applied
+
+  std::string other = "sha256:" + std::string(64, '0');
+  auto refused = Call("POST", "/deployments/" + id + "/approve", json{{"plan_hash", other}}.dump());
+  EXPECT_EQ(refused.status, 409) << refused.body;
+  auto approved = Call("POST", "/deployments/" + id + "/approve", json{{"plan_hash", hash}}.dump());
+  ASSERT_EQ(approved.status, 202) << approved.body;
+  json done = WaitFor(id, {"succeeded", "failed"});
+  ASSERT_EQ(done["state"], "succeeded") << done.dump(2) << Log(id);
+  EXPECT_EQ(done["result"]["approved_plan"]["hash"], hash);
+  EXPECT_EQ(done["result"]["run"]["plan"]["hash"], hash);  // the apply's plan is the approved one
+  auto outputs = json::parse(Call("GET", "/deployments/" + id + "/outputs").body);
+  EXPECT_EQ(outputs["outputs"]["greeting"]["value"], "hello, e2e");
+  std::string log = Log(id);
+  EXPECT_LT(log.find("[show] plan " + hash), log.find("[apply] Apply complete")) << log;
+  auto versions = json::parse(Call("GET", "/projects/web/envs/dev/state/versions").body);
+  EXPECT_EQ(versions["items"].back()["run_id"], id + "-apply") << versions.dump();
+
+  // A plan whose state moves before it is approved is stale.
+  std::string second = Deploy(
+      Hello(),
+      {{"op", "apply"}, {"variables", {{"name", "later"}}}, {"approval", {{"required", true}}}});
+  json plan = WaitFor(second, {"waiting_approval", "failed"})["plan"];
+  int64_t newest = versions["items"].back()["version"];
+  ASSERT_EQ(Call("POST", "/projects/web/envs/dev/state/rollback", json{{"version", newest}}.dump())
+                .status,
+            200);
+  auto stale =
+      Call("POST", "/deployments/" + second + "/approve", json{{"plan_hash", plan["hash"]}}.dump());
+  EXPECT_EQ(stale.status, 409) << stale.body;
+  EXPECT_NE(stale.body.find("stale"), std::string::npos) << stale.body;
+  EXPECT_EQ(Call("POST", "/deployments/" + second + "/cancel").status, 200);
+  EXPECT_EQ(Get(second)["state"], "cancelled");
+}
+
+TEST_F(BerthdE2e, AQueuedDeploymentWaitsUntilTheRunningOneIsCancelledAndTheLockIsFree) {
+  std::string first =
+      Deploy(Slow(), {{"op", "apply"}, {"variables", {{"seconds", "120"}, {"marker", Marker()}}}});
+  WaitForLog(first, "Creating...");
+  // The interrupted create left the resource tainted: the second replaces it.
+  std::string second = Deploy(Slow(), {{"op", "apply"},
+                                       {"allow_destroy", true},
+                                       {"variables", {{"seconds", "1"}, {"marker", Marker()}}}});
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_EQ(Get(second)["state"], "queued");
+  EXPECT_EQ(Call("POST", "/deployments/" + first + "/cancel").status, 202);
+  json cancelled = WaitFor(first, {"cancelled", "failed", "succeeded"});
+  EXPECT_EQ(cancelled["state"], "cancelled") << cancelled.dump(2) << Log(first);
+  // The second needs the state lock the first held.
+  json done = WaitFor(second, {"succeeded", "failed"});
+  EXPECT_EQ(done["state"], "succeeded") << done.dump(2) << Log(second);
+}
+
+TEST_F(BerthdE2e, BerthdKilledMidApplyComesBackAndTheApplyEndsOnceWithStateAndLogWhole) {
+  std::string id =
+      Deploy(Slow(), {{"op", "apply"}, {"variables", {{"seconds", "6"}, {"marker", Marker()}}}});
+  WaitForLog(id, "Creating...");
+  KillBerthd();
+  // The gateway is down while the runner goes on: its log chunks wait and are retried.
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  StartBerthd();
+  json done = WaitFor(id, {"succeeded", "failed", "cancelled"});
+  ASSERT_EQ(done["state"], "succeeded") << done.dump(2) << Log(id);
+  EXPECT_EQ(Applies(), 1) << "the apply ran again";
+  std::string log = Log(id);
+  for (const char* line :
+       {"[init] OpenTofu has been successfully initialized!",
+        "[apply] terraform_data.slow: Creating...", "[apply] Apply complete! Resources: 1 added"})
+    EXPECT_NE(log.find(line), std::string::npos) << line << " is missing from\n" << log;
+  auto versions = json::parse(Call("GET", "/projects/web/envs/dev/state/versions").body);
+  ASSERT_FALSE(versions["items"].empty());
+  EXPECT_EQ(versions["items"].back()["run_id"], id);
+  auto outputs = json::parse(Call("GET", "/deployments/" + id + "/outputs").body);
+  EXPECT_EQ(outputs["outputs"]["slept"]["value"], "6");
+  EXPECT_TRUE(outputs["outputs"]["secret"]["value"].is_null()) << outputs.dump();
+  EXPECT_EQ(outputs["outputs"]["secret"]["redacted"], true);
+  auto revealed = json::parse(Call("GET", "/deployments/" + id + "/outputs?sensitive=true").body);
+  EXPECT_EQ(revealed["outputs"]["secret"]["value"], "s3cr3t-6");
+  EXPECT_EQ(log.find("s3cr3t"), std::string::npos) << "a sensitive value reached the log";
+}
+
+TEST_F(BerthdE2e, ARunnerThatDiesFailsItsDeployment) {
+  std::string id =
+      Deploy(Slow(), {{"op", "apply"}, {"variables", {{"seconds", "5"}, {"marker", Marker()}}}});
+  WaitForLog(id, "Creating...");
+  auto pid = sys::ReadFile(data_ / "runs" / id / "pid");
+  ASSERT_TRUE(pid);
+  ASSERT_EQ(kill(std::stoi(*pid), SIGKILL), 0);
+  json done = WaitFor(id, {"succeeded", "failed", "cancelled"});
+  EXPECT_EQ(done["state"], "failed") << done.dump(2);
+  EXPECT_EQ(done["result"]["error"]["kind"], "RunnerFailed") << done.dump(2);
+}
+
+TEST_F(BerthdE2e, ARunPastItsDeadlineIsStoppedAndItsDeploymentFailed) {
+  StopBerthd();
+  berthd_flags_ = {"--run-deadline-seconds=2"};
+  StartBerthd();
+  std::string id =
+      Deploy(Slow(), {{"op", "apply"}, {"variables", {{"seconds", "120"}, {"marker", Marker()}}}});
+  json done = WaitFor(id, {"succeeded", "failed", "cancelled"});
+  ASSERT_EQ(done["state"], "failed") << done.dump(2);
+  EXPECT_NE(done["transitions"].back().value("reason", "").find("deadline"), std::string::npos)
+      << done.dump(2);
+}
+
+}  // namespace
+}  // namespace berth::server

@@ -1,0 +1,122 @@
+// The runner gateway over HTTP: a run's token opens its own run's routes and no other's, an
+// expired token or an ended run is refused, a retried log chunk is stored once, and only the
+// named artifacts are taken.
+#include "server/gateway/run_gateway.h"
+
+#include <gtest/gtest.h>
+
+#include "crypto/digest.h"
+#include "net/http_client.h"
+#include "state_server.h"
+#include "sys/files.h"
+
+namespace berth::server {
+namespace {
+
+using nlohmann::json;
+using S = DeploymentState;
+
+class RunGatewayTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = sys::TempDir::Create("gateway");
+    ASSERT_TRUE(dir);
+    dir_.emplace(std::move(*dir));
+    auto server = StateServer::Start(dir_->Path());
+    ASSERT_TRUE(server) << server.error().ToString();
+    server_ = std::move(*server);
+    store::Store& store = server_->Store();
+    ASSERT_TRUE(store.CreateOrganization("acme"));
+    ASSERT_TRUE(store.Create({.kind = store::Kind::kProject, .org_id = "acme", .id = "web"}));
+    ASSERT_TRUE(
+        store.Create({.kind = store::Kind::kEnvType, .org_id = "acme", .id = "development"}));
+    store::Record env{
+        .kind = store::Kind::kEnvironment, .org_id = "acme", .parent_id = "web", .id = "dev"};
+    env.columns = {{"env_type_id", "development"}, {"runner_id", std::nullopt}};
+    ASSERT_TRUE(store.Create(env));
+    for (const char* id : {"d1", "d2"}) {
+      store::Deployment d{.org_id = "acme", .project_id = "web", .env_id = "dev", .id = id};
+      d.spec = {{"op", "apply"}, {"variables", {{"name", "berth"}, {"count", 2}}}};
+      ASSERT_TRUE(store.Deployments().Create(d));
+    }
+    ASSERT_TRUE(store.Deployments().Transition("acme", "d1", S::kQueued, S::kDispatched, "",
+                                               {.run_id = "run-1"}));
+  }
+
+  net::HttpResponse Send(const std::string& method, const std::string& path,
+                         const std::string& token, const std::string& body = "") {
+    net::HttpRequest request{.method = method, .url = server_->Url() + path, .body = body};
+    if (!token.empty()) request.headers = {{"Authorization", "Bearer " + token}};
+    auto response = http_->Send(request);
+    EXPECT_TRUE(response);
+    return response ? *response : net::HttpResponse{};
+  }
+
+  std::string Token(const std::string& run, int64_t expires = UnixSecondsNow() + 600) {
+    return server_->Token(run, "acme/web/dev", expires);
+  }
+
+  std::optional<sys::TempDir> dir_;
+  std::unique_ptr<StateServer> server_;
+  std::unique_ptr<net::HttpClient> http_ = net::MakeCurlHttpClient();
+};
+
+TEST_F(RunGatewayTest, ARunReadsItsInputsAndTheirHashMatchesWhatTheDispatcherPasses) {
+  auto inputs = Send("GET", "/runs/v1/run-1/inputs", Token("run-1"));
+  ASSERT_EQ(inputs.status, 200) << inputs.body;
+  EXPECT_EQ(json::parse(inputs.body), (json{{"count", 2}, {"name", "berth"}}));
+  EXPECT_EQ(inputs.headers["x-berth-inputs-hash"], "sha256:" + crypto::Sha256Hex(inputs.body));
+  // No bundle and no plan yet: said so, by name.
+  EXPECT_EQ(Send("GET", "/runs/v1/run-1/bundle", Token("run-1")).status, 404);
+  EXPECT_EQ(Send("GET", "/runs/v1/run-1/plan", Token("run-1")).status, 404);
+}
+
+TEST_F(RunGatewayTest, TokensOfOtherRunsExpiredTokensAndEndedRunsAreRefused) {
+  EXPECT_EQ(Send("GET", "/runs/v1/run-1/inputs", "").status, 401);
+  EXPECT_EQ(Send("GET", "/runs/v1/run-1/inputs", "not-a-token").status, 401);
+  EXPECT_EQ(Send("GET", "/runs/v1/run-1/inputs", Token("run-1", UnixSecondsNow() - 5)).status, 401);
+  auto other = Send("POST", "/runs/v1/run-1/logs?seq=1", Token("run-2"), "forged\n");
+  EXPECT_EQ(other.status, 403) << other.body;
+  EXPECT_EQ(Send("GET", "/runs/v1/run-2/inputs", Token("run-2")).status, 409);  // no such run
+  ASSERT_TRUE(
+      server_->Store().Deployments().Transition("acme", "d1", S::kDispatched, S::kFailed, "test"));
+  auto ended = Send("POST", "/runs/v1/run-1/result", Token("run-1"), "{}");
+  EXPECT_EQ(ended.status, 409) << ended.body;
+  EXPECT_NE(ended.body.find("has ended"), std::string::npos) << ended.body;
+  EXPECT_TRUE(server_->Store().DeploymentData().ReadLog("acme", "d1", 0, 10)->empty());
+}
+
+TEST_F(RunGatewayTest, ARetriedChunkIsStoredOnceAndFollowersAreWoken) {
+  uint64_t before = server_->Feed().Generation();
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto sent = Send("POST", "/runs/v1/run-1/logs?seq=1", Token("run-1"), "[init] one\n");
+    ASSERT_EQ(sent.status, 200) << sent.body;
+    EXPECT_EQ(json::parse(sent.body)["stored"], attempt == 0);
+  }
+  ASSERT_EQ(Send("POST", "/runs/v1/run-1/logs?seq=2", Token("run-1"), "[plan] two\n").status, 200);
+  EXPECT_EQ(server_->Feed().Generation(), before + 2);
+  auto chunks = server_->Store().DeploymentData().ReadLog("acme", "d1", 0, 10);
+  ASSERT_EQ(chunks->size(), 2u);
+  EXPECT_EQ((*chunks)[0].data + (*chunks)[1].data, "[init] one\n[plan] two\n");
+  auto bad = Send("POST", "/runs/v1/run-1/logs?seq=0", Token("run-1"), "x\n");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.body.find("seq"), std::string::npos) << bad.body;
+}
+
+TEST_F(RunGatewayTest, OnlyNamedArtifactsAreTakenAndTheResultIsKeptWhole) {
+  std::string plan("PK\x03\x04\x00binary", 11);
+  EXPECT_EQ(Send("PUT", "/runs/v1/run-1/artifacts/plan", Token("run-1"), plan).status, 200);
+  EXPECT_EQ(Send("GET", "/runs/v1/run-1/plan", Token("run-1")).body, plan);
+  auto unknown = Send("PUT", "/runs/v1/run-1/artifacts/..%2Fetc", Token("run-1"), "x");
+  EXPECT_EQ(unknown.status, 400) << unknown.body;
+  EXPECT_EQ(Send("PUT", "/runs/v1/run-1/artifacts/outputs", Token("run-1"), "{not json").status,
+            400);
+  std::string result = json{{"op", "apply"}, {"tail", std::string(100000, 'x')}}.dump();
+  EXPECT_EQ(Send("POST", "/runs/v1/run-1/result", Token("run-1"), result).status, 200);
+  auto kept = server_->Store().DeploymentData().GetArtifact("acme", "d1", "result:run-1");
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(kept->content, result);
+}
+
+}  // namespace
+}  // namespace berth::server
