@@ -182,6 +182,8 @@ int Deploy(const Globals& g, const DeployOptions& o) {
     json approval = {{"plan_hash", plan.value("hash", "")}};
     auto approved = Send(*c, "POST", "/deployments/" + id + "/approve", approval.dump());
     if (approved.exit_code != kExitOk) return approved.exit_code;
+    std::printf("approved plan %s\n", plan.value("hash", "").c_str());
+    std::fflush(stdout);
     position = ReadLog(*c, id, position, true);
     if (position < 0) return static_cast<int>(-position);
     d = Send(*c, "GET", "/deployments/" + id);

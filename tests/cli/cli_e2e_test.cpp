@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "cli/cli.h"
 #include "net/http_client.h"
 #include "sys/files.h"
 #include "sys/subprocess.h"
@@ -277,6 +278,38 @@ TEST_F(BerthCli, ADeploymentRunsOnALocalRunnerWithItsStateInBerth) {
       json::parse(call("GET", "/orgs/default/projects/web/envs/dev/state/versions", "").body);
   ASSERT_FALSE(versions["items"].empty()) << versions.dump();
   EXPECT_EQ(versions["items"][0]["run_id"], id);
+}
+
+TEST_F(BerthCli, BerthDeployPlansApprovesAppliesAndPrintsTheOutputsOnAFreshBerthUp) {
+  std::string hello = (testenv::SourceDir() / "examples/hello").string();
+  auto deployed = Berth({"deploy", hello, "--env", "dev", "--var", "name=cli", "--auto-approve"});
+  ASSERT_EQ(deployed.exit_code, 0) << deployed.output << Log();
+  EXPECT_NE(deployed.output.find("created environment default/dev"), std::string::npos);
+  EXPECT_NE(deployed.output.find("approved plan sha256:"), std::string::npos) << deployed.output;
+  EXPECT_NE(deployed.output.find("greeting = hello, cli"), std::string::npos) << deployed.output;
+  std::string id = deployed.output.substr(deployed.output.find("deployment d-") + 11, 12);
+
+  auto logs = Berth({"logs", id});
+  EXPECT_EQ(logs.exit_code, 0);
+  EXPECT_NE(logs.output.find("[apply] Apply complete!"), std::string::npos) << logs.output;
+  auto outputs = Berth({"outputs", id, "-o", "json"});
+  ASSERT_EQ(outputs.exit_code, 0) << outputs.output;
+  EXPECT_EQ(json::parse(outputs.output)["outputs"]["greeting"]["value"], "hello, cli");
+
+  // Waiting for approval is not a failure; a broken module is, with its own exit code.
+  auto waiting = Berth({"deploy", hello, "--env", "dev", "--var", "name=x", "--require-approval"});
+  EXPECT_EQ(waiting.exit_code, 0) << waiting.output;
+  EXPECT_NE(waiting.output.find("waits for approval: berth approve"), std::string::npos);
+  std::string waiting_id = waiting.output.substr(waiting.output.find("deployment d-") + 11, 12);
+  EXPECT_EQ(Berth({"cancel", waiting_id}).exit_code, 0);
+  fs::path broken = dir_->Path() / "broken";
+  fs::create_directories(broken);
+  ASSERT_TRUE(sys::WriteFileAtomic(broken / "main.tf", "resource \"terraform_data\" {"));
+  auto failed = Berth({"deploy", broken.string(), "--env", "dev"});
+  EXPECT_EQ(failed.exit_code, kExitDeploymentFailed) << failed.output;
+  EXPECT_NE(failed.output.find("failed"), std::string::npos) << failed.output;
+  EXPECT_EQ(Berth({"deploy", (dir_->Path() / "nowhere").string(), "--env", "dev"}).exit_code,
+            kExitUsage);
 }
 
 }  // namespace

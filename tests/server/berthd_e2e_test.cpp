@@ -254,6 +254,32 @@ TEST_F(BerthdE2e, BerthdKilledMidApplyComesBackAndTheApplyEndsOnceWithStateAndLo
   EXPECT_EQ(log.find("s3cr3t"), std::string::npos) << "a sensitive value reached the log";
 }
 
+TEST_F(BerthdE2e, AFollowedLogShowsLinesWhileTheRunGoesAndEndsWithIt) {
+  std::string id =
+      Deploy(Slow(), {{"op", "apply"}, {"variables", {{"seconds", "3"}, {"marker", Marker()}}}});
+  std::string seen, state_when_creating;
+  net::HttpRequest follow{.url = url_ + "/orgs/default/deployments/" + id + "/logs?follow=true"};
+  follow.headers = {{"Authorization", "Bearer " + token_}};
+  follow.timeout = std::chrono::minutes(2);
+  auto observer = net::MakeCurlHttpClient();
+  follow.on_body = [&](std::string_view piece) {
+    seen.append(piece);
+    if (state_when_creating.empty() && seen.find("Creating...") != std::string::npos) {
+      net::HttpRequest get{.url = url_ + "/orgs/default/deployments/" + id};
+      get.headers = follow.headers;
+      state_when_creating = json::parse(observer->Send(get)->body)["state"];
+    }
+    return true;
+  };
+  auto followed = http_->Send(follow);
+  ASSERT_TRUE(followed) << followed.error().ToString();
+  EXPECT_EQ(followed->status, 200);
+  EXPECT_EQ(state_when_creating, "running") << seen;
+  // The stream ends when the deployment has, with every line in it.
+  EXPECT_EQ(Get(id)["state"], "succeeded");
+  EXPECT_EQ(seen, Log(id));
+}
+
 TEST_F(BerthdE2e, ARunnerThatDiesFailsItsDeployment) {
   std::string id =
       Deploy(Slow(), {{"op", "apply"}, {"variables", {{"seconds", "5"}, {"marker", Marker()}}}});
