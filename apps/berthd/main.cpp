@@ -32,6 +32,9 @@ int main(int argc, char** argv) {
                  "a run not ended this long after it started is stopped and its deployment "
                  "failed")
       ->check(CLI::PositiveNumber);
+  app.add_option("--providers", options.providers,
+                 "a provider mirror folder local runs install providers from, offline")
+      ->check(CLI::ExistingDirectory);
   app.add_option("--rate-limit", options.rate_limit,
                  "API requests a second per token, bursts of twice that (0: no limit)")
       ->check(CLI::NonNegativeNumber);

@@ -172,8 +172,9 @@ int Call(const Globals& g, const std::string& method, const std::string& path, c
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
 
-int Up(const std::string& data_dir, const std::string& listen) {
+int Up(const std::string& data_dir, const std::string& listen, const std::string& providers) {
   server::DaemonOptions options;
+  options.providers = providers;
   options.data_dir = data_dir.empty() ? DefaultDataDir() : fs::path(data_dir);
   options.listen = listen;
   options.embedded = true;
@@ -208,6 +209,10 @@ int Main(int argc, char** argv) {
   auto* up = app.add_subcommand(
       "up", "run berthd here, in the foreground, with SQLite in the data folder");
   up->add_option("--listen", listen, "ADDRESS:PORT");
+  std::string providers;
+  up->add_option("--providers", providers,
+                 "a provider mirror folder local runs install providers from, offline")
+      ->check(CLI::ExistingDirectory);
 
   std::string kind_word, id, project, runner_filter;
   BodyFlags body_flags;
@@ -303,7 +308,7 @@ int Main(int argc, char** argv) {
     int code = app.exit(e);
     return code == 0 ? kExitOk : kExitUsage;
   }
-  if (*up) return Up(g.data_dir, listen);
+  if (*up) return Up(g.data_dir, listen, providers);
   if (*render_pod) {
     for (const std::string& label : render_labels) {
       auto eq = label.find('=');

@@ -12,9 +12,9 @@
 #include "launch/local/local_launcher.h"
 #include "net/http_server.h"
 #include "server/api/api.h"
+#include "server/change_feed.h"
 #include "server/dispatch/dispatcher.h"
 #include "server/gateway/run_gateway.h"
-#include "server/log_feed.h"
 #include "server/statebackend/state_backend.h"
 #include "store/store.h"
 #include "sys/files.h"
@@ -135,9 +135,9 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
   auto signer = LoadOrCreateRunTokenSigner(options.data_dir);
   if (!signer) return signer.error();
   StateBackend states((*store)->States(), signer->PublicKey(), UnixSecondsNow);
-  LogFeed log_feed;
-  RunGateway gateway(**store,
-                     {.public_key = signer->PublicKey(), .now = UnixSecondsNow, .feed = &log_feed});
+  ChangeFeed change_feed;
+  RunGateway gateway(
+      **store, {.public_key = signer->PublicKey(), .now = UnixSecondsNow, .feed = &change_feed});
   // The listening port may be chosen by the kernel: the dispatcher learns berthd's URL once
   // the server is up, and is made only then.
   std::unique_ptr<Dispatcher> dispatcher;
@@ -162,7 +162,7 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
       return dispatcher->Approve(org, id, hash, who);
     };
   }
-  api_options.log_feed = &log_feed;
+  api_options.change_feed = &change_feed;
   Api api(**store, api_options);
   if (options.embedded && *first_admin_token) {
     if (auto seeded = SeedEmbeddedDefaults(api, **first_admin_token); !seeded)
@@ -201,21 +201,30 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
     local = std::make_unique<launch::LocalLauncher>(
         local_options,
         [&](const std::string& run, const launch::RunOutcome& outcome) {
-          MutexLock lock(dispatcher_mutex);
-          if (dispatcher) dispatcher->OnRunEnd(run, outcome);
+          {
+            MutexLock lock(dispatcher_mutex);
+            if (dispatcher) dispatcher->OnRunEnd(run, outcome);
+          }
+          change_feed.Notify();  // followers of its log end now
         },
         [](const std::string&, const std::string&) {});
     MutexLock lock(dispatcher_mutex);
     dispatcher = std::make_unique<Dispatcher>(
         **store, *local, *signer,
-        DispatcherOptions{.url = url, .run_deadline = options.run_deadline});
+        DispatcherOptions{
+            .url = url, .run_deadline = options.run_deadline, .providers = options.providers});
     if (auto recovered = dispatcher->Recover(); !recovered) return recovered.error();
   }
   on_ready(url, AdminTokenPath(options.data_dir));
+  // A queued deployment wakes the loop at once; the timeout bounds how late a stop, a deadline
+  // or another berthd's deployment is seen.
   while (!stop.load()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    MutexLock lock(dispatcher_mutex);
-    if (dispatcher) dispatcher->Tick();
+    uint64_t seen = change_feed.Generation();
+    {
+      MutexLock lock(dispatcher_mutex);
+      if (dispatcher) dispatcher->Tick();
+    }
+    change_feed.WaitPast(seen, std::chrono::milliseconds(200));
   }
   (*server)->Stop();
   fs::remove(UrlFilePath(options.data_dir), ec);

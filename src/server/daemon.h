@@ -25,6 +25,8 @@ struct DaemonOptions {
   // The runner program for local runs; empty: berthd runs no deployments (API only).
   std::filesystem::path runner_binary;
   int max_parallel_runs = 4;
+  // A provider mirror folder every local run installs providers from, offline.
+  std::string providers;
   // A run that has not ended this long after it started is stopped and its deployment failed.
   std::chrono::seconds run_deadline{6 * 3600};
   // An embedded berthd (`berth up`): one person is both caller and server, so deployments may

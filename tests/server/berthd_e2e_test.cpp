@@ -280,6 +280,20 @@ TEST_F(BerthdE2e, AFollowedLogShowsLinesWhileTheRunGoesAndEndsWithIt) {
   EXPECT_EQ(seen, Log(id));
 }
 
+TEST_F(BerthdE2e, ASensitiveVariableNeverReachesTheStoredLogOrTheDeployment) {
+  const std::string token = "hunter2-berth-e2e";
+  std::string id = Deploy(testenv::SourceDir() / "examples/secret",
+                          {{"op", "apply"}, {"variables", {{"token", token}}}});
+  json done = WaitFor(id, {"succeeded", "failed"});
+  ASSERT_EQ(done["state"], "succeeded") << done.dump(2) << Log(id);
+  std::string log = Log(id);
+  EXPECT_NE(log.find("uses_token"), std::string::npos) << log;
+  EXPECT_EQ(log.find(token), std::string::npos) << "the token reached the stored log:\n" << log;
+  EXPECT_EQ(done.dump().find(token), std::string::npos) << done.dump(2);
+  auto outputs = Call("GET", "/deployments/" + id + "/outputs");
+  EXPECT_EQ(json::parse(outputs.body)["outputs"]["token_length"]["value"], token.size());
+}
+
 TEST_F(BerthdE2e, ARunnerThatDiesFailsItsDeployment) {
   std::string id =
       Deploy(Slow(), {{"op", "apply"}, {"variables", {{"seconds", "5"}, {"marker", Marker()}}}});

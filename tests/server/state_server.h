@@ -10,8 +10,8 @@
 #include "core/time_format.h"
 #include "crypto/jws.h"
 #include "net/http_server.h"
+#include "server/change_feed.h"
 #include "server/gateway/run_gateway.h"
-#include "server/log_feed.h"
 #include "server/statebackend/state_backend.h"
 #include "store/store.h"
 
@@ -44,7 +44,7 @@ class StateServer {
   }
 
   store::Store& Store() { return *store_; }
-  LogFeed& Feed() { return feed_; }
+  ChangeFeed& Feed() { return feed_; }
   const crypto::Ed25519Signer& Signer() const { return *signer_; }
   std::string Url() const { return "http://127.0.0.1:" + std::to_string(http_->Port()); }
   std::string Token(const std::string& run, const std::string& scope, int64_t expires) const {
@@ -59,7 +59,7 @@ class StateServer {
   std::unique_ptr<store::Store> store_;
   std::optional<crypto::Ed25519Signer> signer_;
   std::unique_ptr<StateBackend> backend_;
-  LogFeed feed_;
+  ChangeFeed feed_;
   std::unique_ptr<RunGateway> gateway_;
   std::unique_ptr<net::HttpServer> http_;  // last: stopped first
 };

@@ -176,7 +176,8 @@ RunOutcome LocalLauncher::Finish(const std::string& run_id, std::optional<int> e
 void LocalLauncher::Loop() {
   MutexLock lock(mutex_);
   while (!stopping_) {
-    wake_.wait_for(mutex_, std::chrono::milliseconds(100),
+    // Runs are polled: a finished one is seen within this, which a short deployment feels.
+    wake_.wait_for(mutex_, std::chrono::milliseconds(20),
                    [&]() REQUIRES(mutex_) { return stopping_ || !ended_.empty(); });
     if (stopping_) break;
     auto now = std::chrono::steady_clock::now();

@@ -11,7 +11,7 @@
 #include "core/clock.h"
 #include "net/http_server.h"
 #include "server/api/router.h"
-#include "server/log_feed.h"
+#include "server/change_feed.h"
 #include "store/store.h"
 
 namespace berth::server {
@@ -32,7 +32,7 @@ struct ApiOptions {
                                           const std::string& plan_hash, const std::string& who)>
       approve;
   // Wakes log followers when runs append to a log; null: followers poll.
-  LogFeed* log_feed = nullptr;
+  ChangeFeed* change_feed = nullptr;
 };
 
 class Api {

@@ -171,6 +171,7 @@ net::ServerResponse DeploymentRoutes::Create(const RouteRequest& r, const Caller
   if (!env) return ErrorResponse(env.error());
   auto created = store_.Deployments().Create(d);
   if (!created) return ErrorResponse(created.error());
+  if (options_.change_feed) options_.change_feed->Notify();  // the dispatcher starts it now
   return JsonResponse(201, Dump(DeploymentJson(*created)));
 }
 
@@ -256,7 +257,7 @@ net::ServerResponse DeploymentRoutes::Logs(const RouteRequest& r, const Caller& 
   response.body = std::move(text);
   if (!following || !LogWillGrow(d->state)) return response;
   response.next_chunk = [this, org = c.org, id, after]() mutable -> std::optional<std::string> {
-    uint64_t seen = options_.log_feed ? options_.log_feed->Generation() : 0;
+    uint64_t seen = options_.change_feed ? options_.change_feed->Generation() : 0;
     // The state first: chunks a run sent before it ended are stored by the time it has ended.
     auto now = store_.Deployments().Get(org, id);
     auto chunks = store_.DeploymentData().ReadLog(org, id, after, kLogChunksPerRead);
@@ -268,8 +269,8 @@ net::ServerResponse DeploymentRoutes::Logs(const RouteRequest& r, const Caller& 
       return out;
     }
     if (!LogWillGrow(now->state)) return std::nullopt;
-    if (options_.log_feed) {
-      options_.log_feed->WaitPast(seen, kFollowWait);
+    if (options_.change_feed) {
+      options_.change_feed->WaitPast(seen, kFollowWait);
     } else {
       std::this_thread::sleep_for(kFollowWait);
     }

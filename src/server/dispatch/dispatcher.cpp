@@ -82,6 +82,8 @@ Result<launch::LaunchRequest> Dispatcher::Prepare(const store::Deployment& d) {
                          // berthd may be restarting: tofu retries its state calls for ~40 s.
                          "--backend-config=retry_max=9", "--backend-config=retry_wait_min=1",
                          "--backend-config=retry_wait_max=5"};
+  if (!options_.providers.empty())
+    request.runner_args.push_back("--providers=" + options_.providers);
   // A folder on the server (embedded berthd) is read in place; a bundle comes from the gateway.
   if (std::string path = d.spec.value("source", json::object()).value("path", ""); !path.empty())
     request.runner_args.push_back("--module=" + path);

@@ -26,6 +26,9 @@ struct DispatcherOptions {
   // failed: no deployment stays executing because a result never arrived.
   std::chrono::seconds run_deadline{6 * 3600};
   int batch = 16;  // deployments started per tick at most
+  // A provider mirror folder local runs install providers from, offline (runner --providers);
+  // empty: providers come from their registries.
+  std::string providers;
 };
 
 class Dispatcher {

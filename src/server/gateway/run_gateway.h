@@ -11,7 +11,7 @@
 
 #include "net/http_server.h"
 #include "server/api/router.h"
-#include "server/log_feed.h"
+#include "server/change_feed.h"
 #include "store/store.h"
 
 namespace berth::server {
@@ -21,7 +21,7 @@ inline constexpr std::string_view kRunGatewayPrefix = "/runs/v1/";
 struct RunGatewayOptions {
   std::string public_key;        // the run tokens' Ed25519 key (32 raw bytes)
   std::function<int64_t()> now;  // seconds since the epoch
-  LogFeed* feed = nullptr;       // told of every stored chunk; may be null
+  ChangeFeed* feed = nullptr;    // told of every stored chunk; may be null
   size_t max_log_chunk = size_t{1} << 20;
 };
 

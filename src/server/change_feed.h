@@ -1,6 +1,7 @@
-// Wakes the readers that follow deployment logs when a chunk arrives, so a follower sees a
-// line as soon as it is stored instead of at its next poll. One counter for every log: a
-// follower woken for another deployment's chunk reads nothing new and waits again.
+// Wakes whoever waits for deployments to change, instead of leaving them to their next poll:
+// log followers (a chunk arrived, a run ended) and the dispatcher (a deployment was queued).
+// One counter for everything: a waiter woken by another deployment's change finds nothing new
+// and waits again.
 #pragma once
 
 #include <chrono>
@@ -11,7 +12,7 @@
 
 namespace berth::server {
 
-class LogFeed {
+class ChangeFeed {
  public:
   uint64_t Generation() const EXCLUDES(mutex_) {
     MutexLock lock(mutex_);
