@@ -199,7 +199,8 @@ void AddRunFlags(FlagSet& flags, RunOptions& o) {
   });
   flags.Value("job-name", NonEmptyString(&o.job_name));
   flags.Value("state-backend", [&o](std::string_view v) -> Result<void> {
-    if (v != "http") return Invalid("must be http (berthd's state backend)");
+    if (v != "http" && v != "kubernetes" && v != "s3" && v != "gcs" && v != "azurerm")
+      return Invalid("must be http (berthd's state backend), kubernetes, s3, gcs or azurerm");
     o.state_backend = std::string(v);
     return {};
   });

@@ -51,8 +51,9 @@ struct RunOptions {
   // restore and events
   std::string restore_from;
   std::string event_object;
-  // "http": the state lives in berthd's backend. The runner declares the backend (the module
-  // need not) and hands tofu the run's token (BERTH_TOKEN_FILE) as TF_HTTP_PASSWORD.
+  // The backend the runner declares (the module need not): "http" is berthd's own, to which
+  // tofu gets the run's token (BERTH_TOKEN_FILE) as TF_HTTP_PASSWORD; kubernetes, s3, gcs and
+  // azurerm are configured by --backend-config.
   std::string state_backend;
   // Gateway mode: the run's inputs, module bundle and approved plan come from berthd's runner
   // gateway, and its log, artifacts and result go there (the result is still written locally).

@@ -72,9 +72,10 @@ std::string Lookup(const std::vector<std::string>& env, std::string_view name) {
 
 namespace {
 
-// The module's state goes to berthd's HTTP backend. A module without a backend gets one; a
-// module that names its own has it replaced by an override file (TF merges *_override.tf last).
-Result<void> DeclareHttpBackend(const fs::path& workdir) {
+// The module's state goes where the runner is told (berthd's HTTP backend, or the runner's
+// state storage). A module without a backend gets one; a module that names its own has it
+// replaced by an override file (TF merges *_override.tf last).
+Result<void> DeclareBackend(const fs::path& workdir, const std::string& type) {
   static const std::regex kBackend("backend\\s+\"");
   bool has_backend = false;
   std::error_code ec;
@@ -84,7 +85,7 @@ Result<void> DeclareHttpBackend(const fs::path& workdir) {
     if (text && std::regex_search(*text, kBackend)) has_backend = true;
   }
   fs::path file = workdir / (has_backend ? "_berth_backend_override.tf" : "_berth_backend.tf");
-  return sys::WriteFileAtomic(file, "terraform {\n  backend \"http\" {}\n}\n");
+  return sys::WriteFileAtomic(file, "terraform {\n  backend \"" + type + "\" {}\n}\n");
 }
 
 }  // namespace
@@ -117,8 +118,9 @@ Result<WorkDir> PrepareWorkDir(const RunOptions& options) {
   if (!fs::is_directory(dir.workdir, ec)) {
     return Unavailable("--path: no such folder in the module", options.path);
   }
-  if (options.state_backend == "http") {
-    if (auto declared = DeclareHttpBackend(dir.workdir); !declared) return declared.error();
+  if (!options.state_backend.empty()) {
+    if (auto declared = DeclareBackend(dir.workdir, options.state_backend); !declared)
+      return declared.error();
   }
   return dir;
 }

@@ -192,9 +192,11 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
     launch::LocalLauncherOptions local_options{.runner_binary = options.runner_binary,
                                                .runs_dir = options.data_dir / "runs",
                                                .max_parallel = options.max_parallel_runs};
-    // What every local run may see of berthd's environment: where programs are, and the TF CLI
-    // configuration (provider mirrors); nothing else.
-    for (const char* name : {"PATH", "TF_CLI_CONFIG_FILE", "TF_PLUGIN_CACHE_DIR"}) {
+    // What every local run may see of berthd's environment: where programs are, the TF CLI
+    // configuration (provider mirrors), and the cluster of kubernetes state storage; nothing
+    // else.
+    for (const char* name :
+         {"PATH", "TF_CLI_CONFIG_FILE", "TF_PLUGIN_CACHE_DIR", "KUBE_CONFIG_PATH"}) {
       if (const char* value = std::getenv(name))
         local_options.environment.push_back(std::string(name) + "=" + value);
     }

@@ -106,6 +106,19 @@ TEST(RunnerCli, RunDefaultsMatchTheContract) {
   EXPECT_EQ(line.logging.flush_frequency, std::chrono::seconds(5));
 }
 
+TEST(RunnerCli, GatewayModeTakesTheRunAndLeavesTheModuleToTheBundle) {
+  auto line = Parse({"run", "--op=apply", "--gateway=https://berthd:8480/", "--run-id=d-1",
+                     "--token-file=/berth/token/token"});
+  ASSERT_FALSE(line.error) << line.error->message;
+  const auto& o = std::get<RunCommand>(line.command).options;
+  EXPECT_EQ(o.gateway, "https://berthd:8480");
+  EXPECT_EQ(o.run_id, "d-1");
+  EXPECT_EQ(o.token_file, "/berth/token/token");
+  EXPECT_EQ(o.module, "");  // fetched from the gateway
+  auto local = Parse({"run", "--op=apply", "--gateway=http://b", "--run-id=r", "--module=/m"});
+  EXPECT_EQ(std::get<RunCommand>(local.command).options.module, "/m");
+}
+
 struct Refused {
   Args args;
   std::string names;  // the flag or rule the error must mention
@@ -132,7 +145,7 @@ INSTANTIATE_TEST_SUITE_P(
         Refused{{"run", "--op=plan", "--inputs-hash=md5:x"}, "--inputs-hash", true},
         Refused{{"run", "--op=plan", "--binary=opentofu"}, "--binary", true},
         Refused{{"run", "--op=plan", "--event-object=Pod"}, "--event-object", true},
-        Refused{{"run", "--op=plan", "--state-backend=s3"}, "--state-backend", true},
+        Refused{{"run", "--op=plan", "--state-backend=consul"}, "--state-backend", true},
         Refused{{"run", "--op=plan", "--allow-destroy=maybe"}, "--allow-destroy", true},
         Refused{{"run", "--op=plan", "--module"}, "needs an argument: --module", true},
         Refused{{"--v=-1", "run", "--op=plan"}, "--v", true},
@@ -143,6 +156,10 @@ INSTANTIATE_TEST_SUITE_P(
         Refused{{"run", "--op=plan", "--log-json-info-buffer-size=lots"},
                 "--log-json-info-buffer-size",
                 true},
+        Refused{{"run", "--op=plan", "--gateway=berthd:8480", "--run-id=r"}, "--gateway", true},
+        Refused{{"run", "--op=plan", "--gateway=http://b"}, "--gateway and --run-id", true},
+        Refused{{"run", "--op=plan", "--run-id=r"}, "--gateway and --run-id", true},
+        Refused{{"run", "--op=plan", "--gateway=http://b", "--run-id=R_1"}, "--run-id", true},
         Refused{{"deploy"}, "unknown command \"deploy\"", false},
         Refused{{"-x"}, "unknown shorthand flag", false}));
 

@@ -7,6 +7,7 @@
 
 #include <thread>
 
+#include "kube_test_cluster.h"
 #include "launch/local/local_launcher.h"
 #include "state_server.h"
 #include "sys/files.h"
@@ -37,15 +38,26 @@ class DispatcherTest : public ::testing::Test {
     ASSERT_TRUE(store_->Create(project));
     store::Record type{.kind = store::Kind::kEnvType, .org_id = "acme", .id = "development"};
     ASSERT_TRUE(store_->Create(type));
+    // A local runner with berth's own state, and one whose state storage is Secrets in the
+    // test cluster.
     store::Record runner{.kind = store::Kind::kRunner, .org_id = "acme", .id = "here"};
     runner.columns = {{"runner_type", "local"}, {"storage_type", "berth"}};
+    runner.body = {{"runner_configuration", {{"type", "local"}}},
+                   {"state_storage_configuration", {{"type", "berth"}}}};
     ASSERT_TRUE(store_->Create(runner));
-    for (const char* env : {"dev", "orphan"}) {
+    store::Record secrets{.kind = store::Kind::kRunner, .org_id = "acme", .id = "secrets"};
+    secrets.columns = {{"runner_type", "local"}, {"storage_type", "kubernetes"}};
+    secrets.body = {
+        {"runner_configuration", {{"type", "local"}}},
+        {"state_storage_configuration", {{"type", "kubernetes"}, {"namespace", "default"}}}};
+    ASSERT_TRUE(store_->Create(secrets));
+    for (const auto& [env, runner_id] : std::vector<std::pair<std::string, std::string>>{
+             {"dev", "here"}, {"orphan", ""}, {"cluster", "secrets"}}) {
       store::Record e{
           .kind = store::Kind::kEnvironment, .org_id = "acme", .parent_id = "web", .id = env};
-      e.columns = {{"env_type_id", "development"},
-                   {"runner_id",
-                    std::string(env) == "dev" ? std::optional<std::string>("here") : std::nullopt}};
+      e.columns = {
+          {"env_type_id", "development"},
+          {"runner_id", runner_id.empty() ? std::nullopt : std::optional<std::string>(runner_id)}};
       ASSERT_TRUE(store_->Create(e));
     }
   }
@@ -63,6 +75,10 @@ class DispatcherTest : public ::testing::Test {
     }
     options.environment.push_back("PATH=" + (*tofu)->Tofu().parent_path().string() +
                                   ":/usr/bin:/bin");
+    // As berthd passes its own: the cluster that holds kubernetes state storage.
+    auto cluster = testenv::KubeTestCluster::Shared();
+    ASSERT_TRUE(cluster) << cluster.error().ToString();
+    options.environment.push_back("KUBE_CONFIG_PATH=" + (*cluster)->AdminKubeconfig().string());
     launcher_ = std::make_unique<launch::LocalLauncher>(
         options,
         [this](const std::string& run, const launch::RunOutcome& o) {
@@ -174,6 +190,18 @@ TEST_F(DispatcherTest, ADeploymentWithoutARunnerFailsWithTheReason) {
   EXPECT_EQ(o1->state, S::kFailed);
   EXPECT_NE(o1->transitions.back()["reason"].get<std::string>().find("has no runner"),
             std::string::npos);
+}
+
+TEST_F(DispatcherTest, AKubernetesStateStorageKeepsTheStateInASecretOfItsOwn) {
+  Queue("cluster", "k1", "apply");
+  Queue("cluster", "k2", "destroy");  // reads the state k1 left
+  ASSERT_TRUE(RunUntilEnded({"k1", "k2"}));
+  auto k1 = store_->Deployments().Get("acme", "k1");
+  auto k2 = store_->Deployments().Get("acme", "k2");
+  ASSERT_EQ(k1->state, S::kSucceeded) << k1->result.dump();
+  ASSERT_EQ(k2->state, S::kSucceeded) << k2->result.dump();
+  EXPECT_EQ(k2->result["run"]["plan"]["destroy"], 1) << k2->result.dump();
+  EXPECT_TRUE(store_->States().Versions("acme/web/cluster")->empty()) << "the state went to berth";
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include "core/time_format.h"
 #include "crypto/random.h"
+#include "server/dispatch/backend_config.h"
 #include "server/run_inputs.h"
 #include "server/runner_resolution.h"
 
@@ -58,11 +59,13 @@ Result<launch::LaunchRequest> Dispatcher::Prepare(const store::Deployment& d) {
   auto runner = store_.Get(store::Kind::kRunner, d.org_id, "", *runner_id);
   if (!runner) return runner.error();
   std::string type = runner->columns["runner_type"].value_or("");
-  std::string storage = runner->columns["storage_type"].value_or("");
-  if (type != "local" || storage != "berth")
+  if (type != "local")
     return MakeError(ErrorKind::kFailedPrecondition,
-                     "runner " + *runner_id + " is " + type + " with " + storage +
-                         " state; this berthd launches local runners with berth state so far");
+                     "runner " + *runner_id + " is of type " + type +
+                         "; this berthd launches local runners so far");
+  auto backend = RenderBackend(runner->body.value("state_storage_configuration", json::object()),
+                               {d.org_id, d.project_id, d.env_id}, options_.url, false);
+  if (!backend) return backend.error();
 
   std::string scope = StateKey(d);
   int64_t now = UnixSecondsNow();
@@ -72,16 +75,12 @@ Result<launch::LaunchRequest> Dispatcher::Prepare(const store::Deployment& d) {
                            signer_);
   if (!token) return token.error();
   std::string op = RunOp(d);
-  std::string state = options_.url + "/state/v1/" + scope;
   launch::LaunchRequest request{.run_id = d.run_id, .op = op, .revision = "1", .token = *token};
   request.runner_args = {"--gateway=" + options_.url, "--run-id=" + d.run_id,
-                         "--inputs-hash=" + InputsHash(RenderInputs(d)), "--state-backend=http",
-                         "--backend-config=address=" + state,
-                         "--backend-config=lock_address=" + state,
-                         "--backend-config=unlock_address=" + state,
-                         // berthd may be restarting: tofu retries its state calls for ~40 s.
-                         "--backend-config=retry_max=9", "--backend-config=retry_wait_min=1",
-                         "--backend-config=retry_wait_max=5"};
+                         "--inputs-hash=" + InputsHash(RenderInputs(d)),
+                         "--state-backend=" + backend->type};
+  for (const std::string& entry : backend->config)
+    request.runner_args.push_back("--backend-config=" + entry);
   if (!options_.providers.empty())
     request.runner_args.push_back("--providers=" + options_.providers);
   // A folder on the server (embedded berthd) is read in place; a bundle comes from the gateway.

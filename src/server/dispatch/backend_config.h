@@ -1,0 +1,30 @@
+// Where an environment's TF state lives, as the runner's backend settings: one state per
+// environment, keyed by the environment (organization, project, id) under the state storage's
+// path prefix, with each backend's own locking on. berth storage is berthd's HTTP backend
+// (the run's token authenticates it); kubernetes is a Secret whose suffix names the
+// environment; s3 and azurerm an object key; gcs a prefix.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+
+namespace berth::server {
+
+struct StateLocation {
+  std::string org, project, env;
+};
+
+struct BackendSettings {
+  std::string type;                 // the runner's --state-backend
+  std::vector<std::string> config;  // its --backend-config KEY=VALUE entries
+};
+
+// storage: the runner's state_storage_configuration. berth_url: berthd as runners reach it.
+// in_cluster: the runner is a Pod (the kubernetes backend uses its service account).
+Result<BackendSettings> RenderBackend(const nlohmann::json& storage, const StateLocation& where,
+                                      const std::string& berth_url, bool in_cluster);
+
+}  // namespace berth::server
