@@ -35,6 +35,11 @@ int main(int argc, char** argv) {
   app.add_option("--providers", options.providers,
                  "a provider mirror folder local runs install providers from, offline")
       ->check(CLI::ExistingDirectory);
+  app.add_flag("--kubernetes", options.kubernetes,
+               "launch runners of the kubernetes types as Pods or Jobs (KUBECONFIG or in-cluster, "
+               "and the KUBERNETES_* settings)");
+  app.add_option("--advertise-url", options.advertise_url,
+                 "berthd's URL as runners reach it (default: the listen address)");
   app.add_option("--rate-limit", options.rate_limit,
                  "API requests a second per token, bursts of twice that (0: no limit)")
       ->check(CLI::NonNegativeNumber);

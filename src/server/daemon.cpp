@@ -9,6 +9,8 @@
 #include "core/mutex.h"
 #include "core/time_format.h"
 #include "crypto/jws.h"
+#include "kube/kube_config.h"
+#include "launch/kubernetes/kubernetes_launcher.h"
 #include "launch/local/local_launcher.h"
 #include "net/http_server.h"
 #include "server/api/api.h"
@@ -146,14 +148,13 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
   ApiOptions api_options{.requests_per_second = options.rate_limit,
                          .burst = options.rate_limit * 2,
                          .allow_server_paths = options.embedded};
-  if (!options.runner_binary.empty()) {
+  // berthd runs deployments when it has a launcher: local runners, Kubernetes, or both.
+  if (!options.runner_binary.empty() || options.kubernetes) {
     api_options.cancel_run = [&](const std::string& org, const std::string& id) -> Result<void> {
       MutexLock lock(dispatcher_mutex);
       if (!dispatcher) return MakeError(ErrorKind::kUnavailable, "berthd is starting");
       return dispatcher->Cancel(org, id);
     };
-  }
-  if (!options.runner_binary.empty()) {
     api_options.approve = [&](const std::string& org, const std::string& id,
                               const std::string& hash,
                               const std::string& who) -> Result<store::Deployment> {
@@ -188,6 +189,31 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
   if (auto written = sys::WriteFileAtomic(UrlFilePath(options.data_dir), url + "\n"); !written) {
     return written.error();
   }
+  std::string runner_url = options.advertise_url.empty() ? url : options.advertise_url;
+  auto on_run_end = [&](const std::string& run, const launch::RunOutcome& outcome) {
+    {
+      MutexLock lock(dispatcher_mutex);
+      if (dispatcher) dispatcher->OnRunEnd(run, outcome);
+    }
+    change_feed.Notify();  // followers of its log end now
+  };
+  Launchers launchers;
+  std::unique_ptr<kube::KubeClient> kube_client;
+  std::unique_ptr<launch::KubernetesLauncher> kubernetes;
+  if (options.kubernetes) {
+    kube::Environment env = kube::CurrentEnvironment();
+    auto config = kube::KubeConfig::Load(env, {});
+    if (!config) return config.error();
+    auto settings = launch::KubernetesSettings::FromEnvironment(env);
+    if (!settings) return settings.error();
+    kube_client = kube::MakeKubeClient(std::move(*config));
+    kubernetes = std::make_unique<launch::KubernetesLauncher>(
+        *kube_client, std::move(*settings), SystemClock::Instance(), on_run_end,
+        [](const std::string&, const std::string&) {});
+    if (auto started = kubernetes->Start(); !started) return started.error();
+    for (const char* type : {"kubernetes", "kubernetes-gke", "kubernetes-eks", "kubernetes-aks"})
+      launchers[type] = kubernetes.get();
+  }
   if (!options.runner_binary.empty()) {
     launch::LocalLauncherOptions local_options{.runner_binary = options.runner_binary,
                                                .runs_dir = options.data_dir / "runs",
@@ -200,21 +226,17 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
       if (const char* value = std::getenv(name))
         local_options.environment.push_back(std::string(name) + "=" + value);
     }
-    local = std::make_unique<launch::LocalLauncher>(
-        local_options,
-        [&](const std::string& run, const launch::RunOutcome& outcome) {
-          {
-            MutexLock lock(dispatcher_mutex);
-            if (dispatcher) dispatcher->OnRunEnd(run, outcome);
-          }
-          change_feed.Notify();  // followers of its log end now
-        },
-        [](const std::string&, const std::string&) {});
+    local = std::make_unique<launch::LocalLauncher>(local_options, on_run_end,
+                                                    [](const std::string&, const std::string&) {});
+    launchers["local"] = local.get();
+  }
+  if (!launchers.empty()) {
     MutexLock lock(dispatcher_mutex);
-    dispatcher = std::make_unique<Dispatcher>(
-        **store, *local, *signer,
-        DispatcherOptions{
-            .url = url, .run_deadline = options.run_deadline, .providers = options.providers});
+    dispatcher =
+        std::make_unique<Dispatcher>(**store, launchers, *signer,
+                                     DispatcherOptions{.url = runner_url,
+                                                       .run_deadline = options.run_deadline,
+                                                       .providers = options.providers});
     if (auto recovered = dispatcher->Recover(); !recovered) return recovered.error();
   }
   on_ready(url, AdminTokenPath(options.data_dir));
@@ -228,6 +250,7 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
     }
     change_feed.WaitPast(seen, std::chrono::milliseconds(200));
   }
+  if (kubernetes) kubernetes->Stop();
   (*server)->Stop();
   fs::remove(UrlFilePath(options.data_dir), ec);
   return {};

@@ -27,6 +27,11 @@ struct DaemonOptions {
   int max_parallel_runs = 4;
   // A provider mirror folder every local run installs providers from, offline.
   std::string providers;
+  // Launch runners of the kubernetes types as Pods or Jobs, with the cluster of KUBECONFIG (or
+  // the Pod's own service account) and the KUBERNETES_* settings (docs/kubernetes.md).
+  bool kubernetes = false;
+  // berthd's URL as runners reach it (a Pod cannot use 127.0.0.1); empty: the listen URL.
+  std::string advertise_url;
   // A run that has not ended this long after it started is stopped and its deployment failed.
   std::chrono::seconds run_deadline{6 * 3600};
   // An embedded berthd (`berth up`): one person is both caller and server, so deployments may

@@ -85,8 +85,9 @@ class DispatcherTest : public ::testing::Test {
           dispatcher_->OnRunEnd(run, o);
         },
         [](const std::string&, const std::string&) {});
-    dispatcher_ = std::make_unique<Dispatcher>(*store_, *launcher_, server_->Signer(),
-                                               DispatcherOptions{.url = server_->Url()});
+    dispatcher_ =
+        std::make_unique<Dispatcher>(*store_, Launchers{{"local", launcher_.get()}},
+                                     server_->Signer(), DispatcherOptions{.url = server_->Url()});
   }
 
   void TearDown() override {

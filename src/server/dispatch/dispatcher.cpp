@@ -49,22 +49,32 @@ json OutcomeJson(const launch::RunOutcome& outcome) {
 
 std::string ApplyRunId(const std::string& deployment_id) { return deployment_id + "-apply"; }
 
-Dispatcher::Dispatcher(store::Store& store, launch::Launcher& local,
+Dispatcher::Dispatcher(store::Store& store, Launchers launchers,
                        const crypto::Ed25519Signer& signer, DispatcherOptions options)
-    : store_(store), local_(local), signer_(signer), options_(std::move(options)) {}
+    : store_(store),
+      launchers_(std::move(launchers)),
+      signer_(signer),
+      options_(std::move(options)) {}
 
-Result<launch::LaunchRequest> Dispatcher::Prepare(const store::Deployment& d) {
+Result<Dispatcher::Launch> Dispatcher::Prepare(const store::Deployment& d) {
   auto runner_id = ResolveRunner(store_, d.org_id, d.project_id, d.env_id);
   if (!runner_id) return runner_id.error();
   auto runner = store_.Get(store::Kind::kRunner, d.org_id, "", *runner_id);
   if (!runner) return runner.error();
   std::string type = runner->columns["runner_type"].value_or("");
-  if (type != "local")
+  auto launcher = launchers_.find(type);
+  if (launcher == launchers_.end() || launcher->second == nullptr)
     return MakeError(ErrorKind::kFailedPrecondition,
                      "runner " + *runner_id + " is of type " + type +
-                         "; this berthd launches local runners so far");
+                         ", which this berthd does not launch (start it with that launcher "
+                         "configured)");
+  std::string path = d.spec.value("source", json::object()).value("path", "");
+  if (!path.empty() && type != "local")
+    return MakeError(ErrorKind::kFailedPrecondition,
+                     "a folder on the server runs on local runners only; runner " + *runner_id +
+                         " is " + type + ": deploy a bundle");
   auto backend = RenderBackend(runner->body.value("state_storage_configuration", json::object()),
-                               {d.org_id, d.project_id, d.env_id}, options_.url, false);
+                               {d.org_id, d.project_id, d.env_id}, options_.url, type != "local");
   if (!backend) return backend.error();
 
   std::string scope = StateKey(d);
@@ -84,8 +94,7 @@ Result<launch::LaunchRequest> Dispatcher::Prepare(const store::Deployment& d) {
   if (!options_.providers.empty())
     request.runner_args.push_back("--providers=" + options_.providers);
   // A folder on the server (embedded berthd) is read in place; a bundle comes from the gateway.
-  if (std::string path = d.spec.value("source", json::object()).value("path", ""); !path.empty())
-    request.runner_args.push_back("--module=" + path);
+  if (!path.empty()) request.runner_args.push_back("--module=" + path);
   // An approved plan may delete what its summary showed the approver; a destroy deletes.
   bool approved = d.run_id == ApplyRunId(d.id);
   if (approved) {
@@ -95,45 +104,52 @@ Result<launch::LaunchRequest> Dispatcher::Prepare(const store::Deployment& d) {
   if (op == "destroy" || approved || d.spec.value("allow_destroy", false))
     request.runner_args.push_back("--allow-destroy");
   request.runner_configuration = runner->body.value("runner_configuration", json::object());
-  return request;
+  return Launch{std::move(request), launcher->second};
 }
 
 Result<void> Dispatcher::Recover() {
   auto holding = store_.Deployments().Holding();
   if (!holding) return holding.error();
-  std::vector<launch::LaunchRequest> known;
+  std::map<launch::Launcher*, std::vector<launch::LaunchRequest>> known;
+  for (const auto& [type, launcher] : launchers_) known[launcher];  // each cleans up its own
   for (const store::Deployment& d : *holding) {
     if (d.state == S::kWaitingApproval) continue;  // no run: it waits for a person
-    auto request = Prepare(d);
-    if (!request) {
+    auto launch = Prepare(d);
+    if (!launch) {
       store_.Deployments().Transition(d.org_id, d.id, d.state, S::kFailed,
-                                      "cannot take it up again: " + request.error().message);
+                                      "cannot take it up again: " + launch.error().message);
       continue;
     }
     {
       MutexLock lock(mutex_);
-      org_of_run_[d.run_id] = d.org_id;
+      runs_[d.run_id] = {d.org_id, launch->launcher};
     }
     if (d.state == S::kDispatched)
       store_.Deployments().Transition(d.org_id, d.id, S::kDispatched, S::kRunning,
                                       "taken up again after a restart");
-    known.push_back(std::move(*request));
+    known[launch->launcher].push_back(std::move(launch->request));
   }
-  return local_.Recover(known);
+  for (auto& [launcher, requests] : known) {
+    if (auto recovered = launcher->Recover(requests); !recovered) return recovered.error();
+  }
+  return {};
 }
 
 bool Dispatcher::Start(const store::Deployment& d) {
-  // Known before the launch: a run may end before Launch returns.
-  {
-    MutexLock lock(mutex_);
-    org_of_run_[d.run_id] = d.org_id;
+  auto launch = Prepare(d);
+  Result<void> launched = launch.has_error() ? Result<void>(launch.error()) : Result<void>();
+  if (launch) {
+    // Known before the launch: a run may end before Launch returns.
+    {
+      MutexLock lock(mutex_);
+      runs_[d.run_id] = {d.org_id, launch->launcher};
+    }
+    launched = launch->launcher->Launch(launch->request);
   }
-  auto request = Prepare(d);
-  Result<void> launched = request ? local_.Launch(*request) : Result<void>(request.error());
   if (!launched) {
     {
       MutexLock lock(mutex_);
-      org_of_run_.erase(d.run_id);
+      runs_.erase(d.run_id);
     }
     store_.Deployments().Transition(d.org_id, d.id, S::kDispatched, S::kFailed,
                                     launched.error().message);
@@ -175,11 +191,13 @@ void Dispatcher::EndOverdueRuns() {
         "deadline: run " + d.run_id + " had not ended " +
             std::to_string(options_.run_deadline.count()) + " s after it started");
     if (!failed) continue;
+    launch::Launcher* launcher = nullptr;
     {
       MutexLock lock(mutex_);
-      org_of_run_.erase(d.run_id);
+      if (auto it = runs_.find(d.run_id); it != runs_.end()) launcher = it->second.launcher;
+      runs_.erase(d.run_id);
     }
-    (void)local_.Cancel(d.run_id);  // it may be gone already, or another berthd's
+    if (launcher) (void)launcher->Cancel(d.run_id);  // it may be gone already
   }
 }
 
@@ -192,9 +210,15 @@ Result<void> Dispatcher::Cancel(const std::string& org, const std::string& id) {
     if (!cancelled) return cancelled.error();
     return {};
   }
-  if (d->run_id.empty())
-    return MakeError(ErrorKind::kFailedPrecondition, "deployment " + id + " has no run to stop");
-  return local_.Cancel(d->run_id);
+  launch::Launcher* launcher = nullptr;
+  {
+    MutexLock lock(mutex_);
+    if (auto it = runs_.find(d->run_id); it != runs_.end()) launcher = it->second.launcher;
+  }
+  if (launcher == nullptr)
+    return MakeError(ErrorKind::kFailedPrecondition,
+                     "deployment " + id + " has no run this berthd started");
+  return launcher->Cancel(d->run_id);
 }
 
 Result<store::Deployment> Dispatcher::Approve(const std::string& org, const std::string& id,
@@ -232,10 +256,10 @@ void Dispatcher::OnRunEnd(const std::string& run_id, const launch::RunOutcome& r
   std::string org;
   {
     MutexLock lock(mutex_);
-    auto it = org_of_run_.find(run_id);
-    if (it == org_of_run_.end()) return;
-    org = it->second;
-    org_of_run_.erase(it);
+    auto it = runs_.find(run_id);
+    if (it == runs_.end()) return;
+    org = it->second.org;
+    runs_.erase(it);
   }
   auto d = store_.Deployments().GetByRun(run_id);
   if (!d || d->org_id != org) return;

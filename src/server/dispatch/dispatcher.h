@@ -31,10 +31,12 @@ struct DispatcherOptions {
   std::string providers;
 };
 
+// The launcher of each runner type this berthd runs ("local", "kubernetes", ...).
+using Launchers = std::map<std::string, launch::Launcher*>;
+
 class Dispatcher {
  public:
-  // local: the launcher of runners of type `local` (the embedded default).
-  Dispatcher(store::Store& store, launch::Launcher& local, const crypto::Ed25519Signer& signer,
+  Dispatcher(store::Store& store, Launchers launchers, const crypto::Ed25519Signer& signer,
              DispatcherOptions options);
 
   // At start: the deployments a previous berthd left holding their environments are taken up
@@ -44,7 +46,7 @@ class Dispatcher {
   int Tick() EXCLUDES(mutex_);
   // Stops the run of a started deployment (the API's cancel); a deployment waiting for
   // approval has no run and is cancelled at once.
-  Result<void> Cancel(const std::string& org, const std::string& id);
+  Result<void> Cancel(const std::string& org, const std::string& id) EXCLUDES(mutex_);
   // Starts the apply of the plan a deployment waits with, if plan_hash is that plan's and the
   // environment's state has not moved since it was planned.
   Result<store::Deployment> Approve(const std::string& org, const std::string& id,
@@ -54,18 +56,26 @@ class Dispatcher {
   void OnRunEnd(const std::string& run_id, const launch::RunOutcome& outcome) EXCLUDES(mutex_);
 
  private:
+  struct Launch {
+    launch::LaunchRequest request;
+    launch::Launcher* launcher = nullptr;
+  };
+  struct RunPlace {
+    std::string org;
+    launch::Launcher* launcher = nullptr;
+  };
   // The launch of a deployment's current run, or why it cannot be launched.
-  Result<launch::LaunchRequest> Prepare(const store::Deployment& deployment);
+  Result<Launch> Prepare(const store::Deployment& deployment);
   // Launches a dispatched deployment's run and marks it running, or fails it.
   bool Start(const store::Deployment& deployment) EXCLUDES(mutex_);
   void EndOverdueRuns() EXCLUDES(mutex_);
 
   store::Store& store_;
-  launch::Launcher& local_;
+  const Launchers launchers_;
   const crypto::Ed25519Signer& signer_;
   const DispatcherOptions options_;
   Mutex mutex_;
-  std::map<std::string, std::string> org_of_run_ GUARDED_BY(mutex_);  // run id -> organization
+  std::map<std::string, RunPlace> runs_ GUARDED_BY(mutex_);  // by run id
   std::chrono::steady_clock::time_point next_deadline_check_ GUARDED_BY(mutex_);
 };
 

@@ -1,0 +1,87 @@
+// Deployments on a Kubernetes runner: the dispatcher hands a bundle deployment to the
+// Kubernetes launcher, whose runner Pod (run by the test node agent, which plays the kubelet)
+// fetches its bundle and inputs through the runner gateway with the token from its Secret,
+// writes the state to berthd's backend, ships its log and posts its result.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "cli/bundle.h"
+#include "launch/kubernetes/kubernetes_launcher.h"
+#include "launcher_world.h"
+#include "server/dispatch/dispatcher.h"
+#include "state_server.h"
+#include "sys/files.h"
+#include "test_tools.h"
+
+namespace berth::server {
+namespace {
+
+using nlohmann::json;
+using S = DeploymentState;
+
+TEST(KubernetesDispatch, ABundleDeploymentRunsInARunnerPodThroughTheGateway) {
+  auto world = launch::LauncherWorld::Create("dispatch-kubernetes");
+  ASSERT_TRUE(world) << world.error().ToString();
+  auto dir = sys::TempDir::Create("kubernetes-dispatch");
+  ASSERT_TRUE(dir);
+  auto server = StateServer::Start(dir->Path());
+  ASSERT_TRUE(server) << server.error().ToString();
+  store::Store& store = (*server)->Store();
+
+  std::unique_ptr<Dispatcher> dispatcher;
+  launch::KubernetesLauncher kubernetes(
+      (*world)->LauncherClient(), (*world)->Settings(), SystemClock::Instance(),
+      [&](const std::string& run, const launch::RunOutcome& o) { dispatcher->OnRunEnd(run, o); },
+      [](const std::string&, const std::string&) {});
+  dispatcher =
+      std::make_unique<Dispatcher>(store, Launchers{{"kubernetes", &kubernetes}},
+                                   (*server)->Signer(), DispatcherOptions{.url = (*server)->Url()});
+  ASSERT_TRUE(kubernetes.Start());
+
+  ASSERT_TRUE(store.CreateOrganization("acme"));
+  ASSERT_TRUE(store.Create({.kind = store::Kind::kProject, .org_id = "acme", .id = "web"}));
+  ASSERT_TRUE(store.Create({.kind = store::Kind::kEnvType, .org_id = "acme", .id = "dev"}));
+  store::Record runner{.kind = store::Kind::kRunner, .org_id = "acme", .id = "cluster"};
+  runner.columns = {{"runner_type", "kubernetes"}, {"storage_type", "berth"}};
+  runner.body = {{"runner_configuration", json::object()},
+                 {"state_storage_configuration", {{"type", "berth"}}}};
+  ASSERT_TRUE(store.Create(runner));
+  store::Record env{
+      .kind = store::Kind::kEnvironment, .org_id = "acme", .parent_id = "web", .id = "dev"};
+  env.columns = {{"env_type_id", "dev"}, {"runner_id", "cluster"}};
+  ASSERT_TRUE(store.Create(env));
+
+  auto packed = cli::PackModule(testenv::SourceDir() / "examples/hello");
+  ASSERT_TRUE(packed);
+  auto bundle = store.DeploymentData().PutBundle("acme", *packed);
+  ASSERT_TRUE(bundle);
+  store::Deployment d{.org_id = "acme", .project_id = "web", .env_id = "dev", .id = "k1"};
+  d.spec = {
+      {"op", "apply"}, {"source", {{"bundle", bundle->id}}}, {"variables", {{"name", "pod"}}}};
+  ASSERT_TRUE(store.Deployments().Create(d));
+
+  store::Deployment now;
+  for (int i = 0; i < 1200; ++i) {
+    dispatcher->Tick();
+    now = *store.Deployments().Get("acme", "k1");
+    if (IsTerminal(now.state)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(now.state, S::kSucceeded) << now.transitions.dump() << now.result.dump();
+  auto outputs = store.DeploymentData().GetArtifact("acme", "k1", "outputs");
+  ASSERT_TRUE(outputs);
+  EXPECT_EQ(json::parse(outputs->content)["greeting"]["value"], "hello, pod");
+  auto versions = store.States().Versions("acme/web/dev");
+  ASSERT_TRUE(versions);
+  ASSERT_FALSE(versions->empty());
+  EXPECT_EQ(versions->back().run_id, "k1");
+  std::string log;
+  for (const auto& chunk : *store.DeploymentData().ReadLog("acme", "k1", 0, 1000))
+    log += chunk.data;
+  EXPECT_NE(log.find("[apply] Apply complete!"), std::string::npos) << log;
+  kubernetes.Stop();
+}
+
+}  // namespace
+}  // namespace berth::server
