@@ -62,6 +62,9 @@ int Run(const RunCommand& run, const LoggingOptions& logging) {
   if (!options.gateway.empty()) {
     gateway.emplace(options, context.environment);
     prepared = gateway->Prepare(options, log);
+    context.keep_state = [&gateway](const std::filesystem::path& errored) {
+      gateway->KeepState(errored);
+    };
   }
   auto events = MakeRunEvents(options.event_object, options.job_name, context.environment,
                               [&log](const std::string& line) {

@@ -37,9 +37,10 @@ Result<std::string> Header(const std::string& name, char type, uint64_t size, un
   std::string header(kBlock, '\0');
   std::string prefix, base = name;
   if (base.size() > 100) {
+    // The last '/' that leaves a prefix of at most 155 bytes; an earlier one would only make
+    // the name longer.
     size_t slash = name.rfind('/', 155);
-    while (slash != std::string::npos && name.size() - slash - 1 > 100) slash = std::string::npos;
-    if (slash == std::string::npos || slash > 155)
+    if (slash == std::string::npos || name.size() - slash - 1 > 100)
       return MakeError(ErrorKind::kInvalidArgument, "path too long for a bundle", name);
     prefix = name.substr(0, slash);
     base = name.substr(slash + 1);
@@ -59,7 +60,7 @@ Result<std::string> Header(const std::string& name, char type, uint64_t size, un
   std::memcpy(&header[345], prefix.data(), prefix.size());
   std::memset(&header[148], ' ', 8);
   unsigned sum = 0;
-  for (unsigned char c : header) sum += c;
+  for (char c : header) sum += static_cast<unsigned char>(c);
   Octal(&header[148], 7, sum);
   header[155] = ' ';
   return header;

@@ -70,6 +70,14 @@ Result<void> GatewayRun::Prepare(RunOptions& options, LogSink& log) {
   return {};
 }
 
+void GatewayRun::KeepState(const fs::path& errored) {
+  auto content = sys::ReadFile(errored);
+  auto put = content ? client_->PutArtifact("state", *content) : Result<void>(content.error());
+  if (!put)
+    std::fprintf(stderr, "runner: cannot upload the state kept at %s: %s\n", errored.c_str(),
+                 put.error().message.c_str());
+}
+
 void GatewayRun::Deliver(const RunOptions& options, const RunResult& result) {
   auto upload = [&](const std::string& name, const std::string& path) {
     std::error_code ec;

@@ -28,6 +28,9 @@ class GatewayRun {
 
   // Tees log into the gateway and fetches the run's inputs; options then name the staged files.
   Result<void> Prepare(RunOptions& options, LogSink& log);
+  // Uploads a state TF could not persist (the artifact "state"), before anything else can go
+  // wrong.
+  void KeepState(const std::filesystem::path& errored);
   // Uploads the artifacts, the rest of the log and the result. Failures are written to stderr:
   // the launcher still reads the local result.
   void Deliver(const RunOptions& options, const RunResult& result);

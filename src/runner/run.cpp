@@ -430,6 +430,7 @@ class Run {
       steps_->Log("rescue", "state pushed");
       return;
     }
+    if (context_.keep_state) context_.keep_state(errored);
     result_.error.reset();
     Fail(RunErrorKind::kStatePersist, "rescue",
          "state could not be persisted; it is kept at " + errored.string(), out.exit_code,

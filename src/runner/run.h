@@ -2,6 +2,8 @@
 // operation, and fills in the result document (docs/runner.md).
 #pragma once
 
+#include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,8 @@ struct RunContext {
   LogSink* log = nullptr;                // required
   RunEvents* events = nullptr;           // required (NoRunEvents when there is no --event-object)
   int signal_fd = -1;                    // readable when SIGTERM or SIGINT arrived
+  // Told where a state that could not be persisted is kept (errored.tfstate), at once.
+  std::function<void(const std::filesystem::path&)> keep_state;
 };
 
 RunResult ExecuteRun(const RunOptions& options, const RunContext& context);

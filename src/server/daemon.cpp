@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 
+#include "core/base64.h"
 #include "core/mutex.h"
 #include "core/time_format.h"
 #include "crypto/jws.h"
@@ -27,7 +28,6 @@ namespace fs = std::filesystem;
 
 fs::path AdminTokenPath(const fs::path& data_dir) { return data_dir / "admin-token"; }
 fs::path UrlFilePath(const fs::path& data_dir) { return data_dir / "berthd.url"; }
-fs::path RunTokenKeyPath(const fs::path& data_dir) { return data_dir / "run-token.key"; }
 
 fs::path FindRunnerBesideSelf() {
   std::error_code ec;
@@ -99,18 +99,29 @@ Result<void> SeedEmbeddedDefaults(const Api& api, const std::string& admin_token
   return {};
 }
 
-// The run tokens' signing key: kept across restarts, so that a run's token outlives one.
-Result<crypto::Ed25519Signer> LoadOrCreateRunTokenSigner(const fs::path& data_dir) {
-  fs::path path = RunTokenKeyPath(data_dir);
+// The run tokens' signing key, in the database: kept across restarts (a run's token outlives
+// one) and shared by every berthd on the database (a token one minted is good at the others).
+// A key an older berthd left in its data folder is taken over, so its runs' tokens stay good.
+Result<crypto::Ed25519Signer> LoadOrCreateRunTokenSigner(store::Store& store,
+                                                         const fs::path& data_dir) {
+  fs::path legacy = data_dir / "run-token.key";
+  std::string candidate;
   std::error_code ec;
-  if (fs::exists(path, ec)) {
-    auto seed = sys::ReadFile(path);
+  if (fs::exists(legacy, ec)) {
+    auto seed = sys::ReadFile(legacy);
     if (!seed) return seed.error();
-    return crypto::Ed25519Signer::FromSeed(*seed);
+    candidate = *seed;
+  } else {
+    auto fresh = crypto::Ed25519Signer::Generate();
+    if (!fresh) return fresh.error();
+    candidate = fresh->Seed();
   }
-  auto signer = crypto::Ed25519Signer::Generate();
-  if (!signer) return signer.error();
-  if (auto written = sys::WriteFileAtomic(path, signer->Seed()); !written) return written.error();
+  auto stored = store.EnsureSharedSecret("run-token-seed", Base64Encode(candidate));
+  if (!stored) return stored.error();
+  auto seed = Base64Decode(*stored);
+  if (!seed) return seed.error();
+  auto signer = crypto::Ed25519Signer::FromSeed(*seed);
+  if (signer) fs::remove(legacy, ec);
   return signer;
 }
 
@@ -134,7 +145,7 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
 
   auto listen = SplitListen(options.listen);
   if (!listen) return listen.error();
-  auto signer = LoadOrCreateRunTokenSigner(options.data_dir);
+  auto signer = LoadOrCreateRunTokenSigner(**store, options.data_dir);
   if (!signer) return signer.error();
   StateBackend states((*store)->States(), signer->PublicKey(), UnixSecondsNow);
   ChangeFeed change_feed;

@@ -42,8 +42,6 @@ struct DaemonOptions {
 // The files berthd leaves in its data folder for the CLI to find it.
 std::filesystem::path AdminTokenPath(const std::filesystem::path& data_dir);
 std::filesystem::path UrlFilePath(const std::filesystem::path& data_dir);
-// The Ed25519 seed that signs run tokens (made 0600 on the first start).
-std::filesystem::path RunTokenKeyPath(const std::filesystem::path& data_dir);
 
 // The runner program installed beside the running binary (same folder, or ../runner/runner
 // in a build tree); empty when there is none.

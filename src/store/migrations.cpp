@@ -85,6 +85,11 @@ constexpr Migration kMigrations[] = {
      "FOREIGN KEY (org_id, deployment_id) REFERENCES deployments (org_id, id) "
      "ON DELETE CASCADE);"
      "CREATE INDEX deployments_by_run ON deployments (run_id);"},
+    // Keys every berthd on the database shares (the run tokens' signing seed): a token one
+    // berthd minted is good at every other.
+    {5,
+     "CREATE TABLE shared_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL, "
+     "created_at BIGINT NOT NULL);"},
 };
 
 #undef BERTH_RECORD_COLUMNS

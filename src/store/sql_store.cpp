@@ -69,6 +69,21 @@ class SqlStore final : public Store {
     return *n == 1;
   }
 
+  Result<std::string> EnsureSharedSecret(const std::string& name,
+                                         const std::string& candidate) override {
+    auto c = pool_->Borrow();
+    auto n = c->Execute(
+        "INSERT INTO shared_secrets (name, value, created_at) VALUES ($1, $2, $3) ON CONFLICT "
+        "(name) DO NOTHING",
+        {name, candidate, UnixMillisNow()});
+    if (!n) return n.error();
+    auto rows = c->Query("SELECT value FROM shared_secrets WHERE name = $1", {name});
+    if (!rows) return rows.error();
+    if (rows->empty())
+      return MakeError(ErrorKind::kInternal, "shared secret " + name + " vanished");
+    return rows->front().Text(0);
+  }
+
   Result<bool> OrganizationExists(const std::string& id) override {
     auto c = pool_->Borrow();
     auto rows = c->Query("SELECT 1 FROM organizations WHERE id = $1", {id});

@@ -83,6 +83,10 @@ class Store {
   // Environments (project/id) linked to a runner, for the refusal to delete it.
   virtual Result<std::vector<std::string>> EnvironmentsUsingRunner(const std::string& org,
                                                                    const std::string& runner) = 0;
+  // The secret stored under name; candidate is stored and returned when there is none yet
+  // (of berthd processes starting at once on one database, the first one's candidate wins).
+  virtual Result<std::string> EnsureSharedSecret(const std::string& name,
+                                                 const std::string& candidate) = 0;
   // The TF states of berthd's own backend.
   virtual StateStore& States() = 0;
   // Deployments of environments.

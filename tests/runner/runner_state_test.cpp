@@ -5,9 +5,13 @@
 #include <libpq-fe.h>
 #include <signal.h>
 
+#include <map>
 #include <regex>
 
+#include "core/mutex.h"
+#include "crypto/digest.h"
 #include "kube_test_cluster.h"
+#include "net/http_server.h"
 #include "postgres_test_server.h"
 #include "runner_harness.h"
 #include "sys/files.h"
@@ -137,7 +141,29 @@ TEST(RunnerStatePersist, ABackendThatFailsOnWriteLeavesTheStateKeptAndSaysWhere)
       "test'; END $$ LANGUAGE plpgsql;"
       "CREATE TRIGGER deny BEFORE UPDATE ON terraform_remote_state.states FOR EACH ROW EXECUTE "
       "FUNCTION deny()");
-  auto second = h->Run(flags("v2"));
+  // The second run is in gateway mode: the state it cannot persist goes to berthd at once.
+  Mutex mutex;
+  std::map<std::string, std::string> artifacts;
+  auto gateway_flags = flags("v2");  // writes v2.tfvars.json, which the gateway serves
+  std::string inputs = *sys::ReadFile(h->Root() / "v2.tfvars.json");
+  auto gateway = net::StartHttpServer({}, [&](const net::ServerRequest& r) {
+    net::ServerResponse response{.status = 200, .body = "{}"};
+    if (r.target.ends_with("/inputs")) response.body = inputs;
+    if (auto at = r.target.find("/artifacts/"); at != std::string::npos) {
+      MutexLock lock(mutex);
+      artifacts[r.target.substr(at + 11)] = r.body;
+    }
+    return response;
+  });
+  ASSERT_TRUE(gateway);
+  std::string token = (h->Root() / "token").string();
+  ASSERT_TRUE(sys::WriteFileAtomic(token, "a-run-token"));
+  for (const std::string& flag :
+       {"--gateway=http://127.0.0.1:" + std::to_string((*gateway)->Port()),
+        std::string("--run-id=persist"), "--token-file=" + token,
+        "--inputs-hash=sha256:" + crypto::Sha256Hex(inputs)})
+    gateway_flags.push_back(flag);
+  auto second = h->Run(gateway_flags);
   EXPECT_EQ(second.exit_code, 1);
   ASSERT_EQ(Kind(second), "StatePersist") << Describe(second);
   std::string message = second.result["error"]["message"];
@@ -147,6 +173,8 @@ TEST(RunnerStatePersist, ABackendThatFailsOnWriteLeavesTheStateKeptAndSaysWhere)
   ASSERT_TRUE(state) << "the state that could not be persisted is gone";
   EXPECT_NE(state->find("\"v2\""), std::string::npos) << "the kept state is not the new one";
   EXPECT_EQ(*sys::ReadFile(target), "v2");
+  MutexLock lock(mutex);
+  EXPECT_EQ(artifacts["state"], *state) << "the gateway did not get the kept state";
 }
 
 }  // namespace

@@ -174,6 +174,11 @@ TEST_F(BerthdE2e, AnApprovedPlanIsAppliedExactlyAndNoOtherHashOrStalePlanIs) {
   EXPECT_EQ(waiting["plan"]["add"], 1);
   EXPECT_EQ(Applies(), 0);
   EXPECT_EQ(Call("GET", "/deployments/" + id + "/outputs").status, 404);  // nothing applied
+  auto plan_file = Call("GET", "/deployments/" + id + "/artifacts/plan");
+  ASSERT_EQ(plan_file.status, 200);
+  EXPECT_TRUE(plan_file.body.starts_with("PK")) << "a plan file is a zip archive";
+  EXPECT_EQ(plan_file.headers["x-berth-run"], id);
+  EXPECT_EQ(Call("GET", "/deployments/" + id + "/artifacts/result").status, 400);
 
   std::string other = "sha256:" + std::string(64, '0');
   auto refused = Call("POST", "/deployments/" + id + "/approve", json{{"plan_hash", other}}.dump());

@@ -288,6 +288,24 @@ TEST_P(StoreTest, TwoServersOnOneDatabaseShareOneTruth) {
   EXPECT_EQ((*second)->Update(*read, read->version).error().kind, ErrorKind::kConflict);
 }
 
+TEST_P(StoreTest, OfServersStartingAtOnceTheFirstSharedSecretWinsForAll) {
+  auto second = OpenStore(url_, 2);
+  ASSERT_TRUE(second);
+  std::vector<std::string> seen(6);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 6; ++i) {
+    Store* store = i % 2 == 0 ? store_.get() : second->get();
+    threads.emplace_back([&, store, i] {
+      seen[static_cast<size_t>(i)] =
+          store->EnsureSharedSecret("run-token-seed", "candidate-" + std::to_string(i)).value();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& value : seen) EXPECT_EQ(value, seen[0]);
+  EXPECT_TRUE(seen[0].starts_with("candidate-"));
+  EXPECT_EQ(*store_->EnsureSharedSecret("run-token-seed", "later"), seen[0]);
+}
+
 TEST_P(StoreTest, StatesKeepEveryVersionAndADeletionIsOneToo) {
   StateStore& states = store_->States();
   EXPECT_EQ(states.Current("acme/web/dev").error().kind, ErrorKind::kNotFound);

@@ -92,6 +92,7 @@ DeploymentRoutes::DeploymentRoutes(Router& router, store::Store& store,
   add("POST", one + "/approve", &DeploymentRoutes::Approve);
   add("GET", one + "/logs", &DeploymentRoutes::Logs);
   add("GET", one + "/outputs", &DeploymentRoutes::Outputs);
+  add("GET", one + "/artifacts/{name}", &DeploymentRoutes::Artifact);
 }
 
 net::ServerResponse DeploymentRoutes::UploadBundle(const RouteRequest& r, const Caller& c) const {
@@ -298,6 +299,22 @@ net::ServerResponse DeploymentRoutes::Outputs(const RouteRequest& r, const Calle
     outputs[name] = std::move(entry);
   }
   return JsonResponse(200, Dump({{"outputs", outputs}}));
+}
+
+// The plan file an approval applies, or a state TF could not persist (to restore it with
+// `runner run --op=restore` or a rollback): as the runner uploaded them.
+net::ServerResponse DeploymentRoutes::Artifact(const RouteRequest& r, const Caller& c) const {
+  const std::string& name = r.params.at("name");
+  if (name != "plan" && name != "state")
+    return ErrorResponse(Invalid("name", "must be plan or state"));
+  auto artifact = store_.DeploymentData().GetArtifact(c.org, r.params.at("id"), name);
+  if (!artifact) return ErrorResponse(artifact.error());
+  net::ServerResponse response{.status = 200};
+  response.headers["Content-Type"] = "application/octet-stream";
+  response.headers["X-Berth-Run"] = artifact->run_id;
+  response.headers["X-Berth-Sha256"] = artifact->sha256;
+  response.body = std::move(artifact->content);
+  return response;
 }
 
 }  // namespace berth::server

@@ -24,6 +24,7 @@ class DeploymentRoutes {
   net::ServerResponse Approve(const RouteRequest& r, const Caller& c) const;
   net::ServerResponse Logs(const RouteRequest& r, const Caller& c) const;
   net::ServerResponse Outputs(const RouteRequest& r, const Caller& c) const;
+  net::ServerResponse Artifact(const RouteRequest& r, const Caller& c) const;
 
   store::Store& store_;
   const TokenGuard& authorized_;
