@@ -78,7 +78,7 @@ Result<std::optional<std::string>> Bootstrap(store::Store& store, const fs::path
 // gives the runner every environment of that project (other projects choose their own). Made
 // through the API, by its rules, as the admin would.
 Result<void> SeedEmbeddedDefaults(const Api& api, const std::string& admin_token) {
-  const std::pair<const char*, const char*> kObjects[] = {
+  const std::pair<const char*, const char*> objects[] = {
       {"/orgs/default/runners",
        R"({"id":"local","runner_configuration":{"type":"local"},)"
        R"("state_storage_configuration":{"type":"berth"},"description":"runs on this machine"})"},
@@ -87,7 +87,7 @@ Result<void> SeedEmbeddedDefaults(const Api& api, const std::string& admin_token
       {"/orgs/default/projects", R"({"id":"default"})"},
       {"/orgs/default/env-types", R"({"id":"default"})"},
   };
-  for (const auto& [path, body] : kObjects) {
+  for (const auto& [path, body] : objects) {
     net::ServerRequest request{.method = "POST", .target = path, .body = body};
     request.headers = {{"authorization", "Bearer " + admin_token},
                        {"content-type", "application/json"}};

@@ -31,11 +31,11 @@ int FreePort() {
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
   socklen_t size = sizeof(address);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size);
+  bool bound = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+               getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) == 0;
   close(fd);
-  return ntohs(address.sin_port);
+  return bound ? ntohs(address.sin_port) : 0;
 }
 
 class BerthdE2e : public ::testing::Test {
@@ -45,7 +45,9 @@ class BerthdE2e : public ::testing::Test {
     ASSERT_TRUE(dir);
     dir_.emplace(std::move(*dir));
     data_ = dir_->Path() / "data";
-    url_ = "http://127.0.0.1:" + std::to_string(FreePort());
+    int port = FreePort();
+    ASSERT_NE(port, 0);
+    url_ = "http://127.0.0.1:" + std::to_string(port);
     StartBerthd();
     if (HasFatalFailure()) return;
     token_ = *sys::ReadFile(data_ / "admin-token");

@@ -104,7 +104,10 @@ TEST_F(RunGatewayTest, ARetriedChunkIsStoredOnceAndFollowersAreWoken) {
 }
 
 TEST_F(RunGatewayTest, OnlyNamedArtifactsAreTakenAndTheResultIsKeptWhole) {
-  std::string plan("PK\x03\x04\x00binary", 11);
+  std::string plan(
+      "PK\x03\x04\x00"
+      "binary",
+      11);
   EXPECT_EQ(Send("PUT", "/runs/v1/run-1/artifacts/plan", Token("run-1"), plan).status, 200);
   EXPECT_EQ(Send("GET", "/runs/v1/run-1/plan", Token("run-1")).body, plan);
   auto unknown = Send("PUT", "/runs/v1/run-1/artifacts/..%2Fetc", Token("run-1"), "x");

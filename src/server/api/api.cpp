@@ -515,7 +515,7 @@ Result<std::string> IssueToken(store::Store& store, const std::string& org,
   return secret;
 }
 
-Api::Api(store::Store& store, ApiOptions options) : store_(store) {
+Api::Api(store::Store& store, const ApiOptions& options) : store_(store) {
   handlers_ = std::make_shared<Handlers>(store_, router_, options);
 }
 

@@ -37,7 +37,7 @@ struct ApiOptions {
 
 class Api {
  public:
-  explicit Api(store::Store& store, ApiOptions options = {});
+  explicit Api(store::Store& store, const ApiOptions& options = {});
   net::ServerResponse Handle(const net::ServerRequest& request) const;
   std::vector<std::string> Routes() const { return router_.Routes(); }
 
