@@ -1,5 +1,6 @@
 // `berth`, the CLI (docs/cli.md): berth up, create/get/update/delete for runners, runner
-// rules, projects, environment types and environments, refresh-runner.
+// rules, projects, environment types and environments, refresh-runner, and deployments
+// (deploy, logs, approve, cancel, outputs).
 #pragma once
 
 namespace berth::cli {

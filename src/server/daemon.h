@@ -1,7 +1,7 @@
 // berthd as a library: opens the store, makes the first organization, its admin token and the
-// run token key on the first start, and serves the API and the TF state backend until asked to
-// stop. apps/berthd and `berth up` both
-// run it.
+// run token key on the first start, serves the API, the TF state backend and the runner
+// gateway, and dispatches deployments to its launchers (local runners, Kubernetes) until asked
+// to stop. apps/berthd and `berth up` both run it.
 #pragma once
 
 #include <atomic>

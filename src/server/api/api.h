@@ -31,7 +31,8 @@ struct ApiOptions {
   std::function<Result<store::Deployment>(const std::string& org, const std::string& id,
                                           const std::string& plan_hash, const std::string& who)>
       approve;
-  // Wakes log followers when runs append to a log; null: followers poll.
+  // Told when a deployment is queued (the dispatcher starts it at once); log followers wait on
+  // it for new chunks and ends. Null: both poll.
   ChangeFeed* change_feed = nullptr;
 };
 
