@@ -189,6 +189,7 @@ void AddRunFlags(FlagSet& flags, RunOptions& o) {
   });
   flags.Value("plan-key-file", NonEmptyString(&o.plan_key_file));
   flags.Bool("allow-destroy", &o.allow_destroy);
+  flags.Bool("plan-destroy", &o.plan_destroy);
   flags.Value("restore-from", NonEmptyString(&o.restore_from));
   flags.Value("event-object", [&o](std::string_view v) -> Result<void> {
     static const std::regex kObject(

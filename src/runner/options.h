@@ -48,6 +48,7 @@ struct RunOptions {
   std::string approved_plan;
   std::string plan_key_file;
   bool allow_destroy = false;
+  bool plan_destroy = false;  // plan: a destroy plan (for a destroy that needs approval)
   // restore and events
   std::string restore_from;
   std::string event_object;

@@ -315,7 +315,10 @@ class Run {
   bool OpPlan() {
     if (!Step("validate", {"validate", "-no-color"}, RunErrorKind::kValidate)) return false;
     fs::path path = PlanFile();
-    if (!MakePlan({}, path)) return false;
+    if (!MakePlan(
+            o_.plan_destroy ? std::vector<std::string>{"-destroy"} : std::vector<std::string>{},
+            path))
+      return false;
     auto analysis = Show(path);
     return analysis && Guard(*analysis);
   }
@@ -323,7 +326,8 @@ class Run {
   bool OpApply(bool destroy) {
     fs::path path = PlanFile();
     std::error_code ec;
-    bool saved = !destroy && !o_.plan_file.empty() && fs::exists(path, ec);
+    // A saved plan (an approved one) is applied as it is, a destroy plan too.
+    bool saved = !o_.plan_file.empty() && fs::exists(path, ec);
     if (!saved &&
         !MakePlan(destroy ? std::vector<std::string>{"-destroy"} : std::vector<std::string>{},
                   path)) {

@@ -213,6 +213,23 @@ TEST_F(BerthdE2e, AnApprovedPlanIsAppliedExactlyAndNoOtherHashOrStalePlanIs) {
   EXPECT_NE(stale.body.find("stale"), std::string::npos) << stale.body;
   EXPECT_EQ(Call("POST", "/deployments/" + second + "/cancel").status, 200);
   EXPECT_EQ(Get(second)["state"], "cancelled");
+
+  // A destroy that needs approval shows what it deletes first.
+  std::string destroy = Deploy(Hello(), {{"op", "destroy"}, {"approval", {{"required", true}}}});
+  json doomed = WaitFor(destroy, {"waiting_approval", "failed"});
+  ASSERT_EQ(doomed["state"], "waiting_approval") << doomed.dump(2) << Log(destroy);
+  EXPECT_EQ(doomed["plan"]["destroy"], 1);
+  auto go = Call("POST", "/deployments/" + destroy + "/approve",
+                 json{{"plan_hash", doomed["plan"]["hash"]}}.dump());
+  ASSERT_EQ(go.status, 202) << go.body;
+  json destroyed = WaitFor(destroy, {"succeeded", "failed"});
+  ASSERT_EQ(destroyed["state"], "succeeded") << destroyed.dump(2) << Log(destroy);
+  EXPECT_EQ(destroyed["result"]["run"]["op"], "destroy");
+  auto last = Call("GET", "/projects/web/envs/dev/state/versions");
+  int64_t final_version = json::parse(last.body)["items"].back()["version"];
+  auto state =
+      Call("GET", "/projects/web/envs/dev/state/versions/" + std::to_string(final_version));
+  EXPECT_TRUE(json::parse(state.body)["resources"].empty()) << state.body;
 }
 
 TEST_F(BerthdE2e, AQueuedDeploymentWaitsUntilTheRunningOneIsCancelledAndTheLockIsFree) {

@@ -77,6 +77,24 @@ TEST_F(DeploymentsApi, RefusalsNameTheirField) {
   EXPECT_EQ(not_a_folder.status, 400);
   EXPECT_EQ(field_of(not_a_folder), "$.source.path");
   EXPECT_EQ(Call("POST", "/orgs/acme/projects/web/envs/prod/deployments", module_).status, 404);
+  const std::string path = dir_->Path().string();
+  for (const auto& [body, field] : std::vector<std::pair<json, std::string>>{
+           {{{"op", "plan"}, {"source", {{"path", path}}}, {"approval", {{"required", true}}}},
+            "$.approval.required"},
+           {{{"op", "apply"},
+             {"source", {{"path", path}, {"bundle", "b-" + std::string(32, 'a')}}}},
+            "$.source"},
+           {{{"op", "apply"}, {"source", json::object()}}, "$.source"},
+           {{{"op", "apply"}, {"source", {{"bundle", "b-" + std::string(32, 'a')}}}},
+            "$.source.bundle"},
+           {{{"op", "apply"}, {"source", {{"path", path}}}, {"variables", {{"1st", "x"}}}},
+            "$.variables.1st"},
+           {{{"op", "destroy"}, {"source", {{"path", path}}}, {"plan_only", true}},
+            "$.plan_only"}}) {
+    auto refused = Call("POST", kEnv, body.dump());
+    EXPECT_EQ(refused.status, 400) << body.dump();
+    EXPECT_EQ(field_of(refused), field) << refused.body;
+  }
   Start({});  // not embedded: no server paths
   auto refused = Call("POST", kEnv, module_);
   EXPECT_EQ(refused.status, 400);

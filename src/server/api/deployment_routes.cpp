@@ -150,8 +150,9 @@ net::ServerResponse DeploymentRoutes::Create(const RouteRequest& r, const Caller
       errors.push_back({"$.variables." + name, "must be a TF variable name"});
   }
   std::string op = (*valid)["op"];
-  if (valid->value("approval", json::object()).value("required", false) && op != "apply")
-    errors.push_back({"$.approval.required", "is for op apply (a plan applies nothing)"});
+  if (valid->value("approval", json::object()).value("required", false) && op == "plan")
+    errors.push_back(
+        {"$.approval.required", "is for op apply or destroy (a plan changes nothing)"});
   if (valid->value("plan_only", false) && op == "destroy")
     errors.push_back({"$.plan_only", "is for op plan or apply"});
   if (!errors.empty()) return ErrorResponse(InvalidFields("invalid deployment", errors));

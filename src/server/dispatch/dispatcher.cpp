@@ -101,7 +101,9 @@ Result<Dispatcher::Launch> Dispatcher::Prepare(const store::Deployment& d) {
     request.runner_args.push_back("--approved-plan=" +
                                   d.result.value("plan", json::object()).value("hash", ""));
   }
-  if (op == "destroy" || approved || d.spec.value("allow_destroy", false))
+  bool destroy = d.spec.value("op", "") == "destroy";
+  if (destroy && op == "plan") request.runner_args.push_back("--plan-destroy");
+  if (destroy || approved || d.spec.value("allow_destroy", false))
     request.runner_args.push_back("--allow-destroy");
   request.runner_configuration = runner->body.value("runner_configuration", json::object());
   return Launch{std::move(request), launcher->second};
