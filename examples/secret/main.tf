@@ -12,3 +12,8 @@ resource "terraform_data" "uses_token" {
 output "token_length" {
   value = length(nonsensitive(var.token))
 }
+
+output "token" {
+  value     = var.token
+  sensitive = true
+}
