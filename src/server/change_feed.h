@@ -1,7 +1,8 @@
-// Wakes whoever waits for deployments to change, instead of leaving them to their next poll:
-// log followers (a chunk arrived, a run ended) and the dispatcher (a deployment was queued).
-// One counter for everything: a waiter woken by another deployment's change finds nothing new
-// and waits again.
+// Wakes whoever waits for a kind of change instead of leaving them to their next poll. berthd
+// keeps two: one for the dispatcher (a deployment was queued, a run ended and freed its
+// environment) and one for log followers (a chunk arrived, a run ended), so that log traffic
+// never wakes the dispatcher. One counter per feed: a waiter woken by another deployment's
+// change finds nothing new and waits again.
 #pragma once
 
 #include <chrono>

@@ -148,9 +148,9 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
   auto signer = LoadOrCreateRunTokenSigner(**store, options.data_dir);
   if (!signer) return signer.error();
   StateBackend states((*store)->States(), signer->PublicKey(), UnixSecondsNow);
-  ChangeFeed change_feed;
-  RunGateway gateway(
-      **store, {.public_key = signer->PublicKey(), .now = UnixSecondsNow, .feed = &change_feed});
+  ChangeFeed dispatch_feed, log_feed;  // what wakes the dispatcher; what wakes log followers
+  RunGateway gateway(**store,
+                     {.public_key = signer->PublicKey(), .now = UnixSecondsNow, .feed = &log_feed});
   // The listening port may be chosen by the kernel: the dispatcher learns berthd's URL once
   // the server is up, and is made only then.
   std::unique_ptr<Dispatcher> dispatcher;
@@ -174,7 +174,8 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
       return dispatcher->Approve(org, id, hash, who);
     };
   }
-  api_options.change_feed = &change_feed;
+  api_options.queued = &dispatch_feed;
+  api_options.logs = &log_feed;
   Api api(**store, api_options);
   if (options.embedded && *first_admin_token) {
     if (auto seeded = SeedEmbeddedDefaults(api, **first_admin_token); !seeded)
@@ -206,7 +207,8 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
       MutexLock lock(dispatcher_mutex);
       if (dispatcher) dispatcher->OnRunEnd(run, outcome);
     }
-    change_feed.Notify();  // followers of its log end now
+    log_feed.Notify();       // followers of its log end now
+    dispatch_feed.Notify();  // its environment is free for the next deployment
   };
   Launchers launchers;
   std::unique_ptr<kube::KubeClient> kube_client;
@@ -254,12 +256,12 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
   // A queued deployment wakes the loop at once; the timeout bounds how late a stop, a deadline
   // or another berthd's deployment is seen.
   while (!stop.load()) {
-    uint64_t seen = change_feed.Generation();
+    uint64_t seen = dispatch_feed.Generation();
     {
       MutexLock lock(dispatcher_mutex);
       if (dispatcher) dispatcher->Tick();
     }
-    change_feed.WaitPast(seen, std::chrono::milliseconds(200));
+    dispatch_feed.WaitPast(seen, std::chrono::milliseconds(200));
   }
   if (kubernetes) kubernetes->Stop();
   (*server)->Stop();

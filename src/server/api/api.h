@@ -31,9 +31,10 @@ struct ApiOptions {
   std::function<Result<store::Deployment>(const std::string& org, const std::string& id,
                                           const std::string& plan_hash, const std::string& who)>
       approve;
-  // Told when a deployment is queued (the dispatcher starts it at once); log followers wait on
-  // it for new chunks and ends. Null: both poll.
-  ChangeFeed* change_feed = nullptr;
+  // Told when a deployment is queued, so that the dispatcher starts it at once; null: it polls.
+  ChangeFeed* queued = nullptr;
+  // Log followers wait on it for new chunks and ends; null: they poll.
+  ChangeFeed* logs = nullptr;
 };
 
 class Api {

@@ -62,6 +62,19 @@ bool LogWillGrow(S state) {
   return state == S::kQueued || state == S::kDispatched || state == S::kRunning;
 }
 
+// The next chunks of a deployment's log after position `after` (which moves to their end),
+// as text; `full` says whether the read filled its batch (more may be there).
+Result<std::string> ReadLogAfter(store::DeploymentDataStore& data, const std::string& org,
+                                 const std::string& id, int64_t& after, bool* full = nullptr) {
+  auto chunks = data.ReadLog(org, id, after, kLogChunksPerRead);
+  if (!chunks) return chunks.error();
+  std::string text;
+  for (const auto& chunk : *chunks) text += chunk.data;
+  if (!chunks->empty()) after = chunks->back().position;
+  if (full) *full = static_cast<int>(chunks->size()) == kLogChunksPerRead;
+  return text;
+}
+
 int64_t QueryInt(const RouteRequest& r, const std::string& name) {
   auto it = r.query.find(name);
   if (it == r.query.end()) return 0;
@@ -173,7 +186,7 @@ net::ServerResponse DeploymentRoutes::Create(const RouteRequest& r, const Caller
   if (!env) return ErrorResponse(env.error());
   auto created = store_.Deployments().Create(d);
   if (!created) return ErrorResponse(created.error());
-  if (options_.change_feed) options_.change_feed->Notify();  // the dispatcher starts it now
+  if (options_.queued) options_.queued->Notify();  // the dispatcher starts it now
   return JsonResponse(201, Dump(DeploymentJson(*created)));
 }
 
@@ -246,12 +259,10 @@ net::ServerResponse DeploymentRoutes::Logs(const RouteRequest& r, const Caller& 
   auto follow = r.query.find("follow");
   bool following = follow != r.query.end() && follow->second == "true";
   std::string text;
-  for (;;) {
-    auto chunks = store_.DeploymentData().ReadLog(c.org, id, after, kLogChunksPerRead);
-    if (!chunks) return ErrorResponse(chunks.error());
-    for (const auto& chunk : *chunks) text += chunk.data;
-    if (!chunks->empty()) after = chunks->back().position;
-    if (static_cast<int>(chunks->size()) < kLogChunksPerRead) break;
+  for (bool full = true; full;) {
+    auto batch = ReadLogAfter(store_.DeploymentData(), c.org, id, after, &full);
+    if (!batch) return ErrorResponse(batch.error());
+    text += *batch;
   }
   net::ServerResponse response{.status = 200};
   response.headers["Content-Type"] = "text/plain; charset=utf-8";
@@ -259,20 +270,15 @@ net::ServerResponse DeploymentRoutes::Logs(const RouteRequest& r, const Caller& 
   response.body = std::move(text);
   if (!following || !LogWillGrow(d->state)) return response;
   response.next_chunk = [this, org = c.org, id, after]() mutable -> std::optional<std::string> {
-    uint64_t seen = options_.change_feed ? options_.change_feed->Generation() : 0;
+    uint64_t seen = options_.logs ? options_.logs->Generation() : 0;
     // The state first: chunks a run sent before it ended are stored by the time it has ended.
     auto now = store_.Deployments().Get(org, id);
-    auto chunks = store_.DeploymentData().ReadLog(org, id, after, kLogChunksPerRead);
-    if (!now || !chunks) return std::nullopt;
-    if (!chunks->empty()) {
-      std::string out;
-      for (const auto& chunk : *chunks) out += chunk.data;
-      after = chunks->back().position;
-      return out;
-    }
+    auto batch = ReadLogAfter(store_.DeploymentData(), org, id, after);
+    if (!now || !batch) return std::nullopt;
+    if (!batch->empty()) return std::move(*batch);
     if (!LogWillGrow(now->state)) return std::nullopt;
-    if (options_.change_feed) {
-      options_.change_feed->WaitPast(seen, kFollowWait);
+    if (options_.logs) {
+      options_.logs->WaitPast(seen, kFollowWait);
     } else {
       std::this_thread::sleep_for(kFollowWait);
     }
