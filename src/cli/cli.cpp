@@ -141,20 +141,16 @@ void Print(const Globals& g, const Kind* kind, const json& doc, bool list) {
 
 int Call(const Globals& g, const std::string& method, const std::string& path, const json* body,
          const Kind* kind, bool list, bool quiet = false) {
-  auto c = Connect(g);
-  if (!c) {
-    std::fprintf(stderr, "error: %s\n", c.error().message.c_str());
-    return kExitUnavailable;
-  }
-  auto http = net::MakeCurlHttpClient();
-  net::HttpRequest request{.method = method, .url = c->url + "/orgs/" + c->org + path};
-  request.headers = {{"Authorization", "Bearer " + c->token}, {"Accept", "application/json"}};
+  auto c = Reach(g);
+  if (!c) return kExitUnavailable;
+  net::HttpRequest request{.method = method};
+  request.headers = {{"Accept", "application/json"}};
   if (body) {
     request.headers.emplace_back(
         "Content-Type", method == "PATCH" ? "application/merge-patch+json" : "application/json");
     request.body = body->dump();
   }
-  auto response = http->Send(request);
+  auto response = SendToOrg(*c, std::move(request), path);
   if (!response) {
     std::fprintf(stderr, "error: %s\n", response.error().ToString().c_str());
     return kExitUnavailable;

@@ -1,5 +1,6 @@
 #include "cli/connection.h"
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "cli/body.h"
@@ -86,6 +87,15 @@ void PrintError(const std::string& body, int status) {
     for (const auto& env : e["environments"])
       std::fprintf(stderr, "  in use by %s\n", env.get<std::string>().c_str());
   }
+}
+
+std::optional<Connection> Reach(const Globals& g) {
+  auto c = Connect(g);
+  if (!c) {
+    std::fprintf(stderr, "error: %s\n", c.error().message.c_str());
+    return std::nullopt;
+  }
+  return std::move(*c);
 }
 
 Result<net::HttpResponse> SendToOrg(const Connection& c, net::HttpRequest request,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "core/error.h"
@@ -24,6 +25,8 @@ struct Connection {
 std::string Env(const char* name);
 std::filesystem::path DefaultDataDir();
 Result<Connection> Connect(const Globals& g);
+// The connection, or nothing after saying why on stderr.
+std::optional<Connection> Reach(const Globals& g);
 // The exit code for an HTTP status (cli.h).
 int ExitFor(int status);
 // Prints the server's error as it is: kind, message, then each field and its rule.

@@ -18,16 +18,6 @@ using nlohmann::json;
 
 constexpr std::chrono::hours kFollowFor{24};
 
-// The connection, or nothing after saying why.
-std::optional<Connection> Reach(const Globals& g) {
-  auto c = Connect(g);
-  if (!c) {
-    std::fprintf(stderr, "error: %s\n", c.error().message.c_str());
-    return std::nullopt;
-  }
-  return std::move(*c);
-}
-
 // A call's JSON answer, or the exit code (the error printed).
 struct Answer {
   int exit_code = kExitOk;

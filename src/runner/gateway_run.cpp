@@ -13,25 +13,29 @@ namespace fs = std::filesystem;
 
 constexpr std::chrono::milliseconds kLogFlushEvery{500};
 
-std::string TrimNewlines(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-  return s;
+// The run's token from --token-file or the file BERTH_TOKEN_FILE names; empty when neither
+// gives one.
+std::string ReadRunToken(const RunOptions& options, const std::vector<std::string>& environment) {
+  std::string file =
+      options.token_file.empty() ? Lookup(environment, "BERTH_TOKEN_FILE") : options.token_file;
+  auto token = file.empty() ? Result<std::string>(std::string()) : sys::ReadFile(file);
+  std::string text = token ? *token : std::string();
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  return text;
+}
+
+fs::path StagingFolder(const std::string& run_id) {
+  std::error_code ec;
+  return fs::temp_directory_path(ec) / ("berth-gateway-" + run_id + "-" + crypto::RandomToken(6));
 }
 
 }  // namespace
 
-GatewayRun::GatewayRun(const RunOptions& options, const std::vector<std::string>& environment) {
-  std::string token_file =
-      options.token_file.empty() ? Lookup(environment, "BERTH_TOKEN_FILE") : options.token_file;
-  if (!token_file.empty()) {
-    if (auto token = sys::ReadFile(token_file)) token_ = TrimNewlines(*token);
-  }
-  std::error_code ec;
-  staging_ = fs::temp_directory_path(ec) /
-             ("berth-gateway-" + options.run_id + "-" + crypto::RandomToken(6));
-  client_.emplace(GatewayOptions{.url = options.gateway, .run_id = options.run_id, .token = token_},
-                  net::MakeOpenSslHttpClient());
-}
+GatewayRun::GatewayRun(const RunOptions& options, const std::vector<std::string>& environment)
+    : token_(ReadRunToken(options, environment)),
+      staging_(StagingFolder(options.run_id)),
+      client_(GatewayOptions{.url = options.gateway, .run_id = options.run_id, .token = token_},
+              net::MakeOpenSslHttpClient()) {}
 
 GatewayRun::~GatewayRun() {
   shipper_.reset();
@@ -40,7 +44,7 @@ GatewayRun::~GatewayRun() {
 }
 
 Result<void> GatewayRun::Stage(const std::string& what, const fs::path& file) {
-  auto body = client_->Fetch(what);
+  auto body = client_.Fetch(what);
   if (!body) return body.error();
   return sys::WriteFileAtomic(file, *body);
 }
@@ -50,7 +54,7 @@ Result<void> GatewayRun::Prepare(RunOptions& options, LogSink& log) {
     return MakeError(ErrorKind::kInvalidArgument,
                      "--gateway needs the run's token: --token-file, or the file BERTH_TOKEN_FILE "
                      "names");
-  shipper_ = std::make_unique<LogShipper>(*client_, kLogFlushEvery);
+  shipper_ = std::make_unique<LogShipper>(client_, kLogFlushEvery);
   log.Tee([shipper = shipper_.get()](std::string_view line) { shipper->Line(line); });
   std::error_code ec;
   fs::create_directories(staging_, ec);
@@ -70,31 +74,26 @@ Result<void> GatewayRun::Prepare(RunOptions& options, LogSink& log) {
   return {};
 }
 
-void GatewayRun::KeepState(const fs::path& errored) {
-  auto content = sys::ReadFile(errored);
-  auto put = content ? client_->PutArtifact("state", *content) : Result<void>(content.error());
+void GatewayRun::Upload(const std::string& name, const fs::path& file) {
+  std::error_code ec;
+  if (file.empty() || !fs::exists(file, ec)) return;
+  auto content = sys::ReadFile(file);
+  auto put = content ? client_.PutArtifact(name, *content) : Result<void>(content.error());
   if (!put)
-    std::fprintf(stderr, "runner: cannot upload the state kept at %s: %s\n", errored.c_str(),
+    std::fprintf(stderr, "runner: cannot upload the %s (%s): %s\n", name.c_str(), file.c_str(),
                  put.error().message.c_str());
 }
 
+void GatewayRun::KeepState(const fs::path& errored) { Upload("state", errored); }
+
 void GatewayRun::Deliver(const RunOptions& options, const RunResult& result) {
-  auto upload = [&](const std::string& name, const std::string& path) {
-    std::error_code ec;
-    if (path.empty() || !fs::exists(path, ec)) return;
-    auto content = sys::ReadFile(path);
-    auto put = content ? client_->PutArtifact(name, *content) : Result<void>(content.error());
-    if (!put)
-      std::fprintf(stderr, "runner: cannot upload the %s: %s\n", name.c_str(),
-                   put.error().message.c_str());
-  };
   if (shipper_) {
-    if (options.op == "plan" && !result.error) upload("plan", options.plan_file);
-    upload("outputs", options.outputs);
+    if (options.op == "plan" && !result.error) Upload("plan", options.plan_file);
+    Upload("outputs", options.outputs);
     if (!shipper_->Close()) std::fprintf(stderr, "runner: part of the log could not be shipped\n");
   }
   constexpr size_t kWholeResult = size_t{16} << 20;
-  if (auto posted = client_->PostResult(SerializeRunResult(result, kWholeResult)); !posted)
+  if (auto posted = client_.PostResult(SerializeRunResult(result, kWholeResult)); !posted)
     std::fprintf(stderr, "runner: cannot post the result: %s\n", posted.error().message.c_str());
 }
 

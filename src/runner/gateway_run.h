@@ -7,7 +7,6 @@
 
 #include <filesystem>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,10 +36,12 @@ class GatewayRun {
 
  private:
   Result<void> Stage(const std::string& what, const std::filesystem::path& file);
+  // The file as artifact name, when it exists; a failure is written to stderr.
+  void Upload(const std::string& name, const std::filesystem::path& file);
 
   std::string token_;
   std::filesystem::path staging_;
-  std::optional<GatewayClient> client_;
+  GatewayClient client_;
   std::unique_ptr<LogShipper> shipper_;
 };
 
