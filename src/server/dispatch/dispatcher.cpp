@@ -56,6 +56,12 @@ Dispatcher::Dispatcher(store::Store& store, Launchers launchers,
       signer_(signer),
       options_(std::move(options)) {}
 
+Result<int64_t> Dispatcher::StateVersion(const store::Deployment& d) {
+  auto versions = store_.States().Versions(StateKey(d));
+  if (!versions) return versions.error();
+  return versions->empty() ? int64_t{0} : versions->back().version;
+}
+
 Result<Dispatcher::Launch> Dispatcher::Prepare(const store::Deployment& d) {
   auto runner_id = ResolveRunner(store_, d.org_id, d.project_id, d.env_id);
   if (!runner_id) return runner_id.error();
@@ -237,14 +243,13 @@ Result<store::Deployment> Dispatcher::Approve(const std::string& org, const std:
     return MakeError(ErrorKind::kConflict,
                      "plan_hash " + plan_hash + " is not the plan deployment " + id +
                          " waits with (" + planned + "); nothing was applied");
-  auto versions = store_.States().Versions(StateKey(*d));
-  if (!versions) return versions.error();
-  int64_t now_version = versions->empty() ? 0 : versions->back().version;
+  auto now_version = StateVersion(*d);
+  if (!now_version) return now_version.error();
   int64_t planned_version = d->result.value("state_version", int64_t{0});
-  if (now_version != planned_version)
+  if (*now_version != planned_version)
     return MakeError(ErrorKind::kConflict,
                      "the plan is stale: the environment's state moved from version " +
-                         std::to_string(planned_version) + " to " + std::to_string(now_version) +
+                         std::to_string(planned_version) + " to " + std::to_string(*now_version) +
                          " since it was planned; deploy again");
   auto dispatched = store_.Deployments().Transition(org, id, S::kWaitingApproval, S::kDispatched,
                                                     "plan " + planned + " approved by " + who,
@@ -276,12 +281,12 @@ void Dispatcher::OnRunEnd(const std::string& run_id, const launch::RunOutcome& r
     store_.Deployments().Transition(org, d->id, S::kDispatched, S::kRunning, "runner started");
   if (outcome.succeeded && NeedsApproval(*d) && run_id != ApplyRunId(d->id)) {
     json plan = outcome.result ? outcome.result->value("plan", json::object()) : json::object();
-    auto versions = store_.States().Versions(StateKey(*d));
-    int64_t version = versions && !versions->empty() ? versions->back().version : 0;
-    store_.Deployments().Transition(
-        org, d->id, S::kRunning, S::kWaitingApproval, "plan " + plan.value("hash", "") + " ready",
-        {.result =
-             json{{"plan", plan}, {"state_version", version}, {"plan_run", OutcomeJson(outcome)}}});
+    auto version = StateVersion(*d);
+    store_.Deployments().Transition(org, d->id, S::kRunning, S::kWaitingApproval,
+                                    "plan " + plan.value("hash", "") + " ready",
+                                    {.result = json{{"plan", plan},
+                                                    {"state_version", version ? *version : 0},
+                                                    {"plan_run", OutcomeJson(outcome)}}});
     return;
   }
   S to = outcome.succeeded                                ? S::kSucceeded

@@ -68,6 +68,9 @@ class Dispatcher {
   Result<Launch> Prepare(const store::Deployment& deployment);
   // Launches a dispatched deployment's run and marks it running, or fails it.
   bool Start(const store::Deployment& deployment) EXCLUDES(mutex_);
+  // The newest version of the deployment's state in berth's backend (0: none, or the state
+  // lives elsewhere): what a plan waiting for approval was made against.
+  Result<int64_t> StateVersion(const store::Deployment& deployment);
   void EndOverdueRuns() EXCLUDES(mutex_);
 
   store::Store& store_;
