@@ -1,9 +1,11 @@
-// Exact arithmetic in nano-units on 128-bit integers: the largest quantity Kubernetes accepts
-// (about 9.2e18 before the suffix's scale) times 10^9 fits with room to spare.
+// Exact arithmetic in nano-units on 128-bit integers. Kubernetes keeps values past int64 exactly
+// (apimachinery falls back to inf.Dec), so "8Ei" (2^63) is a valid limit; berth keeps up to 10^27
+// units exactly, far beyond any real resource, and refuses more rather than round.
 #include "core/quantity.h"
 
 #include <array>
 #include <cctype>
+#include <limits>
 #include <utility>
 
 namespace berth {
@@ -12,12 +14,17 @@ namespace {
 using Int = QuantityInt;
 
 constexpr Int kNano = 1000000000;
-// |value| beyond this is refused: 2^63 units, as Kubernetes refuses what overflows int64.
-constexpr Int kMaxNanos = static_cast<Int>(9223372036854775807LL) * kNano;
+constexpr Int kMaxUnits = static_cast<Int>(1000000000000000000LL) * 1000000000;  // 10^27
+// |value| beyond this is refused; 10^36 nanos leave headroom under 2^127 for one more digit.
+constexpr Int kMaxNanos = kMaxUnits * kNano;
 
 Error Invalid(std::string_view text, std::string rule) {
   return MakeError(ErrorKind::kInvalidArgument,
                    "invalid quantity \"" + std::string(text) + "\": " + std::move(rule));
+}
+
+Error TooLarge(std::string_view text) {
+  return Invalid(text, "too large (berth keeps quantities up to 10^27 exactly)");
 }
 
 Int Pow(Int base, int exp) {
@@ -65,7 +72,7 @@ Result<Quantity> Quantity::Parse(std::string_view text) {
       continue;
     }
     digit = true;
-    if (mantissa > kMaxNanos) return Invalid(text, "too large");
+    if (mantissa > kMaxNanos) return TooLarge(text);
     mantissa = mantissa * 10 + (s[i] - '0');
     if (dot) ++fraction_digits;
   }
@@ -117,15 +124,15 @@ Result<Quantity> Quantity::Parse(std::string_view text) {
   int shift = exp10 - fraction_digits + 9;
   Int nanos = mantissa;
   if (binary > 0) {
-    if (nanos > kMaxNanos / Pow(1024, binary)) return Invalid(text, "too large");
+    if (nanos > kMaxNanos / Pow(1024, binary)) return TooLarge(text);
     nanos *= Pow(1024, binary);
   }
   if (shift >= 0) {
     if (shift > 36) {
-      if (nanos != 0) return Invalid(text, "too large");
+      if (nanos != 0) return TooLarge(text);
     } else {
       Int scale = Pow(10, shift);
-      if (nanos > kMaxNanos / scale) return Invalid(text, "too large");
+      if (nanos > kMaxNanos / scale) return TooLarge(text);
       nanos *= scale;
     }
   } else {
@@ -136,8 +143,16 @@ Result<Quantity> Quantity::Parse(std::string_view text) {
       nanos = nanos / scale + (nanos % scale != 0 ? 1 : 0);
     }
   }
-  if (nanos > kMaxNanos) return Invalid(text, "too large");
+  if (nanos > kMaxNanos) return TooLarge(text);
   return Quantity(negative ? -nanos : nanos, format);
+}
+
+std::optional<int64_t> Quantity::AsInt64() const {
+  if (nanos_ % kNano != 0) return std::nullopt;
+  Int units = nanos_ / kNano;
+  if (units > std::numeric_limits<int64_t>::max() || units < std::numeric_limits<int64_t>::min())
+    return std::nullopt;
+  return static_cast<int64_t>(units);
 }
 
 std::string Quantity::ToString() const {
@@ -155,9 +170,11 @@ std::string Quantity::ToString() const {
            (b == 0 ? "" : std::string(kBinarySuffixes[static_cast<size_t>(b - 1)]));
   }
   // Decimal: the largest power of a thousand that keeps the number whole.
+  // Suffixes end at E (10^18); the exponent form has no such end.
+  int max_exp = format_ == Format::kDecimalExponent ? 36 : 18;
   int exp = -9;
   Int value = magnitude;
-  while (exp < 18 && value % 1000 == 0) {
+  while (exp < max_exp && value % 1000 == 0) {
     value /= 1000;
     exp += 3;
   }

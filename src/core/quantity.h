@@ -4,6 +4,8 @@
 #pragma once
 
 #include <compare>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -29,6 +31,8 @@ class Quantity {
   std::string ToString() const;
   Format GetFormat() const { return format_; }
   bool IsNegative() const { return nanos_ < 0; }
+  // The value as a whole number, if it is one and fits in int64 (apimachinery's AsInt64).
+  std::optional<int64_t> AsInt64() const;
 
   friend std::strong_ordering operator<=>(const Quantity& a, const Quantity& b) {
     return a.nanos_ <=> b.nanos_;

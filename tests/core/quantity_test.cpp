@@ -35,7 +35,11 @@ INSTANTIATE_TEST_SUITE_P(
                       Canonical{"1e-3", "1e-3"}, Canonical{"1n", "1n"},
                       Canonical{"0.1n", "1n"},  // finer than a nano rounds up
                       Canonical{"-250m", "-250m"}, Canonical{"+2", "2"}, Canonical{"1P", "1P"},
-                      Canonical{"2E", "2E"}, Canonical{"1Ei", "1Ei"}));
+                      Canonical{"2E", "2E"}, Canonical{"1Ei", "1Ei"},
+                      // Past int64, as Kubernetes keeps them (apimachinery's inf.Dec path).
+                      Canonical{"8Ei", "8Ei"}, Canonical{"16Ei", "16Ei"},
+                      Canonical{"10000000000000000000", "10E"}, Canonical{"1e21", "1e21"},
+                      Canonical{"1e27", "1e27"}));
 
 struct Bad {
   std::string in, rule;
@@ -59,7 +63,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Bad{"1 Ki", "unknown suffix"}, Bad{"1ki", "unknown suffix"},
                       Bad{"1Ki5", "unknown suffix"}, Bad{"1e", "unknown suffix"},
                       Bad{"1ee3", "whole number"}, Bad{"1e1000", "1 to 3 digits"},
-                      Bad{"10000000000000000000", "too large"}, Bad{"9000000Ei", "too large"},
+                      Bad{"9000000000Ei", "too large"}, Bad{"1e28", "too large"},
                       Bad{"1e300", "too large"}));
 
 TEST(Quantity, ComparesByValueNotBySpelling) {
@@ -71,9 +75,22 @@ TEST(Quantity, ComparesByValueNotBySpelling) {
   EXPECT_LT(q("250m"), q("1"));
   EXPECT_LT(q("999Mi"), q("1Gi"));
   EXPECT_LT(q("-1"), q("0"));
+  // 2^63 and beyond compare exactly: 8Ei is one more than the largest int64.
+  EXPECT_EQ(q("8Ei"), q("9223372036854775808"));
+  EXPECT_GT(q("8Ei"), q("9223372036854775807"));
+  EXPECT_LT(q("8Ei"), q("9223372036854775808001m"));
   EXPECT_TRUE(q("-1").IsNegative());
   EXPECT_EQ(q("1.5Gi").GetFormat(), Quantity::Format::kBinarySI);
   EXPECT_EQ(q("2e3").GetFormat(), Quantity::Format::kDecimalExponent);
+}
+
+TEST(Quantity, AsInt64OnlyForWholeValuesThatFit) {
+  auto q = [](const char* s) { return *Quantity::Parse(s); };
+  EXPECT_EQ(q("64Ki").AsInt64(), 65536);
+  EXPECT_EQ(q("-2k").AsInt64(), -2000);
+  EXPECT_EQ(q("1500m").AsInt64(), std::nullopt);
+  EXPECT_EQ(q("9223372036854775807").AsInt64(), INT64_MAX);
+  EXPECT_EQ(q("8Ei").AsInt64(), std::nullopt);
 }
 
 }  // namespace
