@@ -72,7 +72,7 @@ int Main(int argc, char** argv) {
   KubernetesLauncher launcher(
       (*world)->LauncherClient(), (*world)->Settings(), SystemClock::Instance(),
       [&](const std::string& id, const RunOutcome& o) { ends.Record(id, o); },
-      [](const std::string&, const std::string&) {});
+      [](const std::string&, const LaunchEvent&) {});
   if (auto started = launcher.Start(); !started) {
     std::fprintf(stderr, "%s\n", started.error().ToString().c_str());
     return 1;

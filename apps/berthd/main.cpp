@@ -45,7 +45,14 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--allow-plain-http", options.allow_plain_http,
                "serve plain HTTP on a non-loopback address (not recommended)");
+  std::string log_format = "text";
+  app.add_option("--log-format", log_format, "the log on stderr: text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  app.add_option("-v,--v", options.verbosity,
+                 "log verbosity: 1 adds runner traffic and every transition")
+      ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
+  berth::sys::Logger::ParseFormat(log_format, &options.log_format);  // checked by the flag
   options.data_dir = data_dir;
   options.run_deadline = std::chrono::seconds(run_deadline_seconds);
   signal(SIGTERM, OnSignal);

@@ -51,7 +51,10 @@ int StopSignals() {
 }
 
 int Run(const RunCommand& run, const LoggingOptions& logging) {
-  LogSink log(stdout, logging.format == "json");
+  // The log is written with write(2), not stdio: what TF printed is out before the runner
+  // could die, whatever stdout is.
+  LogSink log(STDOUT_FILENO, STDERR_FILENO, berth::SystemClock::Instance(), SinkOptions(logging));
+  log.StartFlusher();
   RunContext context;
   context.log = &log;
   for (char** e = environ; *e != nullptr; ++e) context.environment.emplace_back(*e);
@@ -67,10 +70,7 @@ int Run(const RunCommand& run, const LoggingOptions& logging) {
     };
   }
   auto events = MakeRunEvents(options.event_object, options.job_name, context.environment,
-                              [&log](const std::string& line) {
-                                log.Line("runner", line);
-                                log.Flush();
-                              });
+                              [&log](const std::string& line) { log.Line("runner", line); });
   context.events = events.get();
   berth::RunResult result;
   if (prepared) {
@@ -82,21 +82,21 @@ int Run(const RunCommand& run, const LoggingOptions& logging) {
     log.Line("gateway", prepared.error().message);
   }
   events.reset();  // flushes what is queued, within its own short deadline
-  if (logging.verbosity >= 1) {
+  if (log.V("runner", 1)) {
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);  // the runner alone: TF and its providers are children
     log.Line("runner", "peak memory " + std::to_string(usage.ru_maxrss) + " KiB");
-    log.Flush();
   }
+  if (result.error) {
+    log.Error("runner", options.op + " failed (" +
+                            std::string(berth::RunErrorKindName(result.error->kind)) +
+                            "): " + result.error->message);
+  }
+  log.Flush();
   if (gateway) gateway->Deliver(options, result);
   if (!WriteResult(options.result, result, options.result_max_bytes)) {
     std::fprintf(stderr, "runner: cannot write the result to %s\n", options.result.c_str());
     return kExitResultUnwritten;
-  }
-  if (result.error) {
-    std::fprintf(stderr, "runner: %s failed (%s): %s\n", options.op.c_str(),
-                 std::string(berth::RunErrorKindName(result.error->kind)).c_str(),
-                 result.error->message.c_str());
   }
   return ExitCodeFor(result);
 }

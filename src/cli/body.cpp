@@ -117,9 +117,19 @@ Result<json> BuildBody(const BodyFlags& flags) {
       return MakeError(ErrorKind::kInvalidArgument,
                        "--set: must be key.path=value, not \"" + s + "\"");
     }
-    std::string path = "/" + s.substr(0, eq);
-    for (auto& c : path) c = c == '.' ? '/' : c;
+    std::string key = s.substr(0, eq);
     std::string raw = s.substr(eq + 1);
+    // Label keys hold dots and slashes ("berth.dev/runner-spec.kubernetes_image") and label
+    // values are strings: after "labels." the rest is one key, its value taken as written.
+    if (key.starts_with("labels.") && key.size() > 7) {
+      body["labels"][key.substr(7)] = raw;
+      continue;
+    }
+    std::string path;
+    for (char c : key) {
+      path += c == '.' ? "/" : c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
+    }
+    path.insert(path.begin(), '/');
     json value = json::parse(raw, nullptr, false);
     if (value.is_discarded() || value.is_object() || value.is_array()) value = raw;
     body[json::json_pointer(path)] = value;

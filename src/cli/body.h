@@ -18,7 +18,8 @@ std::string JsonToYaml(const nlohmann::json& value);
 struct BodyFlags {
   std::vector<std::string> set_yaml;  // YAML text, or @file
   std::vector<std::string> set_json;  // JSON text, or @file
-  std::vector<std::string> set;       // key.path=value; value read as JSON if it parses
+  std::vector<std::string> set;       // key.path=value; value read as JSON if it parses,
+                                      // but labels.KEY=VALUE is one key and a string
 };
 
 Result<nlohmann::json> BuildBody(const BodyFlags& flags);

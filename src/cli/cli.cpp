@@ -168,8 +168,11 @@ int Call(const Globals& g, const std::string& method, const std::string& path, c
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
 
-int Up(const std::string& data_dir, const std::string& listen, const std::string& providers) {
+int Up(const std::string& data_dir, const std::string& listen, const std::string& providers,
+       const std::string& log_format, int verbosity) {
   server::DaemonOptions options;
+  sys::Logger::ParseFormat(log_format, &options.log_format);  // checked by the flag
+  options.verbosity = verbosity;
   options.providers = providers;
   options.data_dir = data_dir.empty() ? DefaultDataDir() : fs::path(data_dir);
   options.listen = listen;
@@ -209,6 +212,12 @@ int Main(int argc, char** argv) {
   up->add_option("--providers", providers,
                  "a provider mirror folder local runs install providers from, offline")
       ->check(CLI::ExistingDirectory);
+  std::string log_format = "text";
+  up->add_option("--log-format", log_format, "berthd's log on stderr: text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  int verbosity = 0;
+  up->add_option("-v,--v", verbosity, "berthd's log verbosity (1: runner traffic, transitions)")
+      ->check(CLI::NonNegativeNumber);
 
   std::string kind_word, id, project, runner_filter;
   BodyFlags body_flags;
@@ -304,7 +313,7 @@ int Main(int argc, char** argv) {
     int code = app.exit(e);
     return code == 0 ? kExitOk : kExitUsage;
   }
-  if (*up) return Up(g.data_dir, listen, providers);
+  if (*up) return Up(g.data_dir, listen, providers, log_format, verbosity);
   if (*render_pod) {
     for (const std::string& label : render_labels) {
       auto eq = label.find('=');

@@ -30,14 +30,14 @@ int RenderPod(const RenderPodOptions& options) {
   if (!config) return Fail(config.error());
   launch::RunnerPodRequest request{
       .run_id = options.run_id,
-      .op = options.op,
       .revision = options.revision,
+      .invocation = {.op = options.op},
       .labels = options.labels,
       .kind = options.kind == "job" ? launch::WorkloadKind::kJob : launch::WorkloadKind::kPod};
   auto manifests = launch::BuildRunnerManifests(*settings, *config, request);
   if (!manifests) return Fail(manifests.error());
-  for (const std::string& warning : manifests->warnings)
-    std::fprintf(stderr, "warning: %s\n", warning.c_str());
+  for (const launch::LaunchEvent& warning : manifests->warnings)
+    std::fprintf(stderr, "warning: %s\n", warning.message.c_str());
   std::fputs(JsonToYaml(manifests->workload).c_str(), stdout);
   std::fputs("\n", stdout);
   return kExitOk;

@@ -57,6 +57,16 @@ Schema Job() {
                    "Pod template (metadata, spec) merged into every runner Pod; an object or a "
                    "JSON string"))),
       Optional("image", std::move(Schema::String().MaxLength(512).Doc("runner image override"))),
+      Optional("binary", std::move(Schema::String()
+                                       .OneOf({"auto", "tofu", "terraform"})
+                                       .Doc("which TF the runner runs (default auto: tofu, else "
+                                            "terraform); each run records which ran"))),
+      Optional("always_cleanup",
+               std::move(Schema::Bool().Doc(
+                   "false: a finished runner Pod is kept for inspection (default true)"))),
+      Optional("termination_grace_period_seconds",
+               std::move(Schema::Integer().Range(0, 86400).Doc(
+                   "how long a cancelled run gets to stop TF cleanly before it is killed"))),
   });
 }
 
@@ -177,9 +187,12 @@ Schema Build(RunnerType type) {
       return Schema::Object({
           Required("type", TypeField(name)),
           Optional("max_parallel",
-                   std::move(Schema::Integer().Range(1, 64).Doc("runs at once (default 4)"))),
+                   std::move(Schema::Integer().Range(1, 64).Doc(
+                       "this runner's runs at once; the others wait in order without holding up "
+                       "other runners (default and ceiling: berthd's --max-parallel-runs, 4)"))),
           Optional("work_dir",
-                   AbsolutePath("where runs are laid out (default under the data folder)")),
+                   AbsolutePath("where this runner's run folders are made (default: runs/ in "
+                                "berthd's data folder)")),
       });
   }
   return Schema::Object({});
@@ -364,6 +377,29 @@ json RunnerSpec::ToJson() const {
           {"state_storage_configuration", state_storage_configuration}};
 }
 
+// The orchestrator seed writes kubernetes state storage both flat ({type, namespace}) and
+// nested ({type, kubernetes_configuration: {namespace}}): the nested form is read as the flat
+// one, which is what is stored and shown.
+void FlattenKubernetesStorage(json& body, FieldErrors& errors) {
+  if (!body.is_object() || !body.contains("state_storage_configuration")) return;
+  json& storage = body["state_storage_configuration"];
+  if (!storage.is_object() || storage.value("type", json()) != "kubernetes" ||
+      !storage.contains("kubernetes_configuration"))
+    return;
+  const std::string path = "$.state_storage_configuration.kubernetes_configuration";
+  json nested = storage["kubernetes_configuration"];
+  storage.erase("kubernetes_configuration");
+  if (!nested.is_object() || nested.size() != 1 || !nested.contains("namespace")) {
+    errors.push_back({path, "must be {namespace}"});
+    return;
+  }
+  if (storage.contains("namespace") && storage["namespace"] != nested["namespace"]) {
+    errors.push_back({path + ".namespace", "differs from $.state_storage_configuration.namespace"});
+    return;
+  }
+  storage["namespace"] = nested["namespace"];
+}
+
 Result<RunnerSpec> ParseRunnerSpec(std::string_view id, json body) {
   FieldErrors errors;
   RunnerSpec spec;
@@ -427,6 +463,7 @@ Result<RunnerSpec> ParseRunnerSpec(std::string_view id, json body) {
     storage_types += (storage_types.empty() ? "" : ", ") + std::string(StateStorageTypeName(t));
   bool runner_ok = typed("runner_configuration", ParseRunnerType, RunnerConfigurationSchema,
                          spec.type, runner_types);
+  FlattenKubernetesStorage(body, errors);
   bool storage_ok = typed("state_storage_configuration", ParseStateStorageType, StateStorageSchema,
                           spec.storage, storage_types);
   if (runner_ok && storage_ok && !Compatible(spec.type, spec.storage)) {

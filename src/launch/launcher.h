@@ -11,14 +11,15 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/runner_invocation.h"
 
 namespace berth::launch {
 
 struct LaunchRequest {
-  std::string run_id;    // a DNS label, unique per run: launching it twice starts one runner
-  std::string op;        // plan, apply, destroy, ...
-  std::string revision;  // of the environment's configuration, for labels
-  std::vector<std::string> runner_args;       // more `runner run` flags
+  std::string run_id;           // a DNS label, unique per run: launching it twice starts one runner
+  std::string revision;         // of the environment's configuration, for labels
+  std::string runner_id;        // the runner (of the org) whose configuration this is
+  RunnerInvocation invocation;  // the run; the launcher adds its placement
   std::map<std::string, std::string> labels;  // the run's labels (reserved ones override)
   std::string token;                          // the run's token; never in a spec or a log
   nlohmann::json runner_configuration;        // the runner's own configuration
@@ -44,14 +45,26 @@ struct RunOutcome {
   std::optional<nlohmann::json> result;  // the runner's result document, when it wrote one
   std::string error_kind;                // empty on success; the result's kind or one of the above
   std::string message;
+  // The image the runner's container ran, as its node resolved it (a digest); empty when the
+  // launcher does not know (a local process).
+  std::string image_id;
 };
+
+// Something a user should know about a run that goes on: an override that was ignored, a full
+// quota the launcher is waiting out. It reaches the deployment as an event and a log line.
+struct LaunchEvent {
+  std::string reason;  // a CamelCase word, as Kubernetes Events have
+  std::string message;
+  bool warning = true;
+};
+inline constexpr std::string_view kImageOverrideIgnored = "ImageOverrideIgnored";
+inline constexpr std::string_view kUntrackedRunnerStopped = "UntrackedRunnerStopped";
 
 class Launcher {
  public:
   // Called once per run when its runner has ended, from a launcher thread.
   using OnEnd = std::function<void(const std::string& run_id, const RunOutcome& outcome)>;
-  // Something a user should know about a run that goes on (an ignored override, a full quota).
-  using OnWarning = std::function<void(const std::string& run_id, const std::string& warning)>;
+  using OnEvent = std::function<void(const std::string& run_id, const LaunchEvent& event)>;
 
   virtual ~Launcher() = default;
   // Starts the run's runner, or adopts the one that already exists for run_id.
@@ -62,6 +75,9 @@ class Launcher {
   // After a restart: runs the caller still tracks are adopted, never started again (a runner
   // that is gone ends as RunnerLost); runners of runs it does not know are removed.
   virtual Result<void> Recover(const std::vector<LaunchRequest>& known) = 0;
+  // The URL its runners reach berthd at (gateway and state backend) when it is not the one the
+  // dispatcher was given: a Pod may need a Service name where a local process uses loopback.
+  virtual std::optional<std::string> BerthdUrlForRunners() const { return std::nullopt; }
 };
 
 }  // namespace berth::launch

@@ -30,6 +30,8 @@ struct ServerResponse {
   // returns, chunk by chunk, until it returns nullopt or the client goes. It runs on the worker
   // pool and may block, briefly: an empty chunk says "nothing yet" and is not sent.
   std::function<std::optional<std::string>()> next_chunk;
+  // Not sent: the route pattern that served it ("/orgs/{org}/deployments/{id}"), for metrics.
+  std::string route;
 };
 
 using Handler = std::function<ServerResponse(const ServerRequest&)>;

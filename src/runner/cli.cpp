@@ -7,8 +7,10 @@
 #include <charconv>
 #include <regex>
 
+#include "core/quantity.h"
 #include "core/run_result.h"
 #include "runner/flag_set.h"
+#include "runner/verbosity.h"
 
 namespace berth::runner {
 namespace {
@@ -54,12 +56,18 @@ Result<Int> ParseInt(std::string_view v) {
   return n;
 }
 
-// A Kubernetes quantity of bytes as the logging buffer sizes take ("0", "512Ki", "1Mi").
-Result<void> CheckByteSize(std::string_view v) {
-  static const std::regex kSize(R"(^[0-9]+(Ki|Mi|Gi|k|M|G)?$)");
-  if (!std::regex_match(std::string(v), kSize))
-    return Invalid("must be a size such as 0, 64Ki or 1Mi");
-  return {};
+// A Kubernetes quantity of bytes, as the logging buffer sizes take ("0", "512Ki", "1Mi").
+FlagSet::Setter ByteSize(size_t* target) {
+  return [target](std::string_view v) -> Result<void> {
+    constexpr int64_t kMaxBytes = int64_t{1} << 30;
+    auto q = Quantity::Parse(v);
+    if (!q) return q.error();
+    auto bytes = q->AsInt64();
+    if (!bytes || *bytes < 0 || *bytes > kMaxBytes)
+      return Invalid("must be a whole number of bytes from 0 to 1Gi, such as 64Ki");
+    *target = static_cast<size_t>(*bytes);
+    return {};
+  };
 }
 
 // "a,b,c" -> {"a", "b", "c"}; an empty value has no entries.
@@ -75,6 +83,27 @@ std::vector<std::string_view> SplitCommas(std::string_view v) {
   return parts;
 }
 
+// Kubernetes components register three logging gates; only LoggingAlphaOptions gates anything
+// the runner has (its split streams and info buffers), so the other two are refused by name
+// rather than accepted and ignored.
+Result<void> SetFeatureGates(std::string_view v, LoggingOptions& logging) {
+  for (std::string_view entry : SplitCommas(v)) {
+    size_t eq = entry.find('=');
+    if (eq == std::string_view::npos) return Invalid("each entry must be Name=true|false");
+    std::string gate(entry.substr(0, eq));
+    if (gate == "ContextualLogging" || gate == "LoggingBetaOptions") {
+      return Invalid(gate + " gates nothing in the runner (it has no " +
+                     (gate == "ContextualLogging" ? "contextual logging" : "beta logging options") +
+                     "); only LoggingAlphaOptions is accepted");
+    }
+    if (gate != "LoggingAlphaOptions") return Invalid("unrecognized feature gate: " + gate);
+    auto on = ParseBool(entry.substr(eq + 1));
+    if (!on) return Invalid("the value of " + gate + " must be true or false");
+    logging.logging_alpha_options = *on;
+  }
+  return {};
+}
+
 void AddLoggingFlags(FlagSet& flags, LoggingOptions& logging) {
   auto verbosity = [&logging](std::string_view v) -> Result<void> {
     auto n = ParseInt<int>(v);
@@ -84,14 +113,9 @@ void AddLoggingFlags(FlagSet& flags, LoggingOptions& logging) {
   };
   flags.Value("v", verbosity, 'v');
   flags.Value("vmodule", [&logging](std::string_view v) -> Result<void> {
-    // pattern=N[,pattern=N...]
-    static const std::regex kEntry(R"(^[^=,]+=[0-9]+$)");
-    for (std::string_view entry : SplitCommas(v)) {
-      if (!std::regex_match(std::string(entry), kEntry)) {
-        return Invalid("each entry must be pattern=N");
-      }
-    }
-    logging.vmodule = std::string(v);
+    auto modules = Verbosity::ParseVmodule(v);
+    if (!modules) return modules.error();
+    logging.vmodule = std::move(*modules);
     return {};
   });
   flags.Value("logging-format", [&logging](std::string_view v) -> Result<void> {
@@ -99,35 +123,19 @@ void AddLoggingFlags(FlagSet& flags, LoggingOptions& logging) {
     logging.format = std::string(v);
     return {};
   });
-  flags.Value("log-flush-frequency", DurationFlag(&logging.flush_frequency));
+  flags.Value("log-flush-frequency", [&logging](std::string_view v) -> Result<void> {
+    auto d = ParseDuration(v);
+    if (!d) return d.error();
+    if (d->count() <= 0) return Invalid("must be a positive duration, such as 5s");
+    logging.flush_frequency = *d;
+    return {};
+  });
   flags.Bool("log-text-split-stream", &logging.text_split_stream);
   flags.Bool("log-json-split-stream", &logging.json_split_stream);
-  for (const auto& flag :
-       {std::pair{"log-text-info-buffer-size", &logging.text_info_buffer_size},
-        std::pair{"log-json-info-buffer-size", &logging.json_info_buffer_size}}) {
-    std::string* target = flag.second;
-    flags.Value(flag.first, [target](std::string_view v) -> Result<void> {
-      if (auto ok = CheckByteSize(v); !ok) return ok;
-      *target = std::string(v);
-      return {};
-    });
-  }
+  flags.Value("log-text-info-buffer-size", ByteSize(&logging.text_info_buffer_bytes));
+  flags.Value("log-json-info-buffer-size", ByteSize(&logging.json_info_buffer_bytes));
   flags.Value("feature-gates", [&logging](std::string_view v) -> Result<void> {
-    // The logging gates a component registers: Name=true|false[,...]
-    static const std::array<std::string_view, 3> kGates = {
-        "ContextualLogging", "LoggingAlphaOptions", "LoggingBetaOptions"};
-    for (std::string_view entry : SplitCommas(v)) {
-      size_t eq = entry.find('=');
-      if (eq == std::string_view::npos) return Invalid("each entry must be Name=true|false");
-      std::string_view gate = entry.substr(0, eq);
-      if (std::find(kGates.begin(), kGates.end(), gate) == kGates.end()) {
-        return Invalid("unrecognized feature gate: " + std::string(gate));
-      }
-      if (!ParseBool(entry.substr(eq + 1)))
-        return Invalid("the value of " + std::string(gate) + " must be true or false");
-    }
-    logging.feature_gates = std::string(v);
-    return {};
+    return SetFeatureGates(v, logging);
   });
 }
 
@@ -236,6 +244,45 @@ Error Usage(std::string message) {
   return MakeError(ErrorKind::kInvalidArgument, std::move(message));
 }
 
+// The rules of Kubernetes' component-base for logging options that only go together.
+std::optional<Error> ValidateLogging(const LoggingOptions& l) {
+  if (!l.vmodule.empty() && l.format != "text")
+    return Usage("--vmodule: only supported for --logging-format=text");
+  struct Stream {
+    std::string_view format;
+    bool split;
+    size_t buffer;
+  };
+  for (const Stream& s : {Stream{"text", l.text_split_stream, l.text_info_buffer_bytes},
+                          Stream{"json", l.json_split_stream, l.json_info_buffer_bytes}}) {
+    std::string split_flag = "--log-" + std::string(s.format) + "-split-stream";
+    std::string buffer_flag = "--log-" + std::string(s.format) + "-info-buffer-size";
+    for (const auto& [flag, set] : {std::pair{split_flag, s.split}, {buffer_flag, s.buffer > 0}}) {
+      if (!set) continue;
+      if (!l.logging_alpha_options)
+        return Usage(flag + ": needs --feature-gates=LoggingAlphaOptions=true (an alpha option)");
+      if (l.format != s.format)
+        return Usage(flag + ": only applies to --logging-format=" + std::string(s.format));
+    }
+    if (s.buffer > 0 && !s.split) return Usage(buffer_flag + ": needs " + split_flag);
+  }
+  return std::nullopt;
+}
+
+// Where a `run` whose flags could not be parsed still writes its result: the --result it was
+// given, found by a plain scan, else the default.
+std::string ResultPathIn(const std::vector<std::string>& args) {
+  std::string path = RunOptions{}.result;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].starts_with("--result=")) {
+      path = args[i].substr(9);
+    } else if (args[i] == "--result" && i + 1 < args.size()) {
+      path = args[i + 1];
+    }
+  }
+  return path;
+}
+
 }  // namespace
 
 std::string_view Usage() {
@@ -251,7 +298,9 @@ std::string_view Usage() {
          "See docs/runner.md for the run flags.\n";
 }
 
-CommandLine ParseCommandLine(const std::vector<std::string>& args) {
+namespace {
+
+CommandLine ParseFlags(const std::vector<std::string>& args) {
   CommandLine line;
   FlagSet global("runner");
   AddLoggingFlags(global, line.logging);
@@ -259,8 +308,12 @@ CommandLine ParseCommandLine(const std::vector<std::string>& args) {
   global.OptionalValue("version", &version, "true");
   auto rest = global.Parse(args, true);
   if (!rest) {
-    // A run whose global flags are wrong still owes a result: say it is a run.
-    if (std::find(args.begin(), args.end(), "run") != args.end()) line.command = RunCommand{};
+    // A run whose global flags are wrong still owes a result, where --result says.
+    if (std::find(args.begin(), args.end(), "run") != args.end()) {
+      RunCommand run;
+      run.options.result = ResultPathIn(args);
+      line.command = std::move(run);
+    }
     line.error = rest.error();
     return line;
   }
@@ -324,6 +377,26 @@ CommandLine ParseCommandLine(const std::vector<std::string>& args) {
   }
   line.error = Usage("unknown command \"" + sub + "\" (copy, run or version)");
   return line;
+}
+
+}  // namespace
+
+CommandLine ParseCommandLine(const std::vector<std::string>& args) {
+  CommandLine line = ParseFlags(args);
+  if (!line.error) line.error = ValidateLogging(line.logging);
+  return line;
+}
+
+LogSinkOptions SinkOptions(const LoggingOptions& logging) {
+  bool json = logging.format == "json";
+  LogSinkOptions options{
+      .json = json,
+      .split_stream = json ? logging.json_split_stream : logging.text_split_stream,
+      .info_buffer_bytes = json ? logging.json_info_buffer_bytes : logging.text_info_buffer_bytes,
+      .flush_frequency = logging.flush_frequency};
+  options.verbosity.SetLevel(logging.verbosity);
+  options.verbosity.SetModules(logging.vmodule);
+  return options;
 }
 
 }  // namespace berth::runner

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "runner/log_sink.h"
 #include "runner/options.h"
 
 namespace berth::runner {
@@ -32,6 +33,9 @@ struct CommandLine {
 };
 
 CommandLine ParseCommandLine(const std::vector<std::string>& args);
+
+// How the log sink writes, from the logging flags (which ParseCommandLine has validated).
+LogSinkOptions SinkOptions(const LoggingOptions& logging);
 
 std::string_view Usage();
 

@@ -9,17 +9,19 @@
 
 namespace berth::runner {
 
-// The logging flags every Kubernetes component registers.
+// The logging flags every Kubernetes component registers, as parsed; ValidateLogging says
+// whether they go together, as component-base's validation does.
 struct LoggingOptions {
   int verbosity = 0;
-  std::string vmodule;
-  std::string format = "text";  // text | json
+  std::vector<std::pair<std::string, int>> vmodule;  // pattern=N
+  std::string format = "text";                       // text | json
   Duration flush_frequency = std::chrono::seconds(5);
   bool text_split_stream = false;
   bool json_split_stream = false;
-  std::string text_info_buffer_size = "0";
-  std::string json_info_buffer_size = "0";
-  std::string feature_gates;
+  size_t text_info_buffer_bytes = 0;
+  size_t json_info_buffer_bytes = 0;
+  // The one logging gate the runner has: its alpha options (split streams, info buffers).
+  bool logging_alpha_options = false;
 };
 
 struct RunOptions {

@@ -52,7 +52,6 @@ StepRunner::StepRunner(const Masker& masker, std::vector<std::string> environmen
 
 void StepRunner::Log(const std::string& step, const std::string& line) {
   log_.Line(step, masker_.Mask(line));
-  log_.Flush();
 }
 
 StepOutcome StepRunner::Run(const std::string& step, const std::vector<std::string>& argv,
@@ -86,6 +85,11 @@ StepOutcome StepRunner::Run(const std::string& step, const std::vector<std::stri
   if (capture_stdout) {
     stdout_file = workdir_ + "/.berth-" + step + ".out";
     options.stdout_path = stdout_file;
+  }
+  if (log_.V(step, 2)) {
+    std::string command = "running:";
+    for (const std::string& arg : argv) command += " " + arg;
+    Log(step, command);
   }
   auto child = sys::Subprocess::Spawn(options);
   if (!child) {
@@ -162,11 +166,9 @@ StepOutcome StepRunner::Run(const std::string& step, const std::vector<std::stri
         emit_line(pending);
         pending.clear();
       }
-      log_.Flush();
     }
   }
   if (!pending.empty()) emit_line(pending);
-  log_.Flush();
   outcome.exit_code = child->Wait();
   outcome.cancelled = cancelled_;
   outcome.timed_out = timed_out_;

@@ -18,6 +18,7 @@
 #include "server/change_feed.h"
 #include "server/dispatch/dispatcher.h"
 #include "server/gateway/run_gateway.h"
+#include "server/metrics.h"
 #include "server/statebackend/state_backend.h"
 #include "store/store.h"
 #include "sys/files.h"
@@ -125,6 +126,32 @@ Result<crypto::Ed25519Signer> LoadOrCreateRunTokenSigner(store::Store& store,
   return signer;
 }
 
+// One line per request: what was asked and how it ended, never a header, a query or a body (a
+// token is in none of what is logged). Runners' own traffic (gateway, state backend) is
+// verbose: a running deployment ships its log twice a second.
+void LogRequest(sys::Logger& log, const net::ServerRequest& r, const net::ServerResponse& response,
+                std::chrono::duration<double> took) {
+  bool runner_traffic = StateBackend::Serves(r.target) || RunGateway::Serves(r.target);
+  if (runner_traffic && response.status < 400) {
+    log.V(1, "request",
+          {{"method", r.method},
+           {"route", response.route},
+           {"status", std::to_string(response.status)}});
+    return;
+  }
+  std::string org;
+  if (r.target.starts_with("/orgs/")) {
+    std::string_view rest = std::string_view(r.target).substr(6);
+    org = std::string(rest.substr(0, rest.find_first_of("/?")));
+  }
+  log.Info("request", {{"method", r.method},
+                       {"route", response.route.empty() ? "unmatched" : response.route},
+                       {"status", std::to_string(response.status)},
+                       {"ms", std::to_string(static_cast<int64_t>(took.count() * 1000))},
+                       {"org", org},
+                       {"remote", r.remote}});
+}
+
 }  // namespace
 
 Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& stop,
@@ -149,29 +176,33 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
   if (!signer) return signer.error();
   StateBackend states((*store)->States(), signer->PublicKey(), UnixSecondsNow);
   ChangeFeed dispatch_feed, log_feed;  // what wakes the dispatcher; what wakes log followers
+  BerthdMetrics metrics;               // before all that reports to it
+  sys::Logger log(options.log_format, options.verbosity);
   RunGateway gateway(**store,
                      {.public_key = signer->PublicKey(), .now = UnixSecondsNow, .feed = &log_feed});
   // The listening port may be chosen by the kernel: the dispatcher learns berthd's URL once
   // the server is up, and is made only then.
   std::unique_ptr<Dispatcher> dispatcher;
   std::unique_ptr<launch::LocalLauncher> local;
-  Mutex dispatcher_mutex;
+  // What callbacks reach: set once the dispatcher is made (its own methods are thread-safe).
+  // A pointer, not a lock: a launcher reports from inside Dispatcher::Tick's Launch call.
+  std::atomic<Dispatcher*> live{nullptr};
   ApiOptions api_options{.requests_per_second = options.rate_limit,
                          .burst = options.rate_limit * 2,
                          .allow_server_paths = options.embedded};
   // berthd runs deployments when it has a launcher: local runners, Kubernetes, or both.
   if (!options.runner_binary.empty() || options.kubernetes) {
     api_options.cancel_run = [&](const std::string& org, const std::string& id) -> Result<void> {
-      MutexLock lock(dispatcher_mutex);
-      if (!dispatcher) return MakeError(ErrorKind::kUnavailable, "berthd is starting");
-      return dispatcher->Cancel(org, id);
+      Dispatcher* d = live.load();
+      if (d == nullptr) return MakeError(ErrorKind::kUnavailable, "berthd is starting");
+      return d->Cancel(org, id);
     };
     api_options.approve = [&](const std::string& org, const std::string& id,
                               const std::string& hash,
                               const std::string& who) -> Result<store::Deployment> {
-      MutexLock lock(dispatcher_mutex);
-      if (!dispatcher) return MakeError(ErrorKind::kUnavailable, "berthd is starting");
-      return dispatcher->Approve(org, id, hash, who);
+      Dispatcher* d = live.load();
+      if (d == nullptr) return MakeError(ErrorKind::kUnavailable, "berthd is starting");
+      return d->Approve(org, id, hash, who);
     };
   }
   api_options.queued = &dispatch_feed;
@@ -181,6 +212,39 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
     if (auto seeded = SeedEmbeddedDefaults(api, **first_admin_token); !seeded)
       return seeded.error();
   }
+  // The cluster's client before the server: /metrics reads its request counts.
+  std::unique_ptr<kube::KubeClient> kube_client;
+  std::optional<launch::KubernetesSettings> kube_settings;
+  if (options.kubernetes) {
+    kube::Environment env = kube::CurrentEnvironment();
+    auto config = kube::KubeConfig::Load(env, {});
+    if (!config) return config.error();
+    auto settings = launch::KubernetesSettings::FromEnvironment(env);
+    if (!settings) return settings.error();
+    kube_settings = std::move(*settings);
+    kube_client = kube::MakeKubeClient(std::move(*config));
+  }
+  auto route = [&](const net::ServerRequest& r) -> net::ServerResponse {
+    if (r.target == "/metrics" && r.method == "GET") {
+      net::ServerResponse response;
+      response.headers["Content-Type"] = "text/plain; version=0.0.4";
+      response.body = metrics.Scrape(**store, kube_client ? kube_client->MetricsText() : "");
+      response.route = "/metrics";
+      return response;
+    }
+    if (StateBackend::Serves(r.target)) {
+      net::ServerResponse response = states.Handle(r);
+      response.route = std::string(kStatePathPrefix) + "{key}";
+      return response;
+    }
+    if (RunGateway::Serves(r.target)) {
+      net::ServerResponse response = gateway.Handle(r);
+      metrics.GatewayBytes("in", r.body.size());
+      metrics.GatewayBytes("out", response.body.size());
+      return response;
+    }
+    return api.Handle(r);
+  };
   net::ServerOptions server_options;
   server_options.address = listen->first;
   server_options.port = listen->second;
@@ -189,9 +253,12 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
   server_options.allow_plain_http = options.allow_plain_http;
   server_options.max_body_bytes = 64 << 20;  // a state file; the API's own bodies are small
   auto server = net::StartHttpServer(server_options, [&](const net::ServerRequest& r) {
-    if (StateBackend::Serves(r.target)) return states.Handle(r);
-    if (RunGateway::Serves(r.target)) return gateway.Handle(r);
-    return api.Handle(r);
+    auto started = std::chrono::steady_clock::now();
+    net::ServerResponse response = route(r);
+    std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+    metrics.Request(response.route, r.method, response.status, took);
+    LogRequest(log, r, response, took);
+    return response;
   });
   if (!server) return server.error();
   bool tls = !options.tls_cert_file.empty();
@@ -203,26 +270,19 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
   }
   std::string runner_url = options.advertise_url.empty() ? url : options.advertise_url;
   auto on_run_end = [&](const std::string& run, const launch::RunOutcome& outcome) {
-    {
-      MutexLock lock(dispatcher_mutex);
-      if (dispatcher) dispatcher->OnRunEnd(run, outcome);
-    }
+    if (Dispatcher* d = live.load()) d->OnRunEnd(run, outcome);
     log_feed.Notify();       // followers of its log end now
     dispatch_feed.Notify();  // its environment is free for the next deployment
   };
+  auto on_run_event = [&](const std::string& run, const launch::LaunchEvent& event) {
+    if (Dispatcher* d = live.load()) d->OnRunEvent(run, event);
+    log_feed.Notify();  // followers see the event's line
+  };
   Launchers launchers;
-  std::unique_ptr<kube::KubeClient> kube_client;
   std::unique_ptr<launch::KubernetesLauncher> kubernetes;
-  if (options.kubernetes) {
-    kube::Environment env = kube::CurrentEnvironment();
-    auto config = kube::KubeConfig::Load(env, {});
-    if (!config) return config.error();
-    auto settings = launch::KubernetesSettings::FromEnvironment(env);
-    if (!settings) return settings.error();
-    kube_client = kube::MakeKubeClient(std::move(*config));
+  if (kube_client) {
     kubernetes = std::make_unique<launch::KubernetesLauncher>(
-        *kube_client, std::move(*settings), SystemClock::Instance(), on_run_end,
-        [](const std::string&, const std::string&) {});
+        *kube_client, std::move(*kube_settings), SystemClock::Instance(), on_run_end, on_run_event);
     if (auto started = kubernetes->Start(); !started) return started.error();
     for (const char* type : {"kubernetes", "kubernetes-gke", "kubernetes-eks", "kubernetes-aks"})
       launchers[type] = kubernetes.get();
@@ -239,28 +299,30 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
       if (const char* value = std::getenv(name))
         local_options.environment.push_back(std::string(name) + "=" + value);
     }
-    local = std::make_unique<launch::LocalLauncher>(local_options, on_run_end,
-                                                    [](const std::string&, const std::string&) {});
+    local = std::make_unique<launch::LocalLauncher>(local_options, on_run_end, on_run_event);
     launchers["local"] = local.get();
   }
   if (!launchers.empty()) {
-    MutexLock lock(dispatcher_mutex);
     dispatcher =
         std::make_unique<Dispatcher>(**store, launchers, *signer,
                                      DispatcherOptions{.url = runner_url,
                                                        .run_deadline = options.run_deadline,
-                                                       .providers = options.providers});
+                                                       .providers = options.providers,
+                                                       .metrics = &metrics,
+                                                       .log = &log});
+    live = dispatcher.get();  // before Recover: the runs it re-attaches may end at once
     if (auto recovered = dispatcher->Recover(); !recovered) return recovered.error();
   }
+  log.Info("serving", {{"url", url},
+                       {"database", database.starts_with("postgres") ? "postgres" : "sqlite"},
+                       {"local_runners", local ? "on" : "off"},
+                       {"kubernetes", kubernetes ? "on" : "off"}});
   on_ready(url, AdminTokenPath(options.data_dir));
   // A queued deployment wakes the loop at once; the timeout bounds how late a stop, a deadline
   // or another berthd's deployment is seen.
   while (!stop.load()) {
     uint64_t seen = dispatch_feed.Generation();
-    {
-      MutexLock lock(dispatcher_mutex);
-      if (dispatcher) dispatcher->Tick();
-    }
+    if (dispatcher) dispatcher->Tick();
     dispatch_feed.WaitPast(seen, std::chrono::milliseconds(200));
   }
   if (kubernetes) kubernetes->Stop();

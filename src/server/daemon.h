@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "sys/logger.h"
 
 namespace berth::server {
 
@@ -37,6 +38,9 @@ struct DaemonOptions {
   // An embedded berthd (`berth up`): one person is both caller and server, so deployments may
   // name module folders on this machine.
   bool embedded = false;
+  // berthd's own log on stderr: --log-format=text|json, -v=N.
+  sys::Logger::Format log_format = sys::Logger::Format::kText;
+  int verbosity = 0;
 };
 
 // The files berthd leaves in its data folder for the CLI to find it.

@@ -26,6 +26,18 @@ struct LogChunk {
   int64_t at = 0;
 };
 
+// Something a launcher said about one of the deployment's runs, as Kubernetes Events are kept:
+// a type, a reason, a message, and how often and when it was said.
+struct DeploymentEvent {
+  int64_t position = 0;  // 1, 2, ... in the deployment
+  std::string run_id;
+  std::string type;    // Normal | Warning
+  std::string reason;  // "RunnerQuotaExhausted", "ImageOverrideIgnored", ...
+  std::string message;
+  int64_t count = 1;
+  int64_t first_at = 0, last_at = 0;
+};
+
 struct Artifact {
   std::string name, run_id, sha256;
   std::string content;
@@ -47,6 +59,12 @@ class DeploymentDataStore {
   virtual Result<std::vector<LogChunk>> ReadLog(const std::string& org,
                                                 const std::string& deployment, int64_t after,
                                                 int limit) = 0;
+  // Records an event; the same run, reason and message as the deployment's last event counts
+  // that one up. Returns the event as stored.
+  virtual Result<DeploymentEvent> AppendEvent(const std::string& org, const std::string& deployment,
+                                              const DeploymentEvent& event) = 0;
+  virtual Result<std::vector<DeploymentEvent>> Events(const std::string& org,
+                                                      const std::string& deployment) = 0;
   // Stores (or replaces: a retried upload) the deployment's artifact of that name.
   virtual Result<void> PutArtifact(const std::string& org, const std::string& deployment,
                                    const Artifact& artifact) = 0;

@@ -26,6 +26,13 @@ struct Deployment {
   int64_t created_at = 0, updated_at = 0;                // milliseconds since the epoch
 };
 
+// An environment's queue, for berthd's metrics.
+struct EnvironmentQueue {
+  std::string org_id, project_id, env_id;
+  int64_t queued = 0;
+  int64_t oldest_created_at = 0;  // milliseconds since the epoch
+};
+
 struct TransitionChanges {
   std::optional<std::string> run_id;
   std::optional<nlohmann::json> result;
@@ -57,6 +64,10 @@ class DeploymentStore {
   // Every deployment that holds its environment (dispatched, running, waiting for approval),
   // in every organization: what a starting berthd must take up again.
   virtual Result<std::vector<Deployment>> Holding() = 0;
+  // How many deployments are in each state (states with none are left out).
+  virtual Result<std::vector<std::pair<DeploymentState, int64_t>>> CountByState() = 0;
+  // Every environment with queued deployments.
+  virtual Result<std::vector<EnvironmentQueue>> Queues() = 0;
 };
 
 }  // namespace berth::store

@@ -90,6 +90,15 @@ constexpr Migration kMigrations[] = {
     {5,
      "CREATE TABLE shared_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL, "
      "created_at BIGINT NOT NULL);"},
+    // What launchers had to say about a deployment's runs (an ignored override, a full quota):
+    // a repeat of the last event counts up instead of adding a row.
+    {6,
+     "CREATE TABLE deployment_events (org_id TEXT NOT NULL, deployment_id TEXT NOT NULL, "
+     "position BIGINT NOT NULL, run_id TEXT NOT NULL, type TEXT NOT NULL, reason TEXT NOT NULL, "
+     "message TEXT NOT NULL, count BIGINT NOT NULL, first_at BIGINT NOT NULL, "
+     "last_at BIGINT NOT NULL, PRIMARY KEY (org_id, deployment_id, position), "
+     "FOREIGN KEY (org_id, deployment_id) REFERENCES deployments (org_id, id) "
+     "ON DELETE CASCADE);"},
 };
 
 #undef BERTH_RECORD_COLUMNS

@@ -76,6 +76,66 @@ class SqlDeploymentDataStore final : public DeploymentDataStore {
     return chunks;
   }
 
+  Result<DeploymentEvent> AppendEvent(const std::string& org, const std::string& deployment,
+                                      const DeploymentEvent& event) override {
+    constexpr int kAttempts = 5;  // two events of one deployment race for a position
+    for (int attempt = 0;; ++attempt) {
+      auto c = pool_.Borrow();
+      auto tx = Transaction::Begin(*c);
+      if (!tx) return tx.error();
+      auto last = c->Query(
+          "SELECT position, run_id, type, reason, message, count, first_at FROM "
+          "deployment_events WHERE org_id = $1 AND deployment_id = $2 ORDER BY position DESC "
+          "LIMIT 1",
+          {org, deployment});
+      if (!last) return last.error();
+      DeploymentEvent stored = event;
+      stored.last_at = UnixMillisNow();
+      Result<int64_t> n = int64_t{0};
+      if (!last->empty() && last->front().Text(1) == event.run_id &&
+          last->front().Text(2) == event.type && last->front().Text(3) == event.reason &&
+          last->front().Text(4) == event.message) {
+        stored.position = last->front().Int(0);
+        stored.count = last->front().Int(5) + 1;
+        stored.first_at = last->front().Int(6);
+        n = c->Execute(
+            "UPDATE deployment_events SET count = $1, last_at = $2 WHERE org_id = $3 AND "
+            "deployment_id = $4 AND position = $5",
+            {stored.count, stored.last_at, org, deployment, stored.position});
+      } else {
+        stored.position = last->empty() ? 1 : last->front().Int(0) + 1;
+        stored.count = 1;
+        stored.first_at = stored.last_at;
+        n = c->Execute(
+            "INSERT INTO deployment_events (org_id, deployment_id, position, run_id, type, "
+            "reason, message, count, first_at, last_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
+            "$9, $10)",
+            {org, deployment, stored.position, event.run_id, event.type, event.reason,
+             event.message, stored.count, stored.first_at, stored.last_at});
+      }
+      if (!n && n.error().kind == ErrorKind::kAlreadyExists && attempt + 1 < kAttempts) continue;
+      if (!n) return n.error();
+      if (auto committed = tx->Commit(); !committed) return committed.error();
+      return stored;
+    }
+  }
+
+  Result<std::vector<DeploymentEvent>> Events(const std::string& org,
+                                              const std::string& deployment) override {
+    auto c = pool_.Borrow();
+    auto rows = c->Query(
+        "SELECT position, run_id, type, reason, message, count, first_at, last_at FROM "
+        "deployment_events WHERE org_id = $1 AND deployment_id = $2 ORDER BY position",
+        {org, deployment});
+    if (!rows) return rows.error();
+    std::vector<DeploymentEvent> events;
+    for (const auto& r : *rows) {
+      events.push_back(
+          {r.Int(0), r.Text(1), r.Text(2), r.Text(3), r.Text(4), r.Int(5), r.Int(6), r.Int(7)});
+    }
+    return events;
+  }
+
   Result<void> PutArtifact(const std::string& org, const std::string& deployment,
                            const Artifact& a) override {
     auto c = pool_.Borrow();

@@ -179,6 +179,30 @@ class SqlDeploymentStore final : public DeploymentStore {
     return list;
   }
 
+  Result<std::vector<std::pair<DeploymentState, int64_t>>> CountByState() override {
+    auto c = pool_.Borrow();
+    auto rows = c->Query("SELECT state, COUNT(*) FROM deployments GROUP BY state ORDER BY state");
+    if (!rows) return rows.error();
+    std::vector<std::pair<DeploymentState, int64_t>> counts;
+    for (const auto& row : *rows) {
+      if (auto state = ParseDeploymentState(row.Text(0))) counts.emplace_back(*state, row.Int(1));
+    }
+    return counts;
+  }
+
+  Result<std::vector<EnvironmentQueue>> Queues() override {
+    auto c = pool_.Borrow();
+    auto rows = c->Query(
+        "SELECT org_id, project_id, env_id, COUNT(*), MIN(created_at) FROM deployments WHERE "
+        "state = 'queued' GROUP BY org_id, project_id, env_id ORDER BY org_id, project_id, "
+        "env_id");
+    if (!rows) return rows.error();
+    std::vector<EnvironmentQueue> queues;
+    for (const auto& r : *rows)
+      queues.push_back({r.Text(0), r.Text(1), r.Text(2), r.Int(3), r.Int(4)});
+    return queues;
+  }
+
  private:
   Pool& pool_;
 };

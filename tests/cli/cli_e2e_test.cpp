@@ -153,6 +153,28 @@ TEST_F(BerthCli, TheSeedRunnerGoesInFromYamlAndComesBackInEveryFormat) {
             std::string::npos);
 }
 
+TEST_F(BerthCli, LabelsAreSetByKeyWithDotsAndSlashesAndCheckedByTheServer) {
+  ASSERT_EQ(Berth({"create", "project", "shop"}).exit_code, 0);
+  ASSERT_EQ(Berth({"create", "env-type", "staging"}).exit_code, 0);
+  ASSERT_EQ(
+      Berth({"create", "env", "stg", "--project", "shop", "--set=env_type_id=staging"}).exit_code,
+      0);
+  auto set = Berth({"update", "env", "stg", "--project", "shop",
+                    "--set=labels.berth.dev/runner-spec.kubernetes_limit_cpu=2",
+                    "--set=labels.team=42", "-o", "json"});
+  ASSERT_EQ(set.exit_code, 0) << set.output;
+  auto labels = json::parse(set.output)["labels"];
+  EXPECT_EQ(labels["berth.dev/runner-spec.kubernetes_limit_cpu"], "2") << labels.dump();
+  EXPECT_EQ(labels["team"], "42") << "a label value stays a string";
+
+  auto bad = Berth({"update", "env", "stg", "--project", "shop",
+                    "--set=labels.berth.dev/runner-spec.kubernetes_request_cpu=3"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.output.find("$.labels['berth.dev/runner-spec.kubernetes_request_cpu']"),
+            std::string::npos)
+      << bad.output;
+}
+
 TEST_F(BerthCli, ErrorsArePrintedAsTheServerGaveThemWithExitCodesScriptsCanUse) {
   auto bad = Berth({"create", "runner", "bad", "--set", "runner_configuration.type=vm", "--set",
                     "state_storage_configuration.type=kubernetes"});

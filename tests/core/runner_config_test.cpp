@@ -242,6 +242,29 @@ TEST(RunnerSpec, APodTemplateGivenAsJsonStringIsStoredAsAnObject) {
             "runner");
 }
 
+TEST(RunnerSpec, TheSeedsNestedKubernetesStorageIsReadAsTheFlatOne) {
+  json nested = {{"type", "kubernetes"},
+                 {"kubernetes_configuration", {{"namespace", "platform-orchestrator"}}}};
+  auto spec = ParseRunnerSpec("agent-1", {{"runner_configuration", Valid("kubernetes-agent")},
+                                          {"state_storage_configuration", nested}});
+  ASSERT_TRUE(spec) << spec.error().ToString();
+  EXPECT_EQ(spec->state_storage_configuration,
+            (json{{"type", "kubernetes"}, {"namespace", "platform-orchestrator"}}));
+
+  for (const auto& [bad, path] : std::vector<std::pair<json, std::string>>{
+           {{{"type", "kubernetes"}, {"kubernetes_configuration", {{"name", "x"}}}},
+            "$.state_storage_configuration.kubernetes_configuration"},
+           {{{"type", "kubernetes"},
+             {"namespace", "a"},
+             {"kubernetes_configuration", {{"namespace", "b"}}}},
+            "$.state_storage_configuration.kubernetes_configuration.namespace"}}) {
+    auto refused = ParseRunnerSpec("agent-1", {{"runner_configuration", Valid("kubernetes-agent")},
+                                               {"state_storage_configuration", bad}});
+    ASSERT_FALSE(refused) << bad.dump();
+    EXPECT_EQ(refused.error().fields.front().path, path) << refused.error().ToString();
+  }
+}
+
 TEST(RunnerSpec, IdsAreDnsLabels) {
   for (const std::string& good :
        {std::string("a"), std::string("my-gke-runner"), std::string("r0"), std::string(63, 'a')}) {

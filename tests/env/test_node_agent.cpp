@@ -10,6 +10,7 @@
 #include "core/duration.h"
 #include "core/mutex.h"
 #include "core/time_format.h"
+#include "crypto/digest.h"
 #include "kube/informer.h"
 #include "sys/files.h"
 #include "sys/subprocess.h"
@@ -234,6 +235,12 @@ class PodWorker {
     }
   }
 
+  // What a kubelet reports as the image it ran, resolved to a digest: here, of the image's name.
+  static std::string ImageId(const json& container) {
+    std::string image = container.value("image", "");
+    return "berth-test-node://" + image + "@sha256:" + crypto::Sha256Hex(image);
+  }
+
   static json Terminated(const json& container, const Exit& exit, const std::string& message,
                          const std::string& started) {
     json terminated = {{"exitCode", exit.code},
@@ -243,6 +250,7 @@ class PodWorker {
     if (!message.empty()) terminated["message"] = message;
     return {{"name", container.value("name", "")},
             {"image", container.value("image", "")},
+            {"imageID", ImageId(container)},
             {"ready", false},
             {"restartCount", 0},
             {"state", {{"terminated", terminated}}}};

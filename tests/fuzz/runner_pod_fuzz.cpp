@@ -21,12 +21,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (config.error().fields.empty()) std::abort();
     return 0;
   }
-  berth::launch::RunnerPodRequest request{.run_id = "r", .op = "plan", .revision = "1"};
+  berth::launch::RunnerPodRequest request{
+      .run_id = "r", .revision = "1", .invocation = {.op = "plan"}};
   if (cut != std::string_view::npos) {
     std::string value(text.substr(cut + 1));
     for (const char* key : {"kubernetes_request_cpu", "kubernetes_limit_cpu",
                             "kubernetes_request_memory", "kubernetes_limit_memory"})
-      request.labels[std::string(berth::launch::kRunnerSpecLabelPrefix) + key] = value;
+      request.labels[std::string(berth::kRunnerSpecLabelPrefix) + key] = value;
   }
   auto manifests = berth::launch::BuildRunnerManifests(*settings, *config, request);
   if (manifests) {

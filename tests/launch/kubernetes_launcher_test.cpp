@@ -47,7 +47,7 @@ class KubernetesLauncherTest : public ::testing::Test {
     launcher_ = std::make_unique<KubernetesLauncher>(
         api, std::move(settings), clock,
         [this](const std::string& id, const RunOutcome& o) { outcomes_.Record(id, o); },
-        [this](const std::string& id, const std::string& w) { outcomes_.Warn(id, w); },
+        [this](const std::string& id, const LaunchEvent& e) { outcomes_.Warn(id, e); },
         std::move(options));
     auto started = launcher_->Start();
     ASSERT_TRUE(started) << started.error().ToString();
@@ -179,12 +179,23 @@ TEST_F(KubernetesLauncherTest, AnUnknownImageIsImagePullBackOff) {
   EXPECT_NE(outcome->message.find("nowhere/none:1"), std::string::npos);
 }
 
-TEST_F(KubernetesLauncherTest, APodThatNeverStartsIsForceDeletedAfterTheGracePeriod) {
+TEST_F(KubernetesLauncherTest, APodThatNeverStartsIsToldThenForceDeletedAfterTheGracePeriod) {
   ManualClock clock;
   StartLauncher(*client_, Settings("2m"), clock);
   ASSERT_TRUE(launcher_->Launch(Request(
       "stuck", "plan", "hello", RunnerConfigWithLabels({{"berth.test/fault", "never-start"}}))));
-  clock.Advance(std::chrono::seconds(119));
+  clock.Advance(std::chrono::seconds(29));
+  launcher_->Tick();
+  EXPECT_TRUE(outcomes_.Warnings("stuck").empty());
+  clock.Advance(std::chrono::seconds(1));
+  launcher_->Tick();
+  launcher_->Tick();  // said once
+  auto warnings = outcomes_.Warnings("stuck");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("RunnerPending: the runner Pod is not running 30s after its launch"),
+            std::string::npos)
+      << warnings[0];
+  clock.Advance(std::chrono::seconds(89));
   launcher_->Tick();
   EXPECT_EQ(outcomes_.Count("stuck"), 0u);
   clock.Advance(std::chrono::seconds(1));

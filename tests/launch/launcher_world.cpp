@@ -102,10 +102,9 @@ KubernetesSettings LauncherWorld::Settings(const std::string& grace, bool resour
 
 LaunchRequest LauncherWorld::Request(const std::string& run_id, const std::string& op,
                                      const std::string& module, json runner_config) const {
-  LaunchRequest request{
-      .run_id = run_id, .op = op, .revision = "1", .token = "secret-token-" + run_id};
-  request.runner_args = {"--module=/berth/modules/" + module};
-  if (module == "slow") request.runner_args.push_back("--config=/berth/slow.json");
+  LaunchRequest request{.run_id = run_id, .revision = "1", .token = "secret-token-" + run_id};
+  request.invocation = {.op = op, .module = "/berth/modules/" + module};
+  if (module == "slow") request.invocation.config = "/berth/slow.json";
   request.runner_configuration = std::move(runner_config);
   return request;
 }

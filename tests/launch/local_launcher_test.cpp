@@ -58,14 +58,14 @@ class LocalLauncherTest : public ::testing::Test {
     launcher_ = std::make_unique<LocalLauncher>(
         std::move(options),
         [this](const std::string& id, const RunOutcome& o) { outcomes_.Record(id, o); },
-        [](const std::string&, const std::string&) {});
+        [](const std::string&, const LaunchEvent&) {});
   }
 
   LaunchRequest Request(const std::string& run_id, const std::string& op, const fs::path& module) {
-    LaunchRequest request{.run_id = run_id, .op = op, .token = "token-of-" + run_id};
-    request.runner_args = {"--module=" + module.string(), "--bin=" + tofu_->Tofu().string()};
+    LaunchRequest request{.run_id = run_id, .token = "token-of-" + run_id};
+    request.invocation = {.op = op, .module = module.string(), .bin = tofu_->Tofu().string()};
     if (module.filename() == "slow")
-      request.runner_args.push_back("--config=" + (dir_->Path() / "slow.json").string());
+      request.invocation.config = (dir_->Path() / "slow.json").string();
     return request;
   }
   fs::path Example(const char* name) { return testenv::SourceDir() / "examples" / name; }
@@ -128,6 +128,34 @@ TEST_F(LocalLauncherTest, AtMostMaxParallelRunAndTheRestWaitInOrder) {
   auto second = outcomes_.WaitFor("second");
   ASSERT_TRUE(second);
   EXPECT_TRUE(second->succeeded) << second->error_kind << ": " << second->message;
+}
+
+TEST_F(LocalLauncherTest, ARunnersMaxParallelAndWorkDirAct) {
+  Start(Options(/*max_parallel=*/4));
+  fs::path pool = dir_->Path() / "pool-a";
+  auto of_runner = [&](const std::string& run, const std::string& runner) {
+    LaunchRequest request = Request(run, "apply", Example("slow"));
+    request.runner_id = runner;
+    if (runner == "pool-a")
+      request.runner_configuration = {{"max_parallel", 1}, {"work_dir", pool.string()}};
+    return request;
+  };
+  ASSERT_TRUE(launcher_->Launch(of_runner("a1", "pool-a")));
+  ASSERT_TRUE(launcher_->Launch(of_runner("a2", "pool-a")));
+  ASSERT_TRUE(launcher_->Launch(of_runner("b1", "pool-b")));
+  // pool-a's second run waits for its first; pool-b's run is not held up behind it.
+  EXPECT_EQ(launcher_->Running(), 2);
+  EXPECT_EQ(launcher_->Waiting(), 1);
+  EXPECT_TRUE(fs::exists(pool / "a1/pid"));
+  EXPECT_FALSE(fs::exists(dir_->Path() / "runs/a1"));
+  EXPECT_FALSE(fs::exists(pool / "a2"));
+  EXPECT_TRUE(fs::exists(dir_->Path() / "runs/b1/pid"));
+  for (const char* run : {"a1", "a2", "b1"}) {
+    auto outcome = outcomes_.WaitFor(run);
+    ASSERT_TRUE(outcome) << run;
+    EXPECT_TRUE(outcome->succeeded) << run << ": " << outcome->error_kind << outcome->message;
+  }
+  EXPECT_TRUE(fs::exists(pool / "a2/result.json"));
 }
 
 TEST_F(LocalLauncherTest, CancelLetsTheRunnerStopCleanly) {

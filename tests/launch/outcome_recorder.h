@@ -21,9 +21,10 @@ class OutcomeRecorder {
     outcomes_[run_id].push_back(outcome);
     changed_.notify_all();
   }
-  void Warn(const std::string& run_id, const std::string& warning) {
+  // Each event as "Reason: message".
+  void Warn(const std::string& run_id, const LaunchEvent& event) {
     MutexLock lock(mutex_);
-    warnings_[run_id].push_back(warning);
+    warnings_[run_id].push_back(event.reason + ": " + event.message);
   }
   // The run's outcome, once it is in (bounded wait); nullopt if it never came.
   std::optional<RunOutcome> WaitFor(const std::string& run_id,

@@ -25,7 +25,8 @@ RunnerPodConfig Config(const json& document) {
 }
 
 RunnerPodRequest Request(std::map<std::string, std::string> labels = {}) {
-  return {.run_id = "r1", .op = "plan", .revision = "7", .labels = std::move(labels)};
+  return {
+      .run_id = "r1", .revision = "7", .invocation = {.op = "plan"}, .labels = std::move(labels)};
 }
 
 const json& MainContainer(const RunnerManifests& m) { return m.workload["spec"]["containers"][0]; }
@@ -79,6 +80,62 @@ TEST(RunnerPodConfig, ReadsBothShapes) {
   EXPECT_EQ(job.template_spec["nodeSelector"]["pool"], "infra");
 }
 
+TEST(RunnerPodConfig, ARunnersJobCarriesTheControllersRunnerFields) {
+  auto job = Config({{"job",
+                      {{"namespace", "team-a"},
+                       {"binary", "terraform"},
+                       {"always_cleanup", false},
+                       {"termination_grace_period_seconds", 30}}}});
+  EXPECT_EQ(job.binary, "terraform");
+  EXPECT_FALSE(job.always_cleanup);
+  EXPECT_EQ(job.termination_grace_period_seconds, 30);
+  auto m = BuildRunnerManifests(Settings(), job, Request());
+  ASSERT_TRUE(m) << m.error().ToString();
+  EXPECT_EQ(m->workload["spec"]["terminationGracePeriodSeconds"], 30);
+  const json& args = MainContainer(*m)["args"];
+  EXPECT_NE(std::find(args.begin(), args.end(), "--binary=terraform"), args.end()) << args.dump();
+
+  auto bad = RunnerPodConfig::Parse({{"job", {{"namespace", "a"}, {"binary", "bash"}}}});
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().fields.front().path, "$.job.binary");
+}
+
+TEST(RunnerPodConfig, TheSeedsMainContainerSetsTheImageItsPullPolicyAndPullSecrets) {
+  // The orchestrator seed's "custom runner image" example, as YAML gives it.
+  auto job = Config({{"job",
+                      {{"namespace", "team-a"},
+                       {"pod_template",
+                        {{"spec",
+                          {{"containers",
+                            {{{"name", "main"},
+                              {"image", "my-own-registry.com/runner:v1.2.3"},
+                              {"imagePullPolicy", "IfNotPresent"}}}},
+                           {"imagePullSecrets", {{{"name", "regcred"}}}}}}}}}}});
+  auto m =
+      BuildRunnerManifests(Settings({{"KUBERNETES_IMAGE_PULL_SECRETS", "shared"}}), job, Request());
+  ASSERT_TRUE(m) << m.error().ToString();
+  EXPECT_EQ(MainContainer(*m)["image"], "my-own-registry.com/runner:v1.2.3");
+  EXPECT_EQ(MainContainer(*m)["imagePullPolicy"], "IfNotPresent");
+  EXPECT_EQ(m->workload["spec"]["initContainers"][0]["image"], "berth/runner:1")
+      << "the runner is still copied from the launcher's image";
+  EXPECT_EQ(m->workload["spec"]["imagePullSecrets"],
+            (json{{{"name", "shared"}}, {{"name", "regcred"}}}));
+  EXPECT_FALSE(m->workload["spec"]["containers"].size() != 1);
+
+  for (const auto& [bad, path] : std::vector<std::pair<json, std::string>>{
+           {{{"containers", {{{"name", "sidecar"}}}}},
+            "$.job.pod_template.spec.containers[0].name"},
+           {{{"containers", {{{"name", "main"}}, {{"name", "main"}}}}},
+            "$.job.pod_template.spec.containers"},
+           {{{"containers", {{{"name", "main"}, {"command", {"sh"}}}}}},
+            "$.job.pod_template.spec.containers[0].command"}}) {
+    auto refused =
+        RunnerPodConfig::Parse({{"job", {{"namespace", "a"}, {"pod_template", {{"spec", bad}}}}}});
+    ASSERT_FALSE(refused) << bad.dump();
+    EXPECT_EQ(refused.error().fields.front().path, path) << refused.error().ToString();
+  }
+}
+
 TEST(RunnerPodConfig, RefusesUnknownFieldsWithTheirPath) {
   auto config = RunnerPodConfig::Parse(
       {{"runner", {{"podTemplate", {{"spec", {{"hostNetwork", true}}}}}, {"binary", "bash"}}}});
@@ -113,6 +170,10 @@ TEST(PodBuilder, HardensEveryContainerAndMountsTheWorkFolders) {
   EXPECT_EQ(labels["app.kubernetes.io/instance"], "tf-runner-7");
   EXPECT_EQ(labels["berth.dev/terraform"], "runners");
   EXPECT_EQ(m->result_max_bytes, 4096u);
+  const json& args = MainContainer(*m)["args"];
+  EXPECT_NE(std::find(args.begin(), args.end(), "--event-object=Pod/runners/berth-run-r1"),
+            args.end())
+      << args.dump();
 }
 
 TEST(PodBuilder, ATemplateSecurityContextReplacesTheDefaultWhole) {
@@ -173,7 +234,9 @@ TEST(PodBuilder, TheImageOverrideNeedsTheOperatorsConsent) {
   ASSERT_TRUE(ignored);
   EXPECT_EQ(MainContainer(*ignored)["image"], "berth/runner:1");
   ASSERT_EQ(ignored->warnings.size(), 1u);
-  EXPECT_NE(ignored->warnings[0].find("KUBERNETES_ALLOW_STACK_IMAGE_OVERRIDE"), std::string::npos);
+  EXPECT_EQ(ignored->warnings[0].reason, "ImageOverrideIgnored");
+  EXPECT_NE(ignored->warnings[0].message.find("KUBERNETES_ALLOW_STACK_IMAGE_OVERRIDE"),
+            std::string::npos);
 
   auto allowed = BuildRunnerManifests(Settings({{"KUBERNETES_ALLOW_STACK_IMAGE_OVERRIDE", "true"}}),
                                       Config(json::object()), Request(labels));

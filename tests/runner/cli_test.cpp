@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/runner_invocation.h"
+
 namespace berth::runner {
 namespace {
 
@@ -74,11 +76,21 @@ TEST(RunnerCli, RunTakesEveryFlagOfTheContract) {
                      "--image=img:1",
                      "--result=/r",
                      "--result-max-bytes=2048",
-                     "--logging-format=json",
-                     "--vmodule=run=4,cli=2"});
+                     "--logging-format=text",
+                     "--vmodule=plan=4,init=2",
+                     "--feature-gates=LoggingAlphaOptions=true",
+                     "--log-text-split-stream",
+                     "--log-text-info-buffer-size=64Ki",
+                     "--log-flush-frequency=2s"});
   ASSERT_FALSE(line.error) << line.error->message;
   EXPECT_EQ(line.logging.verbosity, 3);
-  EXPECT_EQ(line.logging.format, "json");
+  EXPECT_EQ(line.logging.format, "text");
+  auto sink = SinkOptions(line.logging);
+  EXPECT_TRUE(sink.split_stream);
+  EXPECT_EQ(sink.info_buffer_bytes, 65536u);
+  EXPECT_EQ(sink.flush_frequency, std::chrono::seconds(2));
+  EXPECT_TRUE(sink.verbosity.Enabled("plan", 4));
+  EXPECT_FALSE(sink.verbosity.Enabled("init", 3));
   const auto& o = std::get<RunCommand>(line.command).options;
   EXPECT_EQ(o.op, "apply");
   EXPECT_EQ(o.module, "/m.tar.gz");
@@ -119,6 +131,71 @@ TEST(RunnerCli, GatewayModeTakesTheRunAndLeavesTheModuleToTheBundle) {
   EXPECT_EQ(std::get<RunCommand>(local.command).options.module, "/m");
 }
 
+TEST(RunnerCli, ABadGlobalFlagStillSaysWhereTheRunsResultGoes) {
+  for (const Args& args : {Args{"--v=x", "run", "--op=plan", "--result=/r"},
+                           Args{"--nope", "run", "--result", "/r", "--op=plan"}}) {
+    auto line = Parse(args);
+    ASSERT_TRUE(line.error) << args.front();
+    ASSERT_TRUE(std::holds_alternative<RunCommand>(line.command));
+    EXPECT_EQ(std::get<RunCommand>(line.command).options.result, "/r");
+  }
+}
+
+// What berthd's launchers render is what the runner reads: every field of an invocation comes
+// back from the runner's own parser as it was set.
+TEST(RunnerCli, AnInvocationRoundTripsThroughTheRunnersParser) {
+  RunnerInvocation in{.op = "apply",
+                      .gateway = "https://berthd:8480",
+                      .run_id = "d-1-apply",
+                      .inputs_hash = "sha256:" + std::string(64, 'e'),
+                      .state_backend = "http",
+                      .backend_config = {"address=https://berthd:8480/state/v1/a", "lock=x"},
+                      .providers = "/mirror",
+                      .module = "/srv/modules/m",
+                      .config = "/in.json",
+                      .bin = "/usr/bin/tofu",
+                      .approved_plan = "sha256:" + std::string(64, 'a'),
+                      .plan_destroy = true,
+                      .allow_destroy = true,
+                      .ns = "team",
+                      .name = "d-1-apply",
+                      .workdir = "/tmp/team-d-1",
+                      .result = "/dev/termination-log",
+                      .result_max_bytes = 2048,
+                      .binary = "terraform",
+                      .image = "berth/runner:1",
+                      .event_object = "Pod/team/berth-run-d-1-apply"};
+  auto line = Parse(in.Args());
+  ASSERT_FALSE(line.error) << line.error->message;
+  const RunOptions& o = std::get<RunCommand>(line.command).options;
+  EXPECT_EQ(o.op, in.op);
+  EXPECT_EQ(o.gateway, in.gateway);
+  EXPECT_EQ(o.run_id, in.run_id);
+  EXPECT_EQ(o.inputs_hash, in.inputs_hash);
+  EXPECT_EQ(o.state_backend, in.state_backend);
+  EXPECT_EQ(o.backend_config, in.backend_config);
+  EXPECT_EQ(o.providers, in.providers);
+  EXPECT_EQ(o.module, in.module);
+  EXPECT_EQ(o.config, in.config);
+  EXPECT_EQ(o.bin, in.bin);
+  EXPECT_EQ(o.approved_plan, in.approved_plan);
+  EXPECT_TRUE(o.plan_destroy);
+  EXPECT_TRUE(o.allow_destroy);
+  EXPECT_EQ(o.ns, in.ns);
+  EXPECT_EQ(o.name, in.name);
+  EXPECT_EQ(o.workdir, in.workdir);
+  EXPECT_EQ(o.result, in.result);
+  EXPECT_EQ(o.result_max_bytes, *in.result_max_bytes);
+  EXPECT_EQ(o.binary, in.binary);
+  EXPECT_EQ(o.image, in.image);
+  EXPECT_EQ(o.event_object, in.event_object);
+
+  // Unset fields are left out, and the runner's defaults stand.
+  auto bare = Parse(RunnerInvocation{.op = "plan"}.Args());
+  ASSERT_FALSE(bare.error) << bare.error->message;
+  EXPECT_EQ(std::get<RunCommand>(bare.command).options.result, "/dev/termination-log");
+}
+
 struct Refused {
   Args args;
   std::string names;  // the flag or rule the error must mention
@@ -156,6 +233,29 @@ INSTANTIATE_TEST_SUITE_P(
         Refused{{"run", "--op=plan", "--log-json-info-buffer-size=lots"},
                 "--log-json-info-buffer-size",
                 true},
+        // The option rules of Kubernetes' component-base, and gates that would gate nothing.
+        Refused{{"run", "--op=plan", "--logging-format=json", "--vmodule=plan=2"},
+                "--vmodule: only supported for --logging-format=text",
+                true},
+        Refused{{"run", "--op=plan", "--log-text-split-stream"}, "LoggingAlphaOptions=true", true},
+        Refused{{"--feature-gates=LoggingAlphaOptions=true", "run", "--op=plan",
+                 "--log-json-split-stream"},
+                "--log-json-split-stream: only applies to --logging-format=json",
+                true},
+        Refused{{"run", "--op=plan", "--feature-gates=LoggingAlphaOptions=true",
+                 "--log-text-info-buffer-size=1Mi"},
+                "--log-text-info-buffer-size: needs --log-text-split-stream",
+                true},
+        Refused{{"run", "--op=plan", "--log-text-info-buffer-size=2Gi"}, "from 0 to 1Gi", true},
+        Refused{{"run", "--op=plan", "--log-text-info-buffer-size=1.5"}, "whole number", true},
+        Refused{{"run", "--op=plan", "--log-flush-frequency=0s"}, "--log-flush-frequency", true},
+        Refused{{"run", "--op=plan", "--feature-gates=ContextualLogging=true"},
+                "ContextualLogging gates nothing",
+                true},
+        Refused{{"run", "--op=plan", "--feature-gates=LoggingBetaOptions=false"},
+                "LoggingBetaOptions gates nothing",
+                true},
+        Refused{{"copy", "/x", "--log-text-split-stream"}, "LoggingAlphaOptions", false},
         Refused{{"run", "--op=plan", "--gateway=berthd:8480", "--run-id=r"}, "--gateway", true},
         Refused{{"run", "--op=plan", "--gateway=http://b"}, "--gateway and --run-id", true},
         Refused{{"run", "--op=plan", "--run-id=r"}, "--gateway and --run-id", true},

@@ -299,6 +299,39 @@ TEST_F(RunnerE2E, InvalidFlagsStillWriteAResultAndExitTwo) {
             std::string::npos);
 }
 
+TEST_F(RunnerE2E, ABadGlobalFlagBeforeRunStillWritesItsResultWhereAsked) {
+  std::string result = (h_->Root() / "global-flag-result.json").string();
+  sys::SpawnOptions options;
+  options.argv = {RunnerBinary().string(), "--vmodule=plan", "run", "--op=plan",
+                  "--result=" + result};
+  options.env = h_->Environment({});
+  auto done = sys::RunToCompletion(options);
+  ASSERT_TRUE(done);
+  EXPECT_EQ(done->exit_code, 2) << done->output;
+  auto text = sys::ReadFile(result);
+  ASSERT_TRUE(text) << "no result at --result: " << done->output;
+  auto doc = json::parse(*text);
+  EXPECT_EQ(doc["error"]["kind"], "InvalidFlags") << *text;
+  EXPECT_NE(doc["error"]["message"].get<std::string>().find("pattern=N"), std::string::npos);
+}
+
+TEST_F(RunnerE2E, VmoduleRaisesTheVerbosityOfTheStepsItNames) {
+  auto module = h_->Module("hello");
+  auto run = h_->Run({"--op=plan", "--module=" + module.string(), "--name=vm",
+                      "--workdir=" + (h_->Root() / "work-vm").string(), "--vmodule=plan=2"});
+  ASSERT_EQ(run.exit_code, 0) << Describe(run);
+  EXPECT_NE(run.log.find("[plan] running: "), std::string::npos) << run.log;
+  EXPECT_EQ(run.log.find("[init] running: "), std::string::npos) << "init was not named";
+  EXPECT_EQ(run.log.find("peak memory"), std::string::npos) << "runner was not named";
+
+  auto runner_only =
+      h_->Run({"--op=plan", "--module=" + module.string(), "--name=vm2",
+               "--workdir=" + (h_->Root() / "work-vm2").string(), "--vmodule=run*=1"});
+  ASSERT_EQ(runner_only.exit_code, 0) << Describe(runner_only);
+  EXPECT_NE(runner_only.log.find("[runner] peak memory"), std::string::npos) << runner_only.log;
+  EXPECT_EQ(runner_only.log.find("running: "), std::string::npos);
+}
+
 TEST_F(RunnerE2E, AResultThatCannotBeWrittenExitsThree) {
   auto module = h_->Module("hello");
   sys::SpawnOptions options;

@@ -9,7 +9,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "cli/bundle.h"
@@ -71,7 +73,7 @@ class BerthdE2e : public ::testing::Test {
   void StartBerthd() {
     sys::SpawnOptions options;
     options.argv = {BERTHD_BIN, "--data-dir=" + data_.string(), "--listen=" + url_.substr(7),
-                    "--runner-binary=" RUNNER_BIN};
+                    "--runner-binary=" RUNNER_BIN, "--log-format=json"};
     options.argv.insert(options.argv.end(), berthd_flags_.begin(), berthd_flags_.end());
     options.output_path =
         (dir_->Path() / ("berthd-" + std::to_string(++starts_) + ".log")).string();
@@ -191,6 +193,8 @@ TEST_F(BerthdE2e, AnApprovedPlanIsAppliedExactlyAndNoOtherHashOrStalePlanIs) {
   ASSERT_EQ(done["state"], "succeeded") << done.dump(2) << Log(id);
   EXPECT_EQ(done["result"]["approved_plan"]["hash"], hash);
   EXPECT_EQ(done["result"]["run"]["plan"]["hash"], hash);  // the apply's plan is the approved one
+  EXPECT_EQ(done["binary"]["name"], "tofu") << done.dump(2);
+  EXPECT_FALSE(done["binary"]["version"].get<std::string>().empty()) << done.dump(2);
   auto outputs = json::parse(Call("GET", "/deployments/" + id + "/outputs").body);
   EXPECT_EQ(outputs["outputs"]["greeting"]["value"], "hello, e2e");
   std::string log = Log(id);
@@ -230,6 +234,79 @@ TEST_F(BerthdE2e, AnApprovedPlanIsAppliedExactlyAndNoOtherHashOrStalePlanIs) {
   auto state =
       Call("GET", "/projects/web/envs/dev/state/versions/" + std::to_string(final_version));
   EXPECT_TRUE(json::parse(state.body)["resources"].empty()) << state.body;
+}
+
+// /metrics as Prometheus reads it: the exposition goes through prometheus_client's own parser.
+TEST_F(BerthdE2e, MetricsCountRequestsRunsAndDeploymentsInThePrometheusTextFormat) {
+  std::string id = Deploy(Hello(), {{"op", "apply"}, {"variables", {{"name", "metrics"}}}});
+  ASSERT_EQ(WaitFor(id, {"succeeded", "failed"})["state"], "succeeded") << Log(id);
+  auto scraped = http_->Send({.method = "GET", .url = url_ + "/metrics"});
+  ASSERT_TRUE(scraped);
+  ASSERT_EQ(scraped->status, 200);
+  std::string exposition = (dir_->Path() / "metrics.txt").string();
+  ASSERT_TRUE(sys::WriteFileAtomic(exposition, scraped->body));
+  sys::SpawnOptions parse;
+  parse.argv = {"/bin/sh", "-c",
+                "python3 " + (testenv::SourceDir() / "tests/tools/parse_metrics.py").string() +
+                    " < " + exposition};
+  auto parsed = sys::RunToCompletion(parse);
+  ASSERT_TRUE(parsed);
+  ASSERT_EQ(parsed->exit_code, 0) << parsed->output << "\n" << scraped->body;
+  std::map<std::string, double> samples;  // "name{k=v,...}" -> value
+  std::istringstream lines(parsed->output);
+  for (std::string line; std::getline(lines, line);) {
+    json sample = json::parse(line, nullptr, false);
+    if (!sample.is_object()) continue;
+    std::string key = sample["name"].get<std::string>() + "{";
+    for (const auto& [k, v] : sample["labels"].items()) key += k + "=" + v.get<std::string>() + ",";
+    samples[key + "}"] = sample["value"].get<double>();
+  }
+  EXPECT_EQ(samples["berth_deployments{state=succeeded,}"], 1) << parsed->output;
+  EXPECT_EQ(samples["berth_runs_total{outcome=succeeded,}"], 1) << parsed->output;
+  EXPECT_EQ(samples["berth_run_duration_seconds_count{}"], 1) << parsed->output;
+  EXPECT_GE(samples["berth_http_requests_total{method=POST,route=/orgs/{org}/projects/{project}/"
+                    "envs/{env}/deployments,status=201,}"],
+            1)
+      << parsed->output;
+  EXPECT_GE(
+      samples["berth_http_requests_total{method=POST,route=/runs/v1/{run}/result,status=200,}"], 1)
+      << parsed->output;
+  EXPECT_GT(samples["berth_gateway_bytes_total{direction=out,}"], 0) << parsed->output;
+  EXPECT_EQ(scraped->body.find(token_), std::string::npos) << "a token in the metrics";
+}
+
+// berthd's own log (--log-format=json): a line per API request and per dispatcher decision,
+// every line a JSON object, no token anywhere.
+TEST_F(BerthdE2e, TheLogHasARequestLineAndTheDispatchersDecisionsAndNoToken) {
+  std::string id = Deploy(Hello(), {{"op", "apply"}, {"variables", {{"name", "logs"}}}});
+  ASSERT_EQ(WaitFor(id, {"succeeded", "failed"})["state"], "succeeded") << Log(id);
+  EXPECT_EQ(Call("GET", "/deployments/d-none").status, 404);
+  StopBerthd();
+  auto text = sys::ReadFile(dir_->Path() / "berthd-1.log");
+  ASSERT_TRUE(text);
+  EXPECT_EQ(text->find(token_), std::string::npos) << "a token in berthd's log";
+  std::map<std::string, json> seen;  // event + key field -> the line
+  std::istringstream lines(*text);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with("{")) continue;  // the start-up banner on stdout
+    json doc = json::parse(line, nullptr, false);
+    ASSERT_TRUE(doc.is_object()) << line;
+    ASSERT_TRUE(doc.contains("ts") && doc.contains("level") && doc.contains("event")) << line;
+    std::string event = doc["event"];
+    if (event == "request") event += " " + doc.value("route", "") + " " + doc.value("status", "");
+    seen[event] = doc;
+  }
+  auto created = seen.find("request /orgs/{org}/projects/{project}/envs/{env}/deployments 201");
+  ASSERT_NE(created, seen.end()) << *text;
+  EXPECT_EQ(created->second["org"], "default");
+  EXPECT_EQ(created->second["method"], "POST");
+  EXPECT_TRUE(seen.contains("request /orgs/{org}/deployments/{id} 404")) << *text;
+  ASSERT_TRUE(seen.contains("run launched")) << *text;
+  EXPECT_EQ(seen["run launched"]["deployment"], id);
+  EXPECT_EQ(seen["run launched"]["runner"], "here");
+  ASSERT_TRUE(seen.contains("run ended")) << *text;
+  EXPECT_EQ(seen["run ended"]["outcome"], "succeeded");
+  EXPECT_TRUE(seen.contains("serving")) << *text;
 }
 
 TEST_F(BerthdE2e, AQueuedDeploymentWaitsUntilTheRunningOneIsCancelledAndTheLockIsFree) {

@@ -66,6 +66,47 @@ TEST_F(DeploymentsApi, AStartedDeploymentIsCancelledThroughItsRun) {
   EXPECT_EQ(asked, std::vector<std::string>{"acme/" + id});
 }
 
+TEST_F(DeploymentsApi, LabelsAreCheckedWhenSavedAndSnapshottedOntoEachDeployment) {
+  const std::string cpu = "berth.dev/runner-spec.kubernetes_request_cpu";
+  const std::string limit = "berth.dev/runner-spec.kubernetes_limit_cpu";
+  auto project = Call("PATCH", "/orgs/acme/projects/web",
+                      json{{"labels", {{"team", "payments"}, {limit, "2"}}}}.dump());
+  ASSERT_EQ(project.status, 200) << project.body;
+  EXPECT_EQ(json::parse(project.body)["labels"]["team"], "payments");
+
+  // A bad quantity, and a request above the project's limit, are refused naming the label.
+  for (const auto& [value, rule] : std::vector<std::pair<std::string, std::string>>{
+           {"two", "Kubernetes quantity"}, {"3", "with the project's labels"}}) {
+    auto refused =
+        Call("PATCH", "/orgs/acme/projects/web/envs/dev", json{{"labels", {{cpu, value}}}}.dump());
+    EXPECT_EQ(refused.status, 400) << refused.body;
+    auto error = json::parse(refused.body)["error"];
+    EXPECT_EQ(error["fields"][0]["path"], "$.labels['" + cpu + "']") << refused.body;
+    EXPECT_NE(error["message"].get<std::string>().find(rule), std::string::npos) << refused.body;
+  }
+  auto env = Call("PATCH", "/orgs/acme/projects/web/envs/dev",
+                  json{{"labels", {{cpu, "500m"}, {"team", "checkout"}}}}.dump());
+  ASSERT_EQ(env.status, 200) << env.body;
+
+  auto queued = json::parse(Call("POST", kEnv, module_).body);
+  EXPECT_EQ(queued["labels"],
+            (json{{"team", "checkout"}, {cpu, "500m"}, {limit, "2"}}))  // the env's team wins
+      << queued.dump();
+  // A later edit does not change what a queued deployment runs with.
+  ASSERT_EQ(Call("PATCH", "/orgs/acme/projects/web/envs/dev",
+                 json{{"labels", {{cpu, "1"}, {"team", nullptr}}}}.dump())
+                .status,
+            200);
+  auto read =
+      json::parse(Call("GET", "/orgs/acme/deployments/" + queued["id"].get<std::string>()).body);
+  EXPECT_EQ(read["labels"][cpu], "500m");
+  EXPECT_EQ(read["labels"]["team"], "checkout");
+  EXPECT_EQ(read["events"], json::array());
+  auto next = json::parse(Call("POST", kEnv, module_).body);
+  EXPECT_EQ(next["labels"][cpu], "1");
+  EXPECT_EQ(next["labels"]["team"], "payments") << "the project's again, once the env's is gone";
+}
+
 TEST_F(DeploymentsApi, RefusalsNameTheirField) {
   auto field_of = [](const net::ServerResponse& response) {
     return json::parse(response.body)["error"]["fields"][0]["path"].get<std::string>();

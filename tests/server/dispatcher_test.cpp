@@ -84,7 +84,9 @@ class DispatcherTest : public ::testing::Test {
         [this](const std::string& run, const launch::RunOutcome& o) {
           dispatcher_->OnRunEnd(run, o);
         },
-        [](const std::string&, const std::string&) {});
+        [this](const std::string& run, const launch::LaunchEvent& e) {
+          dispatcher_->OnRunEvent(run, e);
+        });
     dispatcher_ =
         std::make_unique<Dispatcher>(*store_, Launchers{{"local", launcher_.get()}},
                                      server_->Signer(), DispatcherOptions{.url = server_->Url()});
@@ -94,20 +96,22 @@ class DispatcherTest : public ::testing::Test {
     launcher_.reset();  // before the dispatcher its reports go to
   }
 
-  void Queue(const std::string& env, const std::string& id, const std::string& op) {
-    store::Deployment d{.org_id = "acme", .project_id = "web", .env_id = env, .id = id};
+  void Queue(const std::string& env, const std::string& id, const std::string& op,
+             const std::string& org = "acme", const std::string& example = "hello",
+             const json& variables = json::object()) {
+    store::Deployment d{.org_id = org, .project_id = "web", .env_id = env, .id = id};
     d.spec = {{"op", op},
-              {"source", {{"path", (testenv::SourceDir() / "examples/hello").string()}}}};
+              {"source", {{"path", (testenv::SourceDir() / "examples" / example).string()}}},
+              {"variables", variables}};
     ASSERT_TRUE(store_->Deployments().Create(d));
   }
 
   // Ticks (as berthd does) until every named deployment has ended, bounded.
-  bool RunUntilEnded(const std::vector<std::string>& ids) {
+  bool RunUntilEnded(const std::vector<std::string>& ids, const std::string& org = "acme") {
     for (int i = 0; i < 1200; ++i) {
       dispatcher_->Tick();
       bool all = true;
-      for (const auto& id : ids)
-        all = all && IsTerminal(store_->Deployments().Get("acme", id)->state);
+      for (const auto& id : ids) all = all && IsTerminal(store_->Deployments().Get(org, id)->state);
       if (all) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
@@ -182,6 +186,40 @@ TEST_F(DispatcherTest, ARestartedBerthdTakesUpWhatItsRunnersWereDoing) {
   size_t applies = 0;
   for (size_t at = 0; (at = log->find("Apply complete!", at)) != std::string::npos; ++at) ++applies;
   EXPECT_EQ(applies, 1u);  // never run twice
+}
+
+TEST_F(DispatcherTest, PlanHashesAreKeyedByTheOrganizationsOwnKey) {
+  // A second organization with the same project, environment and local runner.
+  ASSERT_TRUE(store_->CreateOrganization("beta"));
+  ASSERT_TRUE(store_->Create({.kind = store::Kind::kProject, .org_id = "beta", .id = "web"}));
+  ASSERT_TRUE(
+      store_->Create({.kind = store::Kind::kEnvType, .org_id = "beta", .id = "development"}));
+  store::Record runner = *store_->Get(store::Kind::kRunner, "acme", "", "here");
+  runner.org_id = "beta";
+  ASSERT_TRUE(store_->Create(runner));
+  store::Record env{
+      .kind = store::Kind::kEnvironment, .org_id = "beta", .parent_id = "web", .id = "dev"};
+  env.columns = {{"env_type_id", "development"}, {"runner_id", "here"}};
+  ASSERT_TRUE(store_->Create(env));
+
+  const json same = {{"token", "s3cret-value"}};
+  Queue("dev", "h1", "plan", "acme", "secret", same);
+  Queue("dev", "h2", "plan", "acme", "secret", same);
+  Queue("dev", "h3", "plan", "acme", "secret", {{"token", "another-value"}});
+  Queue("dev", "b1", "plan", "beta", "secret", same);
+  ASSERT_TRUE(RunUntilEnded({"h1", "h2", "h3"}));
+  ASSERT_TRUE(RunUntilEnded({"b1"}, "beta"));
+  auto plan = [&](const std::string& org, const std::string& id) {
+    auto d = store_->Deployments().Get(org, id);
+    EXPECT_EQ(d->state, S::kSucceeded) << d->transitions.dump() << d->result.dump();
+    return d->result["run"]["plan"];
+  };
+  json h1 = plan("acme", "h1"), h2 = plan("acme", "h2"), h3 = plan("acme", "h3");
+  json b1 = plan("beta", "b1");
+  EXPECT_EQ(h1["keyed"], true) << h1.dump();
+  EXPECT_EQ(h1["hash"], h2["hash"]) << "the same effect planned twice";
+  EXPECT_NE(h1["hash"], h3["hash"]) << "another secret value is another effect to approve";
+  EXPECT_NE(h1["hash"], b1["hash"]) << "another organization, another key";
 }
 
 TEST_F(DispatcherTest, ADeploymentWithoutARunnerFailsWithTheReason) {

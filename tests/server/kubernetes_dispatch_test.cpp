@@ -1,12 +1,14 @@
 // Deployments on a Kubernetes runner: the dispatcher hands a bundle deployment to the
 // Kubernetes launcher, whose runner Pod (run by the test node agent, which plays the kubelet)
-// fetches its bundle and inputs through the runner gateway with the token from its Secret,
+// fetches its bundle and inputs through the runner gateway (at KUBERNETES_CONTAINER_BACKEND_URL)
+// with the token from its Secret,
 // writes the state to berthd's backend, ships its log and posts its result.
 #include <gtest/gtest.h>
 
 #include <thread>
 
 #include "cli/bundle.h"
+#include "kube/resource.h"
 #include "launch/kubernetes/kubernetes_launcher.h"
 #include "launcher_world.h"
 #include "server/dispatch/dispatcher.h"
@@ -20,7 +22,7 @@ namespace {
 using nlohmann::json;
 using S = DeploymentState;
 
-TEST(KubernetesDispatch, ABundleDeploymentRunsInARunnerPodThroughTheGateway) {
+TEST(KubernetesDispatch, ABundleDeploymentRunsInARunnerPodThroughTheContainerBackendUrl) {
   auto world = launch::LauncherWorld::Create("dispatch-kubernetes");
   ASSERT_TRUE(world) << world.error().ToString();
   auto dir = sys::TempDir::Create("kubernetes-dispatch");
@@ -29,14 +31,20 @@ TEST(KubernetesDispatch, ABundleDeploymentRunsInARunnerPodThroughTheGateway) {
   ASSERT_TRUE(server) << server.error().ToString();
   store::Store& store = (*server)->Store();
 
+  // Pods reach berthd at KUBERNETES_CONTAINER_BACKEND_URL; the dispatcher's own URL (what
+  // local runners use) leads nowhere, so a Pod that used it could not fetch its bundle.
+  launch::KubernetesSettings settings = (*world)->Settings();
+  settings.container_backend_url = (*server)->Url();
   std::unique_ptr<Dispatcher> dispatcher;
   launch::KubernetesLauncher kubernetes(
-      (*world)->LauncherClient(), (*world)->Settings(), SystemClock::Instance(),
+      (*world)->LauncherClient(), settings, SystemClock::Instance(),
       [&](const std::string& run, const launch::RunOutcome& o) { dispatcher->OnRunEnd(run, o); },
-      [](const std::string&, const std::string&) {});
-  dispatcher =
-      std::make_unique<Dispatcher>(store, Launchers{{"kubernetes", &kubernetes}},
-                                   (*server)->Signer(), DispatcherOptions{.url = (*server)->Url()});
+      [&](const std::string& run, const launch::LaunchEvent& e) {
+        dispatcher->OnRunEvent(run, e);
+      });
+  dispatcher = std::make_unique<Dispatcher>(store, Launchers{{"kubernetes", &kubernetes}},
+                                            (*server)->Signer(),
+                                            DispatcherOptions{.url = "http://127.0.0.1:1"});
   ASSERT_TRUE(kubernetes.Start());
 
   ASSERT_TRUE(store.CreateOrganization("acme"));
@@ -57,17 +65,43 @@ TEST(KubernetesDispatch, ABundleDeploymentRunsInARunnerPodThroughTheGateway) {
   auto bundle = store.DeploymentData().PutBundle("acme", *packed);
   ASSERT_TRUE(bundle);
   store::Deployment d{.org_id = "acme", .project_id = "web", .env_id = "dev", .id = "k1"};
-  d.spec = {
-      {"op", "apply"}, {"source", {{"bundle", bundle->id}}}, {"variables", {{"name", "pod"}}}};
+  // The labels the API snapshots onto a deployment: resources that must reach the Pod, and an
+  // image override this launcher is not allowed to take (an event says so).
+  d.spec = {{"op", "apply"},
+            {"source", {{"bundle", bundle->id}}},
+            {"variables", {{"name", "pod"}}},
+            {"labels",
+             {{"berth.dev/runner-spec.kubernetes_limit_memory", "900Mi"},
+              {"berth.dev/runner-spec.kubernetes_request_cpu", "50m"},
+              {"berth.dev/runner-spec.kubernetes_image", "elsewhere/runner:1"}}}};
   ASSERT_TRUE(store.Deployments().Create(d));
 
   store::Deployment now;
+  json resources;  // of the runner container, as the Pod was made
   for (int i = 0; i < 1200; ++i) {
     dispatcher->Tick();
+    if (resources.is_null()) {
+      auto pods = (*world)->Admin().List(kube::kPods, (*world)->Namespace(), {});
+      for (const json& pod : pods ? pods->items : std::vector<json>{}) {
+        for (const json& c : pod["spec"]["containers"])
+          if (c["name"] == "runner") resources = c.value("resources", json::object());
+      }
+    }
     now = *store.Deployments().Get("acme", "k1");
     if (IsTerminal(now.state)) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+  EXPECT_EQ(resources["limits"]["memory"], "900Mi") << resources.dump();
+  // The image the node ran, by digest, is kept with the deployment's result.
+  EXPECT_TRUE(
+      now.result.value("image_id", "").starts_with("berth-test-node://berth/runner:test@sha256:"))
+      << now.result.dump();
+  EXPECT_EQ(resources["requests"]["cpu"], "50m") << resources.dump();
+  auto events = store.DeploymentData().Events("acme", "k1");
+  ASSERT_TRUE(events);
+  ASSERT_EQ(events->size(), 1u);
+  EXPECT_EQ(events->front().reason, "ImageOverrideIgnored");
+  EXPECT_EQ(events->front().type, "Warning");
   ASSERT_EQ(now.state, S::kSucceeded) << now.transitions.dump() << now.result.dump();
   auto outputs = store.DeploymentData().GetArtifact("acme", "k1", "outputs");
   ASSERT_TRUE(outputs);
@@ -80,6 +114,7 @@ TEST(KubernetesDispatch, ABundleDeploymentRunsInARunnerPodThroughTheGateway) {
   for (const auto& chunk : *store.DeploymentData().ReadLog("acme", "k1", 0, 1000))
     log += chunk.data;
   EXPECT_NE(log.find("[apply] Apply complete!"), std::string::npos) << log;
+  EXPECT_NE(log.find("[berth] Warning ImageOverrideIgnored: "), std::string::npos) << log;
   kubernetes.Stop();
 }
 

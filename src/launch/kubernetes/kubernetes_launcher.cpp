@@ -78,13 +78,13 @@ RunOutcome Failure(std::string_view kind, std::string message) {
 }  // namespace
 
 KubernetesLauncher::KubernetesLauncher(kube::KubeApi& api, KubernetesSettings settings,
-                                       Clock& clock, OnEnd on_end, OnWarning on_warning,
+                                       Clock& clock, OnEnd on_end, OnEvent on_event,
                                        KubernetesLauncherOptions options)
     : api_(api),
       settings_(std::move(settings)),
       clock_(clock),
       on_end_(std::move(on_end)),
-      on_warning_(std::move(on_warning)),
+      on_event_(std::move(on_event)),
       options_(std::move(options)) {}
 
 KubernetesLauncher::~KubernetesLauncher() { Stop(); }
@@ -158,9 +158,8 @@ Result<KubernetesLauncher::Run> KubernetesLauncher::Prepare(const LaunchRequest&
   auto config = RunnerPodConfig::Parse(request.runner_configuration);
   if (!config) return config.error();
   RunnerPodRequest pod_request{.run_id = request.run_id,
-                               .op = request.op,
                                .revision = request.revision,
-                               .runner_args = request.runner_args,
+                               .invocation = request.invocation,
                                .labels = request.labels,
                                .kind = options_.kind,
                                .launcher = options_.launcher_id};
@@ -205,15 +204,15 @@ Result<void> KubernetesLauncher::Launch(const LaunchRequest& request) {
   }
   auto run = Prepare(request);
   if (!run) return run.error();
-  for (const std::string& warning : run->manifests.warnings) on_warning_(request.run_id, warning);
+  for (const LaunchEvent& event : run->manifests.warnings) on_event_(request.run_id, event);
   if (auto watched = InformerFor(run->manifests.ns); !watched) return watched.error();
   auto created = Create(*run);
   if (!created && created.error().reason == kube::kReasonQuotaExceeded) {
     run->waiting_for = kRunnerQuotaExhausted;
     run->quota_backoff = options_.quota_retry_initial;
     run->next_create = clock_.Now() + run->quota_backoff;
-    on_warning_(request.run_id,
-                std::string(kRunnerQuotaExhausted) + ": " + created.error().message + "; retrying");
+    on_event_(request.run_id, {std::string(kRunnerQuotaExhausted),
+                               created.error().message + "; retrying with backoff"});
   } else if (!created) {
     return created.error();
   }
@@ -295,6 +294,7 @@ std::optional<RunOutcome> KubernetesLauncher::Judge(Run& run, const std::string&
     if (state.contains("running") || state.contains("terminated")) run.started = true;
     if (state.contains("terminated")) {
       RunOutcome outcome = FromTermination(state["terminated"]);
+      outcome.image_id = main->value("imageID", "");
       if (run.cancelling && !outcome.succeeded && !outcome.result) {
         outcome.error_kind = kRunnerCancelled;
         outcome.message = "cancelled";
@@ -333,8 +333,12 @@ std::optional<RunOutcome> KubernetesLauncher::Judge(Run& run, const std::string&
   }
   for (const json& condition : status.value("conditions", json::array())) {
     if (condition.value("type", "") == "PodScheduled" && condition.value("status", "") == "False" &&
-        condition.value("reason", "") == "Unschedulable")
+        condition.value("reason", "") == "Unschedulable" &&
+        run.waiting_for != kRunnerUnschedulable) {
       run.waiting_for = kRunnerUnschedulable;
+      Tell(run.request.run_id,
+           {std::string(kRunnerUnschedulable), condition.value("message", "no node fits")});
+    }
   }
   return std::nullopt;
 }
@@ -358,6 +362,16 @@ void KubernetesLauncher::Report(const std::vector<Ending>& endings) {
     MutexLock lock(mutex_);
     runs_.erase(ending.run_id);
   }
+  std::vector<std::pair<std::string, LaunchEvent>> told;
+  {
+    MutexLock lock(mutex_);
+    told.swap(told_);
+  }
+  for (const auto& [run_id, event] : told) on_event_(run_id, event);
+}
+
+void KubernetesLauncher::Tell(const std::string& run_id, LaunchEvent event) {
+  told_.emplace_back(run_id, std::move(event));
 }
 
 void KubernetesLauncher::Tick() {
@@ -380,6 +394,16 @@ void KubernetesLauncher::Tick() {
             endings);
       } else if (run.next_create && now >= *run.next_create) {
         retry.push_back(run_id);
+      }
+      if (!run.ended && !run.told_pending && now - run.launched_at >= options_.pending_notice) {
+        run.told_pending = true;
+        Tell(run_id, {std::string(kRunnerPending),
+                      fmt::format("the runner Pod is not running {} after its launch ({}); it "
+                                  "is given KUBERNETES_STARTUP_GRACE_PERIOD={}",
+                                  FormatDuration(options_.pending_notice),
+                                  run.waiting_for.empty() ? "waiting for a node to start it"
+                                                          : run.waiting_for,
+                                  FormatDuration(settings_.startup_grace_period))});
       }
     }
   }
@@ -461,6 +485,11 @@ void KubernetesLauncher::Reap() {
     cleanups_.insert(cleanups_.end(), reaped.begin(), reaped.end());
   }
   DoCleanups();
+}
+
+std::optional<std::string> KubernetesLauncher::BerthdUrlForRunners() const {
+  if (settings_.container_backend_url.empty()) return std::nullopt;
+  return settings_.container_backend_url;
 }
 
 Result<void> KubernetesLauncher::Recover(const std::vector<LaunchRequest>& known) {

@@ -29,7 +29,11 @@ struct KubernetesLauncherOptions {
   std::chrono::milliseconds tick{500};  // how often the timers run on the launcher's thread
   std::chrono::seconds quota_retry_initial{5};
   std::chrono::seconds quota_retry_max{60};
+  // A run whose Pod is not running this long after its launch is a RunnerPending event, once.
+  std::chrono::seconds pending_notice{30};
 };
+
+inline constexpr std::string_view kRunnerPending = "RunnerPending";
 
 // Annotation of a Pod kept after its run (alwaysCleanup: false): the reaper leaves it.
 inline constexpr std::string_view kKeepAnnotation = "berth.dev/keep";
@@ -37,7 +41,7 @@ inline constexpr std::string_view kKeepAnnotation = "berth.dev/keep";
 class KubernetesLauncher final : public Launcher {
  public:
   KubernetesLauncher(kube::KubeApi& api, KubernetesSettings settings, Clock& clock, OnEnd on_end,
-                     OnWarning on_warning, KubernetesLauncherOptions options = {});
+                     OnEvent on_event, KubernetesLauncherOptions options = {});
   ~KubernetesLauncher() override;
   KubernetesLauncher(const KubernetesLauncher&) = delete;
   KubernetesLauncher& operator=(const KubernetesLauncher&) = delete;
@@ -49,6 +53,8 @@ class KubernetesLauncher final : public Launcher {
   Result<void> Launch(const LaunchRequest& request) override;
   Result<void> Cancel(const std::string& run_id) override;
   Result<void> Recover(const std::vector<LaunchRequest>& known) override;
+  // KUBERNETES_CONTAINER_BACKEND_URL, when it is set.
+  std::optional<std::string> BerthdUrlForRunners() const override;
 
   // The timers, once: startup deadlines, quota retries, cleanups, reaping. Start runs it every
   // options.tick; a test with a ManualClock calls it after moving the clock.
@@ -70,7 +76,8 @@ class KubernetesLauncher final : public Launcher {
     bool started = false;  // the main container ran: never force-deleted from then on
     bool cancelling = false;
     bool ended = false;
-    std::string waiting_for;  // why it has not started: Unschedulable, RunnerQuotaExhausted
+    std::string waiting_for;    // why it has not started: Unschedulable, RunnerQuotaExhausted
+    bool told_pending = false;  // the user was told it has not started yet
   };
   struct Cleanup {
     std::string ns, workload, secret;
@@ -90,7 +97,10 @@ class KubernetesLauncher final : public Launcher {
   std::optional<RunOutcome> Judge(Run& run, const std::string& type, const nlohmann::json& pod)
       REQUIRES(mutex_);
   void End(Run& run, RunOutcome outcome, std::vector<Ending>& endings) REQUIRES(mutex_);
-  void Report(const std::vector<Ending>& endings);
+  // Reports the runs that ended, then the events said meanwhile (outside the lock: the
+  // callbacks reach the store).
+  void Report(const std::vector<Ending>& endings) EXCLUDES(mutex_);
+  void Tell(const std::string& run_id, LaunchEvent event) REQUIRES(mutex_);
   void DoCleanups() EXCLUDES(mutex_);
   void Reap() EXCLUDES(mutex_);
   void Loop();
@@ -99,7 +109,7 @@ class KubernetesLauncher final : public Launcher {
   const KubernetesSettings settings_;
   Clock& clock_;
   OnEnd on_end_;
-  OnWarning on_warning_;
+  OnEvent on_event_;
   const KubernetesLauncherOptions options_;
 
   mutable Mutex mutex_;
@@ -107,6 +117,7 @@ class KubernetesLauncher final : public Launcher {
   std::vector<Cleanup> cleanups_ GUARDED_BY(mutex_);
   std::map<std::string, std::unique_ptr<kube::Informer>> informers_ GUARDED_BY(mutex_);
   std::chrono::steady_clock::time_point last_reap_ GUARDED_BY(mutex_);
+  std::vector<std::pair<std::string, LaunchEvent>> told_ GUARDED_BY(mutex_);  // to report
 
   Mutex tick_mutex_;  // one Tick at a time
   std::condition_variable_any wake_;

@@ -1,5 +1,6 @@
 #include "launch/kubernetes/pod_builder.h"
 
+#include <algorithm>
 #include <regex>
 
 #include "core/runner_config.h"
@@ -136,9 +137,10 @@ Result<RunnerManifests> BuildRunnerManifests(const KubernetesSettings& settings,
     if (settings.allow_image_override) {
       image = overrides->image;
     } else {
-      out.warnings.push_back(std::string(kRunnerSpecLabelPrefix) +
-                             "kubernetes_image is ignored: KUBERNETES_ALLOW_STACK_IMAGE_OVERRIDE "
-                             "is not true");
+      out.warnings.push_back({std::string(kImageOverrideIgnored),
+                              std::string(kRunnerSpecLabelPrefix) +
+                                  "kubernetes_image is ignored: "
+                                  "KUBERNETES_ALLOW_STACK_IMAGE_OVERRIDE is not true"});
     }
   }
   auto resources = BuildResources(settings, config, *overrides);
@@ -181,18 +183,24 @@ Result<RunnerManifests> BuildRunnerManifests(const KubernetesSettings& settings,
        FieldEnv("POD_NAMESPACE", "metadata.namespace"),
        {{"name", "HOME"}, {"value", "/home/runner"}},
        {{"name", "BERTH_TOKEN_FILE"}, {"value", std::string(kTokenMountPath) + "/token"}}});
-  if (!settings.container_backend_url.empty())
-    env.push_back({{"name", "BERTH_GATEWAY_URL"}, {"value", settings.container_backend_url}});
   for (const auto& [name, value] : settings.proxy_env)
     env.push_back({{"name", name}, {"value", value}});
   for (const json& entry : Array(spec, "env")) env.push_back(entry);
 
-  json args = {"run", "--op=" + request.op, "--binary=" + config.binary,
-               "--result-max-bytes=" + std::to_string(out.result_max_bytes),
-               "--namespace=" + out.ns, "--name=" + request.run_id, "--image=" + image,
-               // Explicit, though they are the runner's defaults: the paths the Pod mounts.
-               "--workdir=/tmp/" + out.ns + "-" + request.run_id, "--result=/dev/termination-log"};
-  for (const std::string& arg : request.runner_args) args.push_back(arg);
+  RunnerInvocation invocation = request.invocation;
+  invocation.binary = config.binary;
+  invocation.result_max_bytes = out.result_max_bytes;
+  invocation.ns = out.ns;
+  invocation.name = request.run_id;
+  invocation.image = image;
+  // Explicit, though they are the runner's defaults: the paths the Pod mounts.
+  invocation.workdir = "/tmp/" + out.ns + "-" + request.run_id;
+  invocation.result = "/dev/termination-log";
+  // The run's story as Events on its own workload (best effort: the runner goes on without
+  // them when its service account may not post Events).
+  invocation.event_object =
+      std::string(request.kind == WorkloadKind::kPod ? "Pod/" : "Job/") + out.ns + "/" + out.name;
+  json args = invocation.Args();
 
   json mounts = {Mount("home", "/home/runner"), Mount("tmp", "/tmp"),
                  Mount("berth-bin", kSharedBinaryDir, true),
@@ -207,6 +215,7 @@ Result<RunnerManifests> BuildRunnerManifests(const KubernetesSettings& settings,
                                {"terminationMessagePath", "/dev/termination-log"},
                                {"terminationMessagePolicy", "File"}});
   if (spec.contains("envFrom")) main["envFrom"] = spec["envFrom"];
+  if (!config.image_pull_policy.empty()) main["imagePullPolicy"] = config.image_pull_policy;
 
   json volumes = {{{"name", "home"}, {"emptyDir", json::object()}},
                   {{"name", "tmp"}, {"emptyDir", json::object()}},
@@ -225,7 +234,12 @@ Result<RunnerManifests> BuildRunnerManifests(const KubernetesSettings& settings,
   if (!account.empty()) pod_spec["serviceAccountName"] = account;
   if (config.termination_grace_period_seconds)
     pod_spec["terminationGracePeriodSeconds"] = *config.termination_grace_period_seconds;
-  for (const std::string& secret : settings.image_pull_secrets)
+  std::vector<std::string> pull_secrets = settings.image_pull_secrets;
+  for (const std::string& secret : config.image_pull_secrets) {
+    if (std::find(pull_secrets.begin(), pull_secrets.end(), secret) == pull_secrets.end())
+      pull_secrets.push_back(secret);
+  }
+  for (const std::string& secret : pull_secrets)
     pod_spec["imagePullSecrets"].push_back({{"name", secret}});
   for (const char* key :
        {"nodeSelector", "affinity", "tolerations", "hostAliases", "priorityClassName"}) {

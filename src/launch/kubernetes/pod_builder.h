@@ -9,8 +9,10 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/runner_invocation.h"
 #include "launch/kubernetes/runner_pod_config.h"
 #include "launch/kubernetes/settings.h"
+#include "launch/launcher.h"
 
 namespace berth::launch {
 
@@ -18,9 +20,8 @@ enum class WorkloadKind { kPod, kJob };
 
 struct RunnerPodRequest {
   std::string run_id;                         // a DNS label: names the Pod or Job and its Secret
-  std::string op;                             // plan, apply, destroy, ...
   std::string revision;                       // app.kubernetes.io/instance=tf-runner-<revision>
-  std::vector<std::string> runner_args;       // more `runner run` flags
+  RunnerInvocation invocation;                // the run; the builder adds where it runs
   std::map<std::string, std::string> labels;  // the run's labels (overrides among them)
   WorkloadKind kind = WorkloadKind::kPod;
   std::string launcher = "berth";  // berth.dev/launcher: whose runs these are
@@ -34,7 +35,7 @@ struct RunnerManifests {
   nlohmann::json secret;    // without its data and owner: the launcher adds both
   size_t result_max_bytes = 0;
   std::string spec_hash;              // of the Pod spec: a reused Pod must still match it
-  std::vector<std::string> warnings;  // ignored overrides, said to the user and the run
+  std::vector<LaunchEvent> warnings;  // ignored overrides, said to the user and the run
 };
 
 // The termination message keeps 4096 bytes per container and 12 KiB per Pod across all of its

@@ -40,7 +40,45 @@ Schema TemplateSpec() {
       Optional("securityContext", Schema::FreeObject()),
       Optional("resources", Schema::Object({Optional("requests", StringMap()),
                                             Optional("limits", StringMap())})),
+      // The orchestrator seed's way to pick the runner's image: one container named main.
+      Optional("containers",
+               Schema::ArrayOf(Schema::Object(
+                   {Required("name", std::move(Schema::String().OneOf({"main"}))),
+                    Optional("image", std::move(Schema::String().MaxLength(512))),
+                    Optional("imagePullPolicy", std::move(Schema::String().OneOf(
+                                                    {"Always", "IfNotPresent", "Never"})))}))),
+      Optional("imagePullSecrets",
+               Schema::ArrayOf(Schema::Object({Required(
+                   "name", std::move(Schema::String().Pattern(kDnsSubdomain, "a Secret name")))}))),
   });
+}
+
+// Takes the main container's image and pull policy and the pull secrets out of a template's
+// spec into the configuration (the builder puts them where they belong).
+Result<void> TakeImageFields(RunnerPodConfig& config, const std::string& path) {
+  json& spec = config.template_spec;
+  if (spec.contains("containers")) {
+    const json containers = spec["containers"];
+    spec.erase("containers");
+    if (containers.size() > 1)
+      return InvalidFields("invalid runner configuration",
+                           {{path + ".containers", "has one entry at most, named main"}});
+    for (const json& main : containers) {
+      std::string image = main.value("image", "");
+      if (!image.empty() && !config.image.empty() && image != config.image)
+        return InvalidFields(
+            "invalid runner configuration",
+            {{path + ".containers[0].image", "differs from the image set beside the template"}});
+      if (!image.empty()) config.image = image;
+      config.image_pull_policy = main.value("imagePullPolicy", "");
+    }
+  }
+  if (spec.contains("imagePullSecrets")) {
+    for (const json& secret : spec["imagePullSecrets"])
+      config.image_pull_secrets.push_back(secret["name"].get<std::string>());
+    spec.erase("imagePullSecrets");
+  }
+  return {};
 }
 
 Schema PodTemplate() {
@@ -85,6 +123,8 @@ Result<RunnerPodConfig> FromControllerRunner(json runner, const std::string& pat
     config.template_metadata = runner["podTemplate"].value("metadata", json::object());
     config.template_spec = runner["podTemplate"].value("spec", json::object());
   }
+  if (auto taken = TakeImageFields(config, path + ".podTemplate.spec"); !taken)
+    return taken.error();
   return config;
 }
 
@@ -94,6 +134,11 @@ Result<RunnerPodConfig> FromRunnerJob(json job, const std::string& path) {
   config.ns = job["namespace"].get<std::string>();
   config.image = job.value("image", "");
   config.service_account = job.value("service_account", "");
+  config.binary = job.value("binary", config.binary);
+  config.always_cleanup = job.value("always_cleanup", config.always_cleanup);
+  if (job.contains("termination_grace_period_seconds"))
+    config.termination_grace_period_seconds =
+        job["termination_grace_period_seconds"].get<int64_t>();
   if (job.contains("pod_template")) {
     json pod_template = job["pod_template"];
     if (auto ok = Check(PodTemplate(), pod_template, path + ".pod_template"); !ok)
@@ -101,6 +146,8 @@ Result<RunnerPodConfig> FromRunnerJob(json job, const std::string& path) {
     config.template_metadata = pod_template.value("metadata", json::object());
     config.template_spec = pod_template.value("spec", json::object());
   }
+  if (auto taken = TakeImageFields(config, path + ".pod_template.spec"); !taken)
+    return taken.error();
   return config;
 }
 
@@ -135,43 +182,6 @@ Result<RunnerPodConfig> RunnerPodConfig::Parse(json document) {
   if (document.contains("runner") && document.size() == 1)
     return FromControllerRunner(document["runner"], "$.runner");
   return FromControllerRunner(std::move(document), "$");
-}
-
-Result<RunOverrides> RunOverrides::FromLabels(const std::map<std::string, std::string>& labels) {
-  RunOverrides overrides;
-  FieldErrors errors;
-  for (const auto& [label, value] : labels) {
-    if (label.rfind(kRunnerSpecLabelPrefix, 0) != 0) continue;
-    std::string key = label.substr(kRunnerSpecLabelPrefix.size());
-    if (key == "kubernetes_image") {
-      overrides.image = value;
-      continue;
-    }
-    std::optional<Quantity>* target = key == "kubernetes_request_cpu" ? &overrides.request_cpu
-                                      : key == "kubernetes_limit_cpu" ? &overrides.limit_cpu
-                                      : key == "kubernetes_request_memory"
-                                          ? &overrides.request_memory
-                                      : key == "kubernetes_limit_memory" ? &overrides.limit_memory
-                                                                         : nullptr;
-    if (target == nullptr) {
-      errors.push_back({label,
-                        "is not a runner-spec label: kubernetes_image, "
-                        "kubernetes_request_cpu, kubernetes_limit_cpu, "
-                        "kubernetes_request_memory, kubernetes_limit_memory"});
-      continue;
-    }
-    auto quantity = Quantity::Parse(value);
-    if (!quantity) {
-      errors.push_back({label, "must be a Kubernetes quantity such as 500m or 512Mi: " +
-                                   quantity.error().message});
-    } else if (quantity->IsNegative()) {
-      errors.push_back({label, "must not be negative"});
-    } else {
-      *target = *quantity;
-    }
-  }
-  if (errors.empty()) return overrides;
-  return InvalidFields("invalid run labels", std::move(errors));
 }
 
 }  // namespace berth::launch

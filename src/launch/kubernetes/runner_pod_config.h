@@ -1,25 +1,30 @@
 // A runner's own Kubernetes configuration, in either of the two shapes users write: the
 // controller's `spec.runner` (binary, image, serviceAccountName, alwaysCleanup,
 // terminationGracePeriodSeconds, podTemplate) or a runner's `job` (namespace, service_account,
-// pod_template, image). And the per-run overrides carried by reserved labels.
+// pod_template, image). The per-run overrides carried by reserved labels are core's
+// RunOverrides.
 #pragma once
 
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "core/quantity.h"
+#include "core/run_labels.h"
 
 namespace berth::launch {
 
 struct RunnerPodConfig {
-  std::string binary = "auto";  // auto | tofu | terraform
-  std::string image;            // empty: the launcher's
-  std::string ns;               // empty: the launcher's
-  std::string service_account;  // empty: the launcher's
-  bool always_cleanup = true;   // false: keep the Pod and reuse it
+  std::string binary = "auto";                  // auto | tofu | terraform
+  std::string image;                            // empty: the launcher's
+  std::string image_pull_policy;                // of the runner's container; empty: launcher's
+  std::vector<std::string> image_pull_secrets;  // beside the launcher's
+  std::string ns;                               // empty: the launcher's
+  std::string service_account;                  // empty: the launcher's
+  bool always_cleanup = true;                   // false: keep the Pod and reuse it
   std::optional<int64_t> termination_grace_period_seconds;
   nlohmann::json template_metadata = nlohmann::json::object();  // labels, annotations
   nlohmann::json template_spec = nlohmann::json::object();      // the fields of podTemplate.spec
@@ -28,19 +33,6 @@ struct RunnerPodConfig {
   // or a whole kubernetes runner_configuration {type, job, ...}. Every field error is collected
   // with its JSON path.
   static Result<RunnerPodConfig> Parse(nlohmann::json document);
-};
-
-// Reserved labels of a run: berth.dev/runner-spec.kubernetes_image, ..._request_cpu,
-// ..._limit_cpu, ..._request_memory, ..._limit_memory.
-inline constexpr std::string_view kRunnerSpecLabelPrefix = "berth.dev/runner-spec.";
-
-struct RunOverrides {
-  std::string image;
-  std::optional<Quantity> request_cpu, limit_cpu, request_memory, limit_memory;
-
-  // Labels outside the reserved prefix are ignored; an unknown reserved label or an invalid
-  // quantity is an error naming the label.
-  static Result<RunOverrides> FromLabels(const std::map<std::string, std::string>& labels);
 };
 
 }  // namespace berth::launch

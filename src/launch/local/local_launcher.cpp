@@ -35,8 +35,8 @@ bool IsRunnerOf(pid_t pid, const fs::path& dir) {
 
 }  // namespace
 
-LocalLauncher::LocalLauncher(LocalLauncherOptions options, OnEnd on_end, OnWarning on_warning)
-    : options_(std::move(options)), on_end_(std::move(on_end)), on_warning_(std::move(on_warning)) {
+LocalLauncher::LocalLauncher(LocalLauncherOptions options, OnEnd on_end, OnEvent on_event)
+    : options_(std::move(options)), on_end_(std::move(on_end)), on_event_(std::move(on_event)) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -52,8 +52,24 @@ LocalLauncher::~LocalLauncher() {
   thread_.join();
 }
 
-fs::path LocalLauncher::RunDir(const std::string& run_id) const {
-  return options_.runs_dir / run_id;
+// A field of the runner's configuration (validated when the runner was saved), or fallback.
+template <class T>
+T RunnerSetting(const LaunchRequest& request, const char* field, T fallback) {
+  const nlohmann::json& config = request.runner_configuration;
+  return config.is_object() ? config.value(field, fallback) : fallback;
+}
+
+fs::path LocalLauncher::RunDir(const LaunchRequest& request) const {
+  std::string work_dir = RunnerSetting<std::string>(request, "work_dir", "");
+  return (work_dir.empty() ? options_.runs_dir : fs::path(work_dir)) / request.run_id;
+}
+
+bool LocalLauncher::HasRoom(const LaunchRequest& request) const {
+  if (static_cast<int>(running_.size()) >= options_.max_parallel) return false;
+  int runner_max = RunnerSetting(request, "max_parallel", options_.max_parallel);
+  int of_runner = 0;
+  for (const auto& [id, run] : running_) of_runner += run.request.runner_id == request.runner_id;
+  return of_runner < runner_max;
 }
 
 Result<void> LocalLauncher::Launch(const LaunchRequest& request) {
@@ -64,7 +80,7 @@ Result<void> LocalLauncher::Launch(const LaunchRequest& request) {
   }
   // Launched before (this launcher or an earlier one): never a second runner for a run.
   std::error_code ec;
-  if (fs::exists(RunDir(request.run_id) / "pid", ec))
+  if (fs::exists(RunDir(request) / "pid", ec))
     return MakeError(ErrorKind::kAlreadyExists,
                      "run " + request.run_id + " was launched already; Recover adopts it");
   waiting_.push_back(request);
@@ -73,11 +89,17 @@ Result<void> LocalLauncher::Launch(const LaunchRequest& request) {
 }
 
 void LocalLauncher::StartWaiting() {
-  while (!waiting_.empty() && static_cast<int>(running_.size()) < options_.max_parallel) {
-    LaunchRequest request = std::move(waiting_.front());
-    waiting_.pop_front();
+  // In order, passing over the runs of a runner that is full: it holds up no other runner.
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if (!HasRoom(*it)) {
+      ++it;
+      continue;
+    }
+    LaunchRequest request = std::move(*it);
+    it = waiting_.erase(it);
     std::string run_id = request.run_id;
     Run& run = running_[run_id];
+    run.dir = RunDir(request);
     run.request = std::move(request);
     if (auto started = Start(run); !started) {
       running_.erase(run_id);
@@ -93,7 +115,7 @@ void LocalLauncher::StartWaiting() {
 
 Result<void> LocalLauncher::Start(Run& run) {
   const std::string& run_id = run.request.run_id;
-  fs::path dir = RunDir(run_id);
+  const fs::path& dir = run.dir;
   std::error_code ec;
   for (const char* sub : {"work", "home", "tmp"}) fs::create_directories(dir / sub, ec);
   if (ec)
@@ -102,16 +124,14 @@ Result<void> LocalLauncher::Start(Run& run) {
   if (auto written = sys::WriteFileAtomic(dir / "token", run.request.token); !written)
     return written.error();
 
+  RunnerInvocation invocation = run.request.invocation;
+  invocation.ns = "local";
+  invocation.name = run_id;
+  invocation.workdir = (dir / "work").string();
+  invocation.result = (dir / "result.json").string();
   sys::SpawnOptions spawn;
-  spawn.argv = {options_.runner_binary.string(),
-                "run",
-                "--op=" + run.request.op,
-                "--namespace=local",
-                "--name=" + run_id,
-                "--workdir=" + (dir / "work").string(),
-                "--result=" + (dir / "result.json").string()};
-  spawn.argv.insert(spawn.argv.end(), run.request.runner_args.begin(),
-                    run.request.runner_args.end());
+  spawn.argv = invocation.Args();
+  spawn.argv.insert(spawn.argv.begin(), options_.runner_binary.string());
   // Only what the run is given: no berthd secrets, no stray credentials of the host.
   spawn.env = std::vector<std::string>{"HOME=" + (dir / "home").string(),
                                        "TMPDIR=" + (dir / "tmp").string(),
@@ -162,8 +182,7 @@ Result<void> LocalLauncher::Cancel(const std::string& run_id) {
   return {};
 }
 
-RunOutcome LocalLauncher::Finish(const std::string& run_id, std::optional<int> exit_code) const {
-  fs::path dir = RunDir(run_id);
+RunOutcome LocalLauncher::Finish(const fs::path& dir, std::optional<int> exit_code) const {
   auto result = sys::ReadFile(dir / "result.json");
   std::string text = result ? *result : std::string();
   // A re-attached run's exit status is not ours to read: its result says how it ended.
@@ -201,7 +220,7 @@ void LocalLauncher::Loop() {
         ++it;
         continue;
       }
-      ended_.push_back({it->first, Finish(it->first, code)});
+      ended_.push_back({it->first, Finish(run.dir, code)});
       it = running_.erase(it);
     }
     StartWaiting();
@@ -216,22 +235,25 @@ void LocalLauncher::Loop() {
 
 Result<void> LocalLauncher::Recover(const std::vector<LaunchRequest>& known) {
   std::set<std::string> known_ids;
+  std::set<fs::path> roots = {options_.runs_dir};  // where run folders may be
   MutexLock lock(mutex_);
   for (const LaunchRequest& request : known) {
     known_ids.insert(request.run_id);
+    roots.insert(RunDir(request).parent_path());
     if (running_.contains(request.run_id)) continue;
-    fs::path dir = RunDir(request.run_id);
+    fs::path dir = RunDir(request);
     auto pid_text = sys::ReadFile(dir / "pid");
     pid_t pid = pid_text ? static_cast<pid_t>(std::atoi(pid_text->c_str())) : -1;
     if (pid > 0 && Alive(pid) && IsRunnerOf(pid, dir)) {
       Run& run = running_[request.run_id];
+      run.dir = dir;
       run.request = request;
       run.adopted_pid = pid;
       continue;
     }
     std::error_code ec;
     if (pid > 0 && fs::exists(dir / "result.json", ec)) {
-      ended_.push_back({request.run_id, Finish(request.run_id, std::nullopt)});
+      ended_.push_back({request.run_id, Finish(dir, std::nullopt)});
     } else if (pid > 0) {
       RunOutcome outcome;
       outcome.error_kind = kRunnerLost;
@@ -242,15 +264,18 @@ Result<void> LocalLauncher::Recover(const std::vector<LaunchRequest>& known) {
     }
   }
   // Runners of runs nobody tracks any more are stopped.
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(options_.runs_dir, ec)) {
-    std::string run_id = entry.path().filename().string();
-    if (known_ids.contains(run_id)) continue;
-    auto pid_text = sys::ReadFile(entry.path() / "pid");
-    pid_t pid = pid_text ? static_cast<pid_t>(std::atoi(pid_text->c_str())) : -1;
-    if (Alive(pid) && IsRunnerOf(pid, entry.path())) {
-      on_warning_(run_id, "stopping the runner of a run berthd no longer tracks");
-      kill(-pid, SIGTERM);
+  for (const fs::path& root : roots) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(root, ec)) {
+      std::string run_id = entry.path().filename().string();
+      if (known_ids.contains(run_id)) continue;
+      auto pid_text = sys::ReadFile(entry.path() / "pid");
+      pid_t pid = pid_text ? static_cast<pid_t>(std::atoi(pid_text->c_str())) : -1;
+      if (Alive(pid) && IsRunnerOf(pid, entry.path())) {
+        on_event_(run_id, {std::string(kUntrackedRunnerStopped),
+                           "stopping the runner of a run berthd no longer tracks"});
+        kill(-pid, SIGTERM);
+      }
     }
   }
   StartWaiting();

@@ -1,9 +1,11 @@
 // The local launcher, berth's embedded default: each run is a `runner` child process in its
 // own folder (work folder, home, token file, result, log), with a clean environment (only what
 // the run is given), resource limits and its own process group. At most max_parallel run at
-// once; the others wait their turn in order. Cancel is SIGTERM to the group (the runner stops
-// TF cleanly and writes its result), SIGKILL after stop_timeout. A run survives berthd: on
-// restart it is re-attached by its pid file, or ended from its result file, or RunnerLost.
+// once, and at most a runner's own max_parallel of its runs; the others wait their turn in
+// order. A runner's work_dir holds its runs' folders instead of runs_dir. Cancel is SIGTERM to the
+// group (the runner stops TF cleanly and writes its result), SIGKILL after stop_timeout. A run
+// survives berthd: on restart it is re-attached by its pid file, or ended from its result file, or
+// RunnerLost.
 #pragma once
 
 #include <chrono>
@@ -38,7 +40,7 @@ struct LocalLauncherOptions {
 
 class LocalLauncher final : public Launcher {
  public:
-  LocalLauncher(LocalLauncherOptions options, OnEnd on_end, OnWarning on_warning);
+  LocalLauncher(LocalLauncherOptions options, OnEnd on_end, OnEvent on_event);
   // Runs go on: a new launcher on the same runs_dir re-attaches them (Recover).
   ~LocalLauncher() override;
   LocalLauncher(const LocalLauncher&) = delete;
@@ -54,22 +56,26 @@ class LocalLauncher final : public Launcher {
  private:
   struct Run {
     LaunchRequest request;
+    std::filesystem::path dir;
     std::optional<sys::Subprocess> child;  // started by this launcher
     pid_t adopted_pid = -1;                // re-attached after a restart
     bool cancelling = false;
     std::optional<std::chrono::steady_clock::time_point> kill_at;
   };
 
-  std::filesystem::path RunDir(const std::string& run_id) const;
+  // The run's folder: under its runner's work_dir, else runs_dir.
+  std::filesystem::path RunDir(const LaunchRequest& request) const;
+  // Whether the launcher and the request's runner both have room for one more run.
+  bool HasRoom(const LaunchRequest& request) const REQUIRES(mutex_);
   Result<void> Start(Run& run) REQUIRES(mutex_);
   void StartWaiting() REQUIRES(mutex_);
   void Loop();
   // The run's outcome once it has ended, from its exit status (if known) and result file.
-  RunOutcome Finish(const std::string& run_id, std::optional<int> exit_code) const;
+  RunOutcome Finish(const std::filesystem::path& dir, std::optional<int> exit_code) const;
 
   const LocalLauncherOptions options_;
   OnEnd on_end_;
-  OnWarning on_warning_;
+  OnEvent on_event_;
   mutable Mutex mutex_;
   std::condition_variable_any wake_;
   std::map<std::string, Run> running_ GUARDED_BY(mutex_);

@@ -9,12 +9,14 @@
 #include <nlohmann/json.hpp>
 
 #include "core/deployment_state.h"
+#include "core/run_labels.h"
 #include "core/runner_config.h"
 #include "core/runner_rules.h"
 #include "core/schema.h"
 #include "core/time_format.h"
 #include "crypto/digest.h"
 #include "crypto/random.h"
+#include "launch/kubernetes/runner_pod_config.h"
 #include "server/api/deployment_routes.h"
 #include "server/api/openapi.h"
 #include "server/api/request_support.h"
@@ -46,6 +48,19 @@ Schema DisplayNameSchema() {
                          Optional("display_name", std::move(Schema::String().MaxLength(256)))});
 }
 
+// A Kubernetes runner's job is read here as its launcher will read it (pod_template fields
+// included): what is saved can be launched.
+Result<void> CheckLaunchable(const RunnerSpec& spec) {
+  if (!std::string_view(RunnerTypeName(spec.type)).starts_with("kubernetes")) return {};
+  auto pod = launch::RunnerPodConfig::Parse(spec.runner_configuration);
+  if (pod) return {};
+  Error error = pod.error();
+  for (FieldError& field : error.fields)
+    field.path =
+        "$.runner_configuration" + field.path.substr(1);  // "$.job..." from the body's root
+  return InvalidFields("invalid runner " + spec.id, std::move(error.fields));
+}
+
 json Common(const Record& r) {
   json out = r.body;
   out["id"] = r.id;
@@ -72,49 +87,81 @@ std::vector<ResourceType> ResourceTypes() {
       return r;
     };
   };
-  types.push_back({Kind::kProject, "projects", false, simple(Kind::kProject), Common});
-  types.push_back({Kind::kEnvType, "env-types", false, simple(Kind::kEnvType), Common});
-
-  types.push_back({Kind::kEnvironment, "envs", true,
-                   [](store::Store&, const Caller& caller, const std::string& project,
+  types.push_back({Kind::kProject, "projects", false,
+                   [](store::Store&, const Caller& caller, const std::string&,
                       const std::string& id, json body) -> Result<Record> {
                      static const Schema kSchema = Schema::Object({
                          Optional("id", Schema::String()),
                          Optional("display_name", std::move(Schema::String().MaxLength(256))),
-                         Required("env_type_id", std::move(Schema::String().Pattern(
-                                                     "[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?",
-                                                     "an environment type id"))),
-                         // Read-only: the link is made by the first deployment or refresh_runner.
-                         Optional("runner_id", Schema::String()),
+                         Optional("labels", Schema::FreeObject()),
                      });
                      auto valid = ValidateWith(kSchema, std::move(body));
                      if (!valid) return valid.error();
+                     auto labels = ParseLabels(valid->value("labels", json::object()), "$.labels");
+                     if (!labels) return labels.error();
                      Record r;
-                     r.kind = Kind::kEnvironment;
+                     r.kind = Kind::kProject;
                      r.org_id = caller.org;
-                     r.parent_id = project;
                      r.id = id;
                      r.body = {{"display_name", valid->value("display_name", id)},
-                               {"env_type_id", (*valid)["env_type_id"]}};
-                     r.columns = {{"env_type_id", (*valid)["env_type_id"].get<std::string>()},
-                                  {"runner_id", std::nullopt}};
+                               {"labels", LabelsJson(*labels)}};
                      return r;
                    },
-                   [](const Record& r) {
-                     json out = Common(r);
-                     out["project_id"] = r.parent_id;
-                     auto link = r.columns.find("runner_id");
-                     out["runner_id"] = link != r.columns.end() && link->second
-                                            ? json(*link->second)
-                                            : json(nullptr);
-                     return out;
-                   }});
+                   Common});
+  types.push_back({Kind::kEnvType, "env-types", false, simple(Kind::kEnvType), Common});
+
+  types.push_back(
+      {Kind::kEnvironment, "envs", true,
+       [](store::Store& store, const Caller& caller, const std::string& project,
+          const std::string& id, json body) -> Result<Record> {
+         static const Schema kSchema = Schema::Object({
+             Optional("id", Schema::String()),
+             Optional("display_name", std::move(Schema::String().MaxLength(256))),
+             Required("env_type_id",
+                      std::move(Schema::String().Pattern("[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?",
+                                                         "an environment type id"))),
+             // Read-only: the link is made by the first deployment or refresh_runner.
+             Optional("runner_id", Schema::String()),
+             Optional("labels", Schema::FreeObject()),
+         });
+         auto valid = ValidateWith(kSchema, std::move(body));
+         if (!valid) return valid.error();
+         auto labels = ParseLabels(valid->value("labels", json::object()), "$.labels");
+         if (!labels) return labels.error();
+         // With its project's labels, as its deployments will have them.
+         auto parent = store.Get(Kind::kProject, caller.org, "", project);
+         if (!parent) return parent.error();
+         if (auto merged = EffectiveLabels(parent->body.value("labels", json::object()), *labels);
+             !merged)
+           return merged.error();
+         Record r;
+         r.kind = Kind::kEnvironment;
+         r.org_id = caller.org;
+         r.parent_id = project;
+         r.id = id;
+         r.body = {{"display_name", valid->value("display_name", id)},
+                   {"env_type_id", (*valid)["env_type_id"]},
+                   {"labels", LabelsJson(*labels)}};
+         r.columns = {{"env_type_id", (*valid)["env_type_id"].get<std::string>()},
+                      {"runner_id", std::nullopt}};
+         return r;
+       },
+       [](const Record& r) {
+         json out = Common(r);
+         out["project_id"] = r.parent_id;
+         auto link = r.columns.find("runner_id");
+         out["runner_id"] =
+             link != r.columns.end() && link->second ? json(*link->second) : json(nullptr);
+         return out;
+       }});
 
   types.push_back({Kind::kRunner, "runners", false,
                    [](store::Store&, const Caller& caller, const std::string&,
                       const std::string& id, json body) -> Result<Record> {
                      auto spec = ParseRunnerSpec(id, std::move(body));
                      if (!spec) return spec.error();
+                     if (auto launchable = CheckLaunchable(*spec); !launchable)
+                       return launchable.error();
                      Record r;
                      r.kind = Kind::kRunner;
                      r.org_id = caller.org;

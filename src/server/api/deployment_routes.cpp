@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/deployment_state.h"
+#include "core/run_labels.h"
 #include "core/time_format.h"
 #include "crypto/random.h"
 
@@ -47,12 +48,16 @@ json DeploymentJson(const store::Deployment& d) {
               {"variables", VariableNames(d.spec)},
               {"plan_only", d.spec.value("plan_only", false)},
               {"approval", d.spec.value("approval", json{{"required", false}})},
+              {"labels", d.spec.value("labels", json::object())},
               {"run_id", d.run_id.empty() ? json(nullptr) : json(d.run_id)},
               {"transitions", d.transitions},
               {"result", d.result},
               {"created_at", At(d.created_at)},
               {"updated_at", At(d.updated_at)}};
   if (d.state == S::kWaitingApproval) out["plan"] = d.result.value("plan", json::object());
+  // Which TF ran, and its version (the seed's status.binary), once a run has said.
+  if (d.result.is_object() && d.result.contains("run") && d.result["run"].contains("binary"))
+    out["binary"] = d.result["run"]["binary"];
   return out;
 }
 
@@ -184,6 +189,14 @@ net::ServerResponse DeploymentRoutes::Create(const RouteRequest& r, const Caller
   d.spec = *valid;
   auto env = store_.Get(store::Kind::kEnvironment, c.org, d.project_id, d.env_id);
   if (!env) return ErrorResponse(env.error());
+  // The labels it runs with are those of now: a later edit does not change a queued run.
+  auto project = store_.Get(store::Kind::kProject, c.org, "", d.project_id);
+  if (!project) return ErrorResponse(project.error());
+  auto env_labels = ParseLabels(env->body.value("labels", json::object()), "$.labels");
+  if (!env_labels) return ErrorResponse(env_labels.error());
+  auto labels = EffectiveLabels(project->body.value("labels", json::object()), *env_labels);
+  if (!labels) return ErrorResponse(labels.error());
+  d.spec["labels"] = LabelsJson(*labels);
   auto created = store_.Deployments().Create(d);
   if (!created) return ErrorResponse(created.error());
   if (options_.queued) options_.queued->Notify();  // the dispatcher starts it now
@@ -205,7 +218,20 @@ net::ServerResponse DeploymentRoutes::List(const RouteRequest& r, const Caller& 
 net::ServerResponse DeploymentRoutes::Get(const RouteRequest& r, const Caller& c) const {
   auto d = store_.Deployments().Get(c.org, r.params.at("id"));
   if (!d) return ErrorResponse(d.error());
-  return JsonResponse(200, Dump(DeploymentJson(*d)));
+  auto events = store_.DeploymentData().Events(c.org, d->id);
+  if (!events) return ErrorResponse(events.error());
+  json out = DeploymentJson(*d);
+  out["events"] = json::array();
+  for (const store::DeploymentEvent& e : *events) {
+    out["events"].push_back({{"run_id", e.run_id},
+                             {"type", e.type},
+                             {"reason", e.reason},
+                             {"message", e.message},
+                             {"count", e.count},
+                             {"first_at", At(e.first_at)},
+                             {"last_at", At(e.last_at)}});
+  }
+  return JsonResponse(200, Dump(out));
 }
 
 // A queued deployment is cancelled at once; a started one through its run (the runner stops

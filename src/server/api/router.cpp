@@ -99,7 +99,9 @@ net::ServerResponse Router::Dispatch(const net::ServerRequest& request) const {
       continue;
     }
     RouteRequest r{request, std::string(raw_path), std::move(params), query};
-    return route.handler(r);
+    net::ServerResponse response = route.handler(r);
+    response.route = route.pattern;
+    return response;
   }
   if (!allowed.empty()) {
     std::string allow;

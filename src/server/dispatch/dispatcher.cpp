@@ -3,6 +3,7 @@
 #include "core/time_format.h"
 #include "crypto/random.h"
 #include "server/dispatch/backend_config.h"
+#include "server/metrics.h"
 #include "server/run_inputs.h"
 #include "server/runner_resolution.h"
 
@@ -32,6 +33,12 @@ std::string RunOp(const store::Deployment& d) {
   return d.spec.value("op", "plan");
 }
 
+// Where a dispatcher without a log writes: nowhere.
+sys::Logger& Silent() {
+  static sys::Logger silent(sys::Logger::Format::kText, 0, -1);
+  return silent;
+}
+
 std::string WithoutPrefix(const std::string& hash) {
   return hash.starts_with("sha256:") ? hash.substr(7) : hash;
 }
@@ -42,6 +49,7 @@ json OutcomeJson(const launch::RunOutcome& outcome) {
     out["error"] = {{"kind", outcome.error_kind}, {"message", outcome.message}};
   }
   if (outcome.result) out["run"] = *outcome.result;
+  if (!outcome.image_id.empty()) out["image_id"] = outcome.image_id;
   return out;
 }
 
@@ -54,7 +62,28 @@ Dispatcher::Dispatcher(store::Store& store, Launchers launchers,
     : store_(store),
       launchers_(std::move(launchers)),
       signer_(signer),
-      options_(std::move(options)) {}
+      options_(std::move(options)),
+      log_(options_.log ? *options_.log : Silent()) {}
+
+std::optional<store::Deployment> Dispatcher::Move(const store::Deployment& d, S from, S to,
+                                                  const std::string& reason,
+                                                  const store::TransitionChanges& changes) {
+  auto moved = store_.Deployments().Transition(d.org_id, d.id, from, to, reason, changes);
+  if (!moved) {
+    log_.Warn("transition refused", {{"org", d.org_id},
+                                     {"deployment", d.id},
+                                     {"from", std::string(DeploymentStateName(from))},
+                                     {"to", std::string(DeploymentStateName(to))},
+                                     {"why", moved.error().message}});
+    return std::nullopt;
+  }
+  log_.V(1, "transition",
+         {{"org", d.org_id},
+          {"deployment", d.id},
+          {"to", std::string(DeploymentStateName(to))},
+          {"reason", reason}});
+  return *moved;
+}
 
 Result<int64_t> Dispatcher::StateVersion(const store::Deployment& d) {
   auto versions = store_.States().Versions(StateKey(d));
@@ -79,8 +108,9 @@ Result<Dispatcher::Launch> Dispatcher::Prepare(const store::Deployment& d) {
     return MakeError(ErrorKind::kFailedPrecondition,
                      "a folder on the server runs on local runners only; runner " + *runner_id +
                          " is " + type + ": deploy a bundle");
+  std::string url = launcher->second->BerthdUrlForRunners().value_or(options_.url);
   auto backend = RenderBackend(runner->body.value("state_storage_configuration", json::object()),
-                               {d.org_id, d.project_id, d.env_id}, options_.url, type != "local");
+                               {d.org_id, d.project_id, d.env_id}, url, type != "local");
   if (!backend) return backend.error();
 
   std::string scope = StateKey(d);
@@ -91,28 +121,58 @@ Result<Dispatcher::Launch> Dispatcher::Prepare(const store::Deployment& d) {
                            signer_);
   if (!token) return token.error();
   std::string op = RunOp(d);
-  launch::LaunchRequest request{.run_id = d.run_id, .op = op, .revision = "1", .token = *token};
-  request.runner_args = {"--gateway=" + options_.url, "--run-id=" + d.run_id,
-                         "--inputs-hash=" + InputsHash(RenderInputs(d)),
-                         "--state-backend=" + backend->type};
-  for (const std::string& entry : backend->config)
-    request.runner_args.push_back("--backend-config=" + entry);
-  if (!options_.providers.empty())
-    request.runner_args.push_back("--providers=" + options_.providers);
+  launch::LaunchRequest request{
+      .run_id = d.run_id, .revision = "1", .runner_id = *runner_id, .token = *token};
+  RunnerInvocation& run = request.invocation;
+  run.op = op;
+  run.gateway = url;
+  run.run_id = d.run_id;
+  run.inputs_hash = InputsHash(RenderInputs(d));
+  run.state_backend = backend->type;
+  run.backend_config = backend->config;
+  run.providers = options_.providers;
   // A folder on the server (embedded berthd) is read in place; a bundle comes from the gateway.
-  if (!path.empty()) request.runner_args.push_back("--module=" + path);
+  run.module = path;
   // An approved plan may delete what its summary showed the approver; a destroy deletes.
   bool approved = d.run_id == ApplyRunId(d.id);
-  if (approved) {
-    request.runner_args.push_back("--approved-plan=" +
-                                  d.result.value("plan", json::object()).value("hash", ""));
-  }
+  if (approved) run.approved_plan = d.result.value("plan", json::object()).value("hash", "");
   bool destroy = d.spec.value("op", "") == "destroy";
-  if (destroy && op == "plan") request.runner_args.push_back("--plan-destroy");
-  if (destroy || approved || d.spec.value("allow_destroy", false))
-    request.runner_args.push_back("--allow-destroy");
+  run.plan_destroy = destroy && op == "plan";
+  run.allow_destroy = destroy || approved || d.spec.value("allow_destroy", false);
   request.runner_configuration = runner->body.value("runner_configuration", json::object());
+  // The labels snapshotted when it was created (the runner-spec ones override the Pod's).
+  const json labels = d.spec.value("labels", json::object());
+  for (const auto& [key, value] : labels.items()) {
+    if (value.is_string()) request.labels[key] = value.get<std::string>();
+  }
   return Launch{std::move(request), launcher->second};
+}
+
+void Dispatcher::OnRunEvent(const std::string& run_id, const launch::LaunchEvent& event) {
+  auto d = store_.Deployments().GetByRun(run_id);
+  if (!d) return;  // the runner of a run no deployment has (an untracked one being stopped)
+  store::DeploymentEvent e{.run_id = run_id,
+                           .type = event.warning ? "Warning" : "Normal",
+                           .reason = event.reason,
+                           .message = event.message};
+  log_.Info("launcher event", {{"org", d->org_id},
+                               {"deployment", d->id},
+                               {"run", run_id},
+                               {"type", e.type},
+                               {"reason", e.reason},
+                               {"message", e.message}});
+  auto stored = store_.DeploymentData().AppendEvent(d->org_id, d->id, e);
+  if (!stored) {
+    log_.Error("event not stored", {{"deployment", d->id}, {"why", stored.error().message}});
+    return;
+  }
+  if (stored->count > 1) return;
+  // Numbered by the event's place, under a name no runner uses: stored once, whoever retries.
+  auto logged = store_.DeploymentData().AppendLog(
+      d->org_id, d->id, run_id + "/events", stored->position,
+      "[berth] " + e.type + " " + e.reason + ": " + e.message + "\n");
+  if (!logged)
+    log_.Error("event not logged", {{"deployment", d->id}, {"why", logged.error().message}});
 }
 
 Result<void> Dispatcher::Recover() {
@@ -124,8 +184,7 @@ Result<void> Dispatcher::Recover() {
     if (d.state == S::kWaitingApproval) continue;  // no run: it waits for a person
     auto launch = Prepare(d);
     if (!launch) {
-      store_.Deployments().Transition(d.org_id, d.id, d.state, S::kFailed,
-                                      "cannot take it up again: " + launch.error().message);
+      Move(d, d.state, S::kFailed, "cannot take it up again: " + launch.error().message);
       continue;
     }
     {
@@ -133,8 +192,7 @@ Result<void> Dispatcher::Recover() {
       runs_[d.run_id] = {d.org_id, launch->launcher};
     }
     if (d.state == S::kDispatched)
-      store_.Deployments().Transition(d.org_id, d.id, S::kDispatched, S::kRunning,
-                                      "taken up again after a restart");
+      Move(d, S::kDispatched, S::kRunning, "taken up again after a restart");
     known[launch->launcher].push_back(std::move(launch->request));
   }
   for (auto& [launcher, requests] : known) {
@@ -150,7 +208,7 @@ bool Dispatcher::Start(const store::Deployment& d) {
     // Known before the launch: a run may end before Launch returns.
     {
       MutexLock lock(mutex_);
-      runs_[d.run_id] = {d.org_id, launch->launcher};
+      runs_[d.run_id] = {d.org_id, launch->launcher, std::chrono::steady_clock::now()};
     }
     launched = launch->launcher->Launch(launch->request);
   }
@@ -159,12 +217,19 @@ bool Dispatcher::Start(const store::Deployment& d) {
       MutexLock lock(mutex_);
       runs_.erase(d.run_id);
     }
-    store_.Deployments().Transition(d.org_id, d.id, S::kDispatched, S::kFailed,
-                                    launched.error().message);
+    log_.Warn("launch failed",
+              {{"org", d.org_id}, {"deployment", d.id}, {"why", launched.error().message}});
+    Move(d, S::kDispatched, S::kFailed, launched.error().message);
     return false;
   }
+  log_.Info("run launched", {{"org", d.org_id},
+                             {"deployment", d.id},
+                             {"run", d.run_id},
+                             {"runner", launch->request.runner_id},
+                             {"op", launch->request.invocation.op}});
   // Moved on by OnRunEnd already when the run was that quick.
-  store_.Deployments().Transition(d.org_id, d.id, S::kDispatched, S::kRunning, "runner started");
+  if (auto now = store_.Deployments().Get(d.org_id, d.id); now && now->state == S::kDispatched)
+    Move(d, S::kDispatched, S::kRunning, "runner started");
   return true;
 }
 
@@ -199,6 +264,8 @@ void Dispatcher::EndOverdueRuns() {
         "deadline: run " + d.run_id + " had not ended " +
             std::to_string(options_.run_deadline.count()) + " s after it started");
     if (!failed) continue;
+    log_.Warn("run past its deadline",
+              {{"org", d.org_id}, {"deployment", d.id}, {"run", d.run_id}});
     launch::Launcher* launcher = nullptr;
     {
       MutexLock lock(mutex_);
@@ -266,6 +333,10 @@ void Dispatcher::OnRunEnd(const std::string& run_id, const launch::RunOutcome& r
     auto it = runs_.find(run_id);
     if (it == runs_.end()) return;
     org = it->second.org;
+    if (options_.metrics && it->second.launched) {
+      options_.metrics->RunEnded(reported.succeeded ? "succeeded" : reported.error_kind,
+                                 std::chrono::steady_clock::now() - *it->second.launched);
+    }
     runs_.erase(it);
   }
   auto d = store_.Deployments().GetByRun(run_id);
@@ -277,16 +348,19 @@ void Dispatcher::OnRunEnd(const std::string& run_id, const launch::RunOutcome& r
     if (result.is_object()) outcome.result = result;
   }
   // A deployment still dispatched (its launch raced its end) is moved on first.
-  if (d->state == S::kDispatched)
-    store_.Deployments().Transition(org, d->id, S::kDispatched, S::kRunning, "runner started");
+  log_.Info("run ended", {{"org", org},
+                          {"deployment", d->id},
+                          {"run", run_id},
+                          {"outcome", reported.succeeded ? "succeeded" : reported.error_kind},
+                          {"message", reported.message}});
+  if (d->state == S::kDispatched) Move(*d, S::kDispatched, S::kRunning, "runner started");
   if (outcome.succeeded && NeedsApproval(*d) && run_id != ApplyRunId(d->id)) {
     json plan = outcome.result ? outcome.result->value("plan", json::object()) : json::object();
     auto version = StateVersion(*d);
-    store_.Deployments().Transition(org, d->id, S::kRunning, S::kWaitingApproval,
-                                    "plan " + plan.value("hash", "") + " ready",
-                                    {.result = json{{"plan", plan},
-                                                    {"state_version", version ? *version : 0},
-                                                    {"plan_run", OutcomeJson(outcome)}}});
+    Move(*d, S::kRunning, S::kWaitingApproval, "plan " + plan.value("hash", "") + " ready",
+         {.result = json{{"plan", plan},
+                         {"state_version", version ? *version : 0},
+                         {"plan_run", OutcomeJson(outcome)}}});
     return;
   }
   S to = outcome.succeeded                                ? S::kSucceeded
@@ -296,7 +370,7 @@ void Dispatcher::OnRunEnd(const std::string& run_id, const launch::RunOutcome& r
   json result = OutcomeJson(outcome);
   if (d->result.is_object() && d->result.contains("plan"))
     result["approved_plan"] = d->result["plan"];
-  store_.Deployments().Transition(org, d->id, S::kRunning, to, reason, {.result = result});
+  Move(*d, S::kRunning, to, reason, {.result = result});
 }
 
 }  // namespace berth::server

@@ -16,8 +16,11 @@
 #include "crypto/jws.h"
 #include "launch/launcher.h"
 #include "store/store.h"
+#include "sys/logger.h"
 
 namespace berth::server {
+
+class BerthdMetrics;
 
 struct DispatcherOptions {
   std::string url;  // berthd as runners reach it (the gateway's and state backend's base URL)
@@ -29,6 +32,8 @@ struct DispatcherOptions {
   // A provider mirror folder local runs install providers from, offline (runner --providers);
   // empty: providers come from their registries.
   std::string providers;
+  BerthdMetrics* metrics = nullptr;  // told of every run's end; may be null
+  sys::Logger* log = nullptr;        // its decisions; null: not logged
 };
 
 // The launcher of each runner type this berthd runs ("local", "kubernetes", ...).
@@ -54,6 +59,9 @@ class Dispatcher {
       EXCLUDES(mutex_);
   // The launcher's report of a run's end.
   void OnRunEnd(const std::string& run_id, const launch::RunOutcome& outcome) EXCLUDES(mutex_);
+  // What a launcher said about a run that goes on: an event of its deployment, and a line of its
+  // log the first time it is said.
+  void OnRunEvent(const std::string& run_id, const launch::LaunchEvent& event);
 
  private:
   struct Launch {
@@ -63,6 +71,8 @@ class Dispatcher {
   struct RunPlace {
     std::string org;
     launch::Launcher* launcher = nullptr;
+    // When this berthd launched it (none for a run taken up after a restart).
+    std::optional<std::chrono::steady_clock::time_point> launched;
   };
   // The launch of a deployment's current run, or why it cannot be launched.
   Result<Launch> Prepare(const store::Deployment& deployment);
@@ -72,11 +82,18 @@ class Dispatcher {
   // lives elsewhere): what a plan waiting for approval was made against.
   Result<int64_t> StateVersion(const store::Deployment& deployment);
   void EndOverdueRuns() EXCLUDES(mutex_);
+  // Moves a deployment from one state to another; a refusal (another berthd moved it first,
+  // or the state machine forbids it) is logged, never dropped unseen. The moved deployment, or
+  // nothing.
+  std::optional<store::Deployment> Move(const store::Deployment& d, DeploymentState from,
+                                        DeploymentState to, const std::string& reason,
+                                        const store::TransitionChanges& changes = {});
 
   store::Store& store_;
   const Launchers launchers_;
   const crypto::Ed25519Signer& signer_;
   const DispatcherOptions options_;
+  sys::Logger& log_;
   Mutex mutex_;
   std::map<std::string, RunPlace> runs_ GUARDED_BY(mutex_);  // by run id
   std::chrono::steady_clock::time_point next_deadline_check_ GUARDED_BY(mutex_);

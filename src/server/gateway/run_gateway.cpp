@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "crypto/jws.h"
+#include "crypto/random.h"
 #include "server/run_inputs.h"
 #include "server/run_token_header.h"
 
@@ -36,6 +37,7 @@ RunGateway::RunGateway(store::Store& store, RunGatewayOptions options)
   add("GET", run + "/bundle", [this](const RouteRequest&, const auto& d) { return Bundle(d); });
   add("GET", run + "/inputs", [this](const RouteRequest&, const auto& d) { return Inputs(d); });
   add("GET", run + "/plan", [this](const RouteRequest&, const auto& d) { return Plan(d); });
+  add("GET", run + "/plan-key", [this](const RouteRequest&, const auto& d) { return PlanKey(d); });
   add("POST", run + "/logs",
       [this](const RouteRequest& r, const auto& d) { return AppendLog(r, d); });
   add("PUT", run + "/artifacts/{name}",
@@ -91,6 +93,13 @@ net::ServerResponse RunGateway::Plan(const store::Deployment& d) const {
   auto plan = store_.DeploymentData().GetArtifact(d.org_id, d.id, "plan");
   if (!plan) return ErrorResponse(plan.error());
   return Bytes(std::move(plan->content), "application/octet-stream");
+}
+
+net::ServerResponse RunGateway::PlanKey(const store::Deployment& d) const {
+  // Made once per organization, by whichever berthd asks first; every replica reads the same.
+  auto key = store_.EnsureSharedSecret("plan-key/" + d.org_id, crypto::RandomToken(32));
+  if (!key) return ErrorResponse(key.error());
+  return Bytes(std::move(*key), "application/octet-stream");
 }
 
 net::ServerResponse RunGateway::AppendLog(const RouteRequest& r, const store::Deployment& d) const {

@@ -1,8 +1,8 @@
 // The runner gateway: the routes a runner in gateway mode uses with its run token, for its own
 // run only, under /runs/v1/{run}: fetch the module bundle, the rendered inputs and the plan it
-// was approved to apply; append log chunks (numbered, so a retried chunk is stored once);
-// upload artifacts (plan, outputs, state); post its result. A token for another run, an
-// expired token, or a run that has ended is refused.
+// was approved to apply, and its organization's plan-hash key; append log chunks (numbered, so a
+// retried chunk is stored once); upload artifacts (plan, outputs, state); post its result. A token
+// for another run, an expired token, or a run that has ended is refused.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +40,9 @@ class RunGateway {
   net::ServerResponse Bundle(const store::Deployment& d) const;
   net::ServerResponse Inputs(const store::Deployment& d) const;
   net::ServerResponse Plan(const store::Deployment& d) const;
+  // The organization's key for plan hashes: a hash then names a plan's effect without being a
+  // way to test guesses of its (sensitive) values.
+  net::ServerResponse PlanKey(const store::Deployment& d) const;
   net::ServerResponse AppendLog(const RouteRequest& r, const store::Deployment& d) const;
   net::ServerResponse PutArtifact(const RouteRequest& r, const store::Deployment& d) const;
   net::ServerResponse PostResult(const RouteRequest& r, const store::Deployment& d) const;

@@ -1,0 +1,34 @@
+// The flags of `runner run`, rendered.
+#include "core/runner_invocation.h"
+
+namespace berth {
+
+std::vector<std::string> RunnerInvocation::Args() const {
+  std::vector<std::string> args = {"run", "--op=" + op};
+  auto value = [&args](const char* flag, const std::string& v) {
+    if (!v.empty()) args.push_back(std::string("--") + flag + "=" + v);
+  };
+  value("gateway", gateway);
+  value("run-id", run_id);
+  value("inputs-hash", inputs_hash);
+  value("state-backend", state_backend);
+  for (const std::string& entry : backend_config) value("backend-config", entry);
+  value("providers", providers);
+  value("module", module);
+  value("config", config);
+  value("bin", bin);
+  value("approved-plan", approved_plan);
+  if (plan_destroy) args.emplace_back("--plan-destroy");
+  if (allow_destroy) args.emplace_back("--allow-destroy");
+  value("namespace", ns);
+  value("name", name);
+  value("workdir", workdir);
+  value("result", result);
+  if (result_max_bytes) value("result-max-bytes", std::to_string(*result_max_bytes));
+  value("binary", binary);
+  value("image", image);
+  value("event-object", event_object);
+  return args;
+}
+
+}  // namespace berth

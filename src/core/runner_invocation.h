@@ -1,0 +1,42 @@
+// One `runner run` command line, typed (docs/runner.md, "run"): the dispatcher fills what the
+// run is, each launcher adds only where it runs (the placement fields), and Args() renders the
+// flags in this one place. A test holds Args() to the runner's own flag parser.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace berth {
+
+struct RunnerInvocation {
+  // What the run is.
+  std::string op;       // plan, apply, destroy, ...
+  std::string gateway;  // berthd's URL: gateway mode (with run_id)
+  std::string run_id;
+  std::string inputs_hash;
+  std::string state_backend;  // http | kubernetes | s3 | gcs | azurerm
+  std::vector<std::string> backend_config;
+  std::string providers;  // a provider mirror folder
+  std::string module;     // a folder or archive; empty: the gateway's bundle (or the default)
+  std::string config;     // a tfvars JSON file; empty: the gateway's inputs
+  std::string bin;        // the TF executable; empty: found on PATH
+  std::string approved_plan;
+  bool plan_destroy = false;
+  bool allow_destroy = false;
+
+  // Where it runs: the launcher's.
+  std::string ns, name;
+  std::string workdir;
+  std::string result;  // where the result document goes
+  std::optional<size_t> result_max_bytes;
+  std::string binary;  // auto | tofu | terraform; empty: the runner's default
+  std::string image;
+  std::string event_object;  // KIND/NAMESPACE/NAME
+
+  // "run", then a --flag=value for every field that is set, in a fixed order.
+  std::vector<std::string> Args() const;
+};
+
+}  // namespace berth

@@ -1,0 +1,103 @@
+// Metric names follow Prometheus' conventions: berth_ prefix, base units, _total on counters.
+#include "server/metrics.h"
+
+#include <prometheus/gauge.h>
+#include <prometheus/text_serializer.h>
+
+#include <sstream>
+
+#include "core/time_format.h"
+
+namespace berth::server {
+namespace {
+
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+using prometheus::BuildHistogram;
+using prometheus::Histogram;
+
+// From 5 ms to 10 s: API requests.
+const Histogram::BucketBoundaries kRequestBuckets = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                                     0.5,   1,    2.5,   5,    10};
+// From a second to six hours: runs.
+const Histogram::BucketBoundaries kRunBuckets = {1,   5,   10,   30,   60,   120,
+                                                 300, 600, 1800, 3600, 21600};
+
+}  // namespace
+
+BerthdMetrics::BerthdMetrics()
+    : requests_(BuildCounter()
+                    .Name("berth_http_requests_total")
+                    .Help("HTTP requests served, by route pattern, method and status.")
+                    .Register(registry_)),
+      request_seconds_(BuildHistogram()
+                           .Name("berth_http_request_duration_seconds")
+                           .Help("Time to answer an HTTP request (a streamed log: its start).")
+                           .Register(registry_)),
+      gateway_bytes_(BuildCounter()
+                         .Name("berth_gateway_bytes_total")
+                         .Help("Bytes through the runner gateway: in from runners, out to them.")
+                         .Register(registry_)),
+      runs_(BuildCounter()
+                .Name("berth_runs_total")
+                .Help("Runs that ended, by outcome (succeeded, or the error kind).")
+                .Register(registry_)),
+      run_seconds_(BuildHistogram()
+                       .Name("berth_run_duration_seconds")
+                       .Help("From a run's launch to its end.")
+                       .Register(registry_)) {}
+
+void BerthdMetrics::Request(std::string_view route, std::string_view method, int status,
+                            std::chrono::duration<double> took) {
+  std::string r = route.empty() ? "unmatched" : std::string(route);
+  requests_.Add({{"route", r}, {"method", std::string(method)}, {"status", std::to_string(status)}})
+      .Increment();
+  request_seconds_.Add({{"route", r}}, kRequestBuckets).Observe(took.count());
+}
+
+void BerthdMetrics::GatewayBytes(std::string_view direction, size_t bytes) {
+  gateway_bytes_.Add({{"direction", std::string(direction)}}).Increment(static_cast<double>(bytes));
+}
+
+void BerthdMetrics::RunEnded(std::string_view outcome, std::chrono::duration<double> took) {
+  runs_.Add({{"outcome", std::string(outcome)}}).Increment();
+  run_seconds_.Add({}, kRunBuckets).Observe(took.count());
+}
+
+std::string BerthdMetrics::Scrape(store::Store& store, std::string_view extra) {
+  // Gauges read now, in a registry of this scrape: an environment whose queue emptied is gone.
+  prometheus::Registry now;
+  auto& by_state = BuildGauge()
+                       .Name("berth_deployments")
+                       .Help("Deployments in the store, by state.")
+                       .Register(now);
+  if (auto counts = store.Deployments().CountByState()) {
+    for (const auto& [state, count] : *counts)
+      by_state.Add({{"state", std::string(DeploymentStateName(state))}})
+          .Set(static_cast<double>(count));
+  }
+  auto& depth = BuildGauge()
+                    .Name("berth_environment_queued_deployments")
+                    .Help("Deployments queued behind each environment's current one.")
+                    .Register(now);
+  auto& waited = BuildGauge()
+                     .Name("berth_environment_queue_wait_seconds")
+                     .Help("How long the oldest queued deployment of each environment has waited.")
+                     .Register(now);
+  if (auto queues = store.Deployments().Queues()) {
+    int64_t now_ms = UnixMillisNow();
+    for (const store::EnvironmentQueue& q : *queues) {
+      prometheus::Labels labels{{"org", q.org_id}, {"project", q.project_id}, {"env", q.env_id}};
+      depth.Add(labels).Set(static_cast<double>(q.queued));
+      waited.Add(labels).Set(static_cast<double>(now_ms - q.oldest_created_at) / 1000.0);
+    }
+  }
+  std::ostringstream out;
+  prometheus::TextSerializer serializer;
+  serializer.Serialize(out, registry_.Collect());
+  serializer.Serialize(out, now.Collect());
+  out << extra;
+  return out.str();
+}
+
+}  // namespace berth::server

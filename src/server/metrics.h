@@ -1,0 +1,44 @@
+// berthd's metrics (docs/metrics.md) in the Prometheus text format, served at /metrics: HTTP
+// requests by route, method and status with their durations; deployments by state and each
+// environment's queue (read from the store at scrape time, so every replica tells the same);
+// runs by outcome and their durations; runner gateway bytes; Kubernetes API requests.
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+#include "store/store.h"
+
+namespace berth::server {
+
+class BerthdMetrics {
+ public:
+  BerthdMetrics();
+
+  // route: the pattern that served the request ("/orgs/{org}/deployments/{id}"), never the
+  // path as sent (no ids, no tokens, a bounded set of labels).
+  void Request(std::string_view route, std::string_view method, int status,
+               std::chrono::duration<double> took);
+  void GatewayBytes(std::string_view direction, size_t bytes);  // "in" or "out"
+  // outcome: "succeeded" or the error kind.
+  void RunEnded(std::string_view outcome, std::chrono::duration<double> took);
+
+  // The registry's metrics, then the store's gauges, then extra (already in the text format).
+  std::string Scrape(store::Store& store, std::string_view extra = {});
+
+ private:
+  prometheus::Registry registry_;
+  prometheus::Family<prometheus::Counter>& requests_;
+  prometheus::Family<prometheus::Histogram>& request_seconds_;
+  prometheus::Family<prometheus::Counter>& gateway_bytes_;
+  prometheus::Family<prometheus::Counter>& runs_;
+  prometheus::Family<prometheus::Histogram>& run_seconds_;
+};
+
+}  // namespace berth::server
