@@ -99,6 +99,10 @@ constexpr Migration kMigrations[] = {
      "last_at BIGINT NOT NULL, PRIMARY KEY (org_id, deployment_id, position), "
      "FOREIGN KEY (org_id, deployment_id) REFERENCES deployments (org_id, id) "
      "ON DELETE CASCADE);"},
+    // Which run holds each state lock: berthd releases what a run still holds when it ends.
+    {7,
+     "ALTER TABLE state_locks ADD COLUMN run_id TEXT NOT NULL DEFAULT '';"
+     "CREATE INDEX state_locks_by_run ON state_locks (run_id);"},
 };
 
 #undef BERTH_RECORD_COLUMNS

@@ -69,9 +69,9 @@ class SqlStateStore final : public StateStore {
   Result<void> Lock(const std::string& key, const StateLock& lock) override {
     auto c = pool_.Borrow();
     auto n = c->Execute(
-        "INSERT INTO state_locks (state_key, lock_id, info, created_at) VALUES ($1, $2, $3, $4) "
-        "ON CONFLICT (state_key) DO NOTHING",
-        {key, lock.id, lock.info, UnixMillisNow()});
+        "INSERT INTO state_locks (state_key, lock_id, info, created_at, run_id) VALUES ($1, $2, "
+        "$3, $4, $5) ON CONFLICT (state_key) DO NOTHING",
+        {key, lock.id, lock.info, UnixMillisNow(), lock.run_id});
     if (!n) return n.error();
     if (*n == 1) return {};
     auto holder = HolderOn(*c, key);
@@ -96,13 +96,24 @@ class SqlStateStore final : public StateStore {
     return Locked(key, holder->info);
   }
 
+  Result<std::vector<std::string>> ReleaseLocksOf(const std::string& run_id) override {
+    if (run_id.empty()) return std::vector<std::string>{};  // nobody's: never all of them
+    auto c = pool_.Borrow();
+    auto rows = c->Query("DELETE FROM state_locks WHERE run_id = $1 RETURNING state_key", {run_id});
+    if (!rows) return rows.error();
+    std::vector<std::string> keys;
+    for (const auto& r : *rows) keys.push_back(r.Text(0));
+    return keys;
+  }
+
  private:
   static Result<StateLock> HolderOn(SqlConnection& c, const std::string& key) {
-    auto rows =
-        c.Query("SELECT lock_id, info, created_at FROM state_locks WHERE state_key = $1", {key});
+    auto rows = c.Query(
+        "SELECT lock_id, info, created_at, run_id FROM state_locks WHERE state_key = $1", {key});
     if (!rows) return rows.error();
     if (rows->empty()) return MakeError(ErrorKind::kNotFound, key + " is not locked");
-    return StateLock{rows->front().Text(0), rows->front().Text(1), rows->front().Int(2)};
+    return StateLock{rows->front().Text(0), rows->front().Text(1), rows->front().Int(2),
+                     rows->front().Text(3)};
   }
 
   Result<StateVersion> Write(const std::string& key, const std::string* content,

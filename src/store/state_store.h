@@ -23,6 +23,7 @@ struct StateLock {
   std::string id;    // the lock ID tofu chose
   std::string info;  // tofu's LockInfo JSON, as sent (who, operation, when)
   int64_t created_at = 0;
+  std::string run_id;  // the run whose token took it ("" for one taken otherwise)
 };
 
 class StateStore {
@@ -44,6 +45,8 @@ class StateStore {
   virtual Result<StateLock> Holder(const std::string& key) = 0;  // kNotFound when free
   // lock_id must be the holder's (kConflict otherwise); empty: force, whoever holds it.
   virtual Result<void> Unlock(const std::string& key, const std::string& lock_id) = 0;
+  // Releases every lock the run holds; the keys it held.
+  virtual Result<std::vector<std::string>> ReleaseLocksOf(const std::string& run_id) = 0;
 };
 
 }  // namespace berth::store

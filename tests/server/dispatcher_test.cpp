@@ -4,6 +4,7 @@
 #include "server/dispatch/dispatcher.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <thread>
 
@@ -87,9 +88,10 @@ class DispatcherTest : public ::testing::Test {
         [this](const std::string& run, const launch::LaunchEvent& e) {
           dispatcher_->OnRunEvent(run, e);
         });
-    dispatcher_ =
-        std::make_unique<Dispatcher>(*store_, Launchers{{"local", launcher_.get()}},
-                                     server_->Signer(), DispatcherOptions{.url = server_->Url()});
+    // Time moves only when a test moves it (the deadline), from the real wall time.
+    dispatcher_ = std::make_unique<Dispatcher>(
+        *store_, Launchers{{"local", launcher_.get()}}, server_->Signer(),
+        DispatcherOptions{.url = server_->Url(), .clock = &clock_});
   }
 
   void TearDown() override {
@@ -125,6 +127,18 @@ class DispatcherTest : public ::testing::Test {
     return "";
   }
 
+  // Until the slow example's apply has started (tofu holds the state lock then).
+  bool UntilApplying(const std::string& id) {
+    for (int i = 0; i < 1200; ++i) {
+      dispatcher_->Tick();
+      auto log = sys::ReadFile(dir_->Path() / "runs" / id / "runner.log");
+      if (log && log->find("berth-slow-started") != std::string::npos) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+
+  ManualClock clock_;
   std::optional<sys::TempDir> dir_;
   std::unique_ptr<StateServer> server_;
   store::Store* store_ = nullptr;
@@ -220,6 +234,58 @@ TEST_F(DispatcherTest, PlanHashesAreKeyedByTheOrganizationsOwnKey) {
   EXPECT_EQ(h1["hash"], h2["hash"]) << "the same effect planned twice";
   EXPECT_NE(h1["hash"], h3["hash"]) << "another secret value is another effect to approve";
   EXPECT_NE(h1["hash"], b1["hash"]) << "another organization, another key";
+}
+
+// A runner killed mid-apply leaves tofu's lock on the state behind: berthd releases it when the
+// run ends, so the next deployment runs at once instead of failing with StateLocked.
+TEST_F(DispatcherTest, AStateLockARunnerDiedHoldingIsReleasedForTheNextDeployment) {
+  Queue("dev", "k1", "apply", "acme", "slow", {{"seconds", 60}});
+  Queue("dev", "k2", "apply");
+  ASSERT_TRUE(UntilApplying("k1"));
+  auto holder = store_->States().Holder("acme/web/dev");
+  ASSERT_TRUE(holder) << "tofu holds the lock while it applies";
+  EXPECT_EQ(holder->run_id, "k1");
+  auto pid = sys::ReadFile(dir_->Path() / "runs/k1/pid");
+  ASSERT_TRUE(pid);
+  ASSERT_EQ(kill(-std::atoi(pid->c_str()), SIGKILL), 0);  // the runner and tofu, at once
+
+  ASSERT_TRUE(RunUntilEnded({"k1", "k2"}));
+  auto k1 = store_->Deployments().Get("acme", "k1");
+  auto k2 = store_->Deployments().Get("acme", "k2");
+  EXPECT_EQ(k1->state, S::kFailed);
+  EXPECT_EQ(k2->state, S::kSucceeded) << k2->transitions.dump() << k2->result.dump();
+  EXPECT_EQ(store_->States().Holder("acme/web/dev").error().kind, ErrorKind::kNotFound);
+  auto events = store_->DeploymentData().Events("acme", "k1");
+  ASSERT_TRUE(events);
+  ASSERT_FALSE(events->empty());
+  EXPECT_EQ(events->back().reason, "StateLockReleased");
+  EXPECT_EQ(events->back().type, "Normal");
+}
+
+// The deadline on the dispatcher's clock: moved by hand, no test waits six hours (or sleeps).
+TEST_F(DispatcherTest, ARunPastItsDeadlineIsStoppedAndItsDeploymentFailed) {
+  Queue("dev", "late", "apply", "acme", "slow", {{"seconds", 60}});
+  ASSERT_TRUE(UntilApplying("late"));
+  clock_.Advance(std::chrono::hours(5));
+  dispatcher_->Tick();
+  EXPECT_EQ(store_->Deployments().Get("acme", "late")->state, S::kRunning);
+  clock_.Advance(std::chrono::hours(2));  // past the default deadline of six hours
+  dispatcher_->Tick();
+  auto late = store_->Deployments().Get("acme", "late");
+  ASSERT_EQ(late->state, S::kFailed) << late->transitions.dump();
+  EXPECT_NE(late->transitions.back()["reason"].get<std::string>().find("deadline"),
+            std::string::npos)
+      << late->transitions.dump();
+  // Its runner was told to stop: it ends (cleanly: the result says Cancelled) well before the
+  // apply's 60 seconds are up.
+  bool ended = false;
+  for (int i = 0; i < 600 && !ended; ++i) {
+    ended = sys::ReadFile(dir_->Path() / "runs/late/result.json").has_value();
+    if (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(ended);
+  auto result = json::parse(*sys::ReadFile(dir_->Path() / "runs/late/result.json"));
+  EXPECT_EQ(result["error"]["kind"], "Cancelled") << result.dump();
 }
 
 TEST_F(DispatcherTest, ADeploymentWithoutARunnerFailsWithTheReason) {

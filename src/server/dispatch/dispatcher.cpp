@@ -63,7 +63,8 @@ Dispatcher::Dispatcher(store::Store& store, Launchers launchers,
       launchers_(std::move(launchers)),
       signer_(signer),
       options_(std::move(options)),
-      log_(options_.log ? *options_.log : Silent()) {}
+      log_(options_.log ? *options_.log : Silent()),
+      clock_(options_.clock ? *options_.clock : SystemClock::Instance()) {}
 
 std::optional<store::Deployment> Dispatcher::Move(const store::Deployment& d, S from, S to,
                                                   const std::string& reason,
@@ -114,7 +115,7 @@ Result<Dispatcher::Launch> Dispatcher::Prepare(const store::Deployment& d) {
   if (!backend) return backend.error();
 
   std::string scope = StateKey(d);
-  int64_t now = UnixSecondsNow();
+  int64_t now = clock_.WallSeconds();
   auto token =
       crypto::MintRunToken({d.run_id, std::string(crypto::kRunTokenAudience), now,
                             now + options_.token_lifetime.count(), crypto::RandomToken(16), scope},
@@ -175,6 +176,23 @@ void Dispatcher::OnRunEvent(const std::string& run_id, const launch::LaunchEvent
     log_.Error("event not logged", {{"deployment", d->id}, {"why", logged.error().message}});
 }
 
+void Dispatcher::ReleaseStateLocks(const std::string& run_id, const launch::RunOutcome& outcome) {
+  // A lost runner may still be running (a node cut off, not dead): its lock stays for an
+  // operator to judge rather than let two writers meet.
+  if (outcome.error_kind == launch::kRunnerLost) return;
+  auto released = store_.States().ReleaseLocksOf(run_id);
+  if (!released) {
+    log_.Error("state locks not released", {{"run", run_id}, {"why", released.error().message}});
+    return;
+  }
+  for (const std::string& key : *released) {
+    OnRunEvent(run_id, {.reason = "StateLockReleased",
+                        .message = "the run ended holding the state lock of " + key +
+                                   "; berth released it so that the next deployment can run",
+                        .warning = false});
+  }
+}
+
 Result<void> Dispatcher::Recover() {
   auto holding = store_.Deployments().Holding();
   if (!holding) return holding.error();
@@ -208,7 +226,7 @@ bool Dispatcher::Start(const store::Deployment& d) {
     // Known before the launch: a run may end before Launch returns.
     {
       MutexLock lock(mutex_);
-      runs_[d.run_id] = {d.org_id, launch->launcher, std::chrono::steady_clock::now()};
+      runs_[d.run_id] = {d.org_id, launch->launcher, clock_.Now()};
     }
     launched = launch->launcher->Launch(launch->request);
   }
@@ -250,13 +268,13 @@ int Dispatcher::Tick() {
 void Dispatcher::EndOverdueRuns() {
   {
     MutexLock lock(mutex_);
-    auto now = std::chrono::steady_clock::now();
+    auto now = clock_.Now();
     if (now < next_deadline_check_) return;
     next_deadline_check_ = now + kDeadlineCheckEvery;
   }
   auto holding = store_.Deployments().Holding();
   if (!holding) return;
-  int64_t cutoff = UnixMillisNow() - std::chrono::milliseconds(options_.run_deadline).count();
+  int64_t cutoff = clock_.WallMillis() - std::chrono::milliseconds(options_.run_deadline).count();
   for (const store::Deployment& d : *holding) {
     if (d.state == S::kWaitingApproval || d.updated_at > cutoff) continue;
     auto failed = store_.Deployments().Transition(
@@ -335,7 +353,7 @@ void Dispatcher::OnRunEnd(const std::string& run_id, const launch::RunOutcome& r
     org = it->second.org;
     if (options_.metrics && it->second.launched) {
       options_.metrics->RunEnded(reported.succeeded ? "succeeded" : reported.error_kind,
-                                 std::chrono::steady_clock::now() - *it->second.launched);
+                                 clock_.Now() - *it->second.launched);
     }
     runs_.erase(it);
   }
@@ -354,6 +372,7 @@ void Dispatcher::OnRunEnd(const std::string& run_id, const launch::RunOutcome& r
                           {"outcome", reported.succeeded ? "succeeded" : reported.error_kind},
                           {"message", reported.message}});
   if (d->state == S::kDispatched) Move(*d, S::kDispatched, S::kRunning, "runner started");
+  ReleaseStateLocks(run_id, reported);
   if (outcome.succeeded && NeedsApproval(*d) && run_id != ApplyRunId(d->id)) {
     json plan = outcome.result ? outcome.result->value("plan", json::object()) : json::object();
     auto version = StateVersion(*d);

@@ -12,6 +12,7 @@
 #include <map>
 #include <string>
 
+#include "core/clock.h"
 #include "core/mutex.h"
 #include "crypto/jws.h"
 #include "launch/launcher.h"
@@ -34,6 +35,7 @@ struct DispatcherOptions {
   std::string providers;
   BerthdMetrics* metrics = nullptr;  // told of every run's end; may be null
   sys::Logger* log = nullptr;        // its decisions; null: not logged
+  Clock* clock = nullptr;            // null: the system's
 };
 
 // The launcher of each runner type this berthd runs ("local", "kubernetes", ...).
@@ -82,6 +84,9 @@ class Dispatcher {
   // lives elsewhere): what a plan waiting for approval was made against.
   Result<int64_t> StateVersion(const store::Deployment& deployment);
   void EndOverdueRuns() EXCLUDES(mutex_);
+  // The state locks a run that has ended still holds (its runner was killed mid-apply, say)
+  // are released, each with an event on its deployment.
+  void ReleaseStateLocks(const std::string& run_id, const launch::RunOutcome& outcome);
   // Moves a deployment from one state to another; a refusal (another berthd moved it first,
   // or the state machine forbids it) is logged, never dropped unseen. The moved deployment, or
   // nothing.
@@ -94,6 +99,7 @@ class Dispatcher {
   const crypto::Ed25519Signer& signer_;
   const DispatcherOptions options_;
   sys::Logger& log_;
+  Clock& clock_;
   Mutex mutex_;
   std::map<std::string, RunPlace> runs_ GUARDED_BY(mutex_);  // by run id
   std::chrono::steady_clock::time_point next_deadline_check_ GUARDED_BY(mutex_);

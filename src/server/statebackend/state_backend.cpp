@@ -97,7 +97,7 @@ net::ServerResponse StateBackend::Handle(const net::ServerRequest& request) cons
     if (!info.is_object() || id == info.end() || !id->is_string() || id->get<std::string>().empty())
       return Problem(400, "the body must be a LockInfo with an ID");
     if (method == "LOCK") {
-      auto locked = states_.Lock(key, {id->get<std::string>(), request.body, 0});
+      auto locked = states_.Lock(key, {id->get<std::string>(), request.body, 0, token->run_id});
       if (!locked && locked.error().reason == "Locked") return Reply(423, locked.error().context);
       if (!locked) return Problem(StatusOf(locked.error()), locked.error().message);
       return Reply(200);
