@@ -303,9 +303,23 @@ int Main(int argc, char** argv) {
   auto* deployment = app.add_subcommand("deployment", "show a deployment");
   deployment->add_option("id", id, "the deployment")->required();
 
+  auto* state = app.add_subcommand("state", "an environment's TF state in berth's backend");
+  state->require_subcommand(1);
+  auto* state_show =
+      state->add_subcommand("show", "its versions, the newest, who holds the lock, its history");
+  auto* state_unlock =
+      state->add_subcommand("unlock", "break its lock; the reason stays in its history");
+  std::string reason;
+  for (auto* cmd : {state_show, state_unlock}) {
+    cmd->add_option("env", id, "the environment")->required();
+    cmd->add_option("--project", project, "its project")->required();
+    cmd->fallthrough();
+  }
+  state_unlock->add_option("--reason", reason, "why (kept in the state's history)")->required();
+
   // --org, --data-dir and -o work after the subcommand too.
   for (auto* cmd : {up, create, get, update, remove, refresh, deploy, logs, approve, cancel,
-                    outputs, deployment})
+                    outputs, deployment, state})
     cmd->fallthrough();
   try {
     app.parse(argc, argv);
@@ -331,6 +345,12 @@ int Main(int argc, char** argv) {
   if (*cancel) return CancelDeployment(g, id);
   if (*outputs) return ShowOutputs(g, id, sensitive);
   if (*deployment) return ShowDeployment(g, id);
+  if (*state) {
+    std::string path = "/projects/" + project + "/envs/" + id + "/state";
+    if (*state_show) return Call(g, "GET", path, nullptr, nullptr, false);
+    json body = {{"reason", reason}};
+    return Call(g, "POST", path + "/unlock", &body, nullptr, false);
+  }
   if (*refresh) {
     json body = {{"dry_run", dry_run}};
     return Call(g, "POST", "/projects/" + project + "/envs/" + id + "/actions/refresh_runner",

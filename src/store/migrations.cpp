@@ -103,6 +103,11 @@ constexpr Migration kMigrations[] = {
     {7,
      "ALTER TABLE state_locks ADD COLUMN run_id TEXT NOT NULL DEFAULT '';"
      "CREATE INDEX state_locks_by_run ON state_locks (run_id);"},
+    // What was done to a state by hand (a lock broken, a rollback), by whom and why.
+    {8,
+     "CREATE TABLE state_history (state_key TEXT NOT NULL, position BIGINT NOT NULL, "
+     "action TEXT NOT NULL, actor TEXT NOT NULL, detail TEXT NOT NULL, at BIGINT NOT NULL, "
+     "PRIMARY KEY (state_key, position));"},
 };
 
 #undef BERTH_RECORD_COLUMNS

@@ -96,6 +96,32 @@ class SqlStateStore final : public StateStore {
     return Locked(key, holder->info);
   }
 
+  Result<void> Record(const std::string& key, const StateHistoryEntry& entry) override {
+    constexpr int kAttempts = 5;  // two records of one state race for a position
+    for (int attempt = 0;; ++attempt) {
+      auto c = pool_.Borrow();
+      auto n = c->Execute(
+          "INSERT INTO state_history (state_key, position, action, actor, detail, at) SELECT $1, "
+          "COALESCE(MAX(position), 0) + 1, $2, $3, $4, $5 FROM state_history WHERE state_key = $1",
+          {key, entry.action, entry.actor, entry.detail, UnixMillisNow()});
+      if (!n && n.error().kind == ErrorKind::kAlreadyExists && attempt + 1 < kAttempts) continue;
+      if (!n) return n.error();
+      return {};
+    }
+  }
+
+  Result<std::vector<StateHistoryEntry>> History(const std::string& key, int limit) override {
+    auto c = pool_.Borrow();
+    auto rows = c->Query(
+        "SELECT action, actor, detail, at FROM state_history WHERE state_key = $1 ORDER BY "
+        "position DESC LIMIT $2",
+        {key, int64_t{limit}});
+    if (!rows) return rows.error();
+    std::vector<StateHistoryEntry> entries;
+    for (const auto& r : *rows) entries.push_back({r.Text(0), r.Text(1), r.Text(2), r.Int(3)});
+    return entries;
+  }
+
   Result<std::vector<std::string>> ReleaseLocksOf(const std::string& run_id) override {
     if (run_id.empty()) return std::vector<std::string>{};  // nobody's: never all of them
     auto c = pool_.Borrow();

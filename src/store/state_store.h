@@ -26,6 +26,14 @@ struct StateLock {
   std::string run_id;  // the run whose token took it ("" for one taken otherwise)
 };
 
+// Something done to a state by hand, kept with it.
+struct StateHistoryEntry {
+  std::string action;  // "unlock", "rollback"
+  std::string actor;   // "token <id>"
+  std::string detail;  // what, and why when a reason was given
+  int64_t at = 0;      // milliseconds since the epoch
+};
+
 class StateStore {
  public:
   virtual ~StateStore() = default;
@@ -45,6 +53,9 @@ class StateStore {
   virtual Result<StateLock> Holder(const std::string& key) = 0;  // kNotFound when free
   // lock_id must be the holder's (kConflict otherwise); empty: force, whoever holds it.
   virtual Result<void> Unlock(const std::string& key, const std::string& lock_id) = 0;
+  virtual Result<void> Record(const std::string& key, const StateHistoryEntry& entry) = 0;
+  virtual Result<std::vector<StateHistoryEntry>> History(const std::string& key,
+                                                         int limit) = 0;  // newest first
   // Releases every lock the run holds; the keys it held.
   virtual Result<std::vector<std::string>> ReleaseLocksOf(const std::string& run_id) = 0;
 };

@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "net/http_client.h"
+#include "store/store.h"
 #include "sys/files.h"
 #include "sys/subprocess.h"
 #include "test_tools.h"
@@ -173,6 +174,37 @@ TEST_F(BerthCli, LabelsAreSetByKeyWithDotsAndSlashesAndCheckedByTheServer) {
   EXPECT_NE(bad.output.find("$.labels['berth.dev/runner-spec.kubernetes_request_cpu']"),
             std::string::npos)
       << bad.output;
+}
+
+// An operator breaks a lock no run will release (here one taken straight in the database, as
+// by a runner lost with its node) and finds the reason in the state's history.
+TEST_F(BerthCli, StateShowAndUnlockBreakAStuckLockWithAReason) {
+  CreateLocalRunnerAndEnvironment("here");
+  {
+    auto store = store::OpenStore("sqlite:" + (fs::path(data_) / "berth.db").string(), 1);
+    ASSERT_TRUE(store) << store.error().ToString();
+    ASSERT_TRUE((*store)->States().Lock(
+        "default/web/dev",
+        {"stuck-1", R"({"ID":"stuck-1","Operation":"OperationTypeApply","Who":"gone@node"})", 0,
+         "d-lost"}));
+  }
+  auto shown = Berth({"state", "show", "dev", "--project", "web", "-o", "json"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.output;
+  auto state = json::parse(shown.output);
+  EXPECT_EQ(state["lock"]["run_id"], "d-lost");
+  EXPECT_EQ(state["lock"]["who"], "gone@node");
+
+  EXPECT_EQ(Berth({"state", "unlock", "dev", "--project", "web"}).exit_code, 2)
+      << "--reason is required";
+  auto unlocked =
+      Berth({"state", "unlock", "dev", "--project", "web", "--reason", "node-7 is gone"});
+  ASSERT_EQ(unlocked.exit_code, 0) << unlocked.output;
+  auto after =
+      json::parse(Berth({"state", "show", "dev", "--project", "web", "-o", "json"}).output);
+  EXPECT_TRUE(after["lock"].is_null());
+  EXPECT_EQ(after["history"][0]["detail"], "lock stuck-1 of run d-lost broken: node-7 is gone");
+  auto again = Berth({"state", "unlock", "dev", "--project", "web", "--reason", "x"});
+  EXPECT_EQ(again.exit_code, 4) << "not locked: a conflict";
 }
 
 TEST_F(BerthCli, ErrorsArePrintedAsTheServerGaveThemWithExitCodesScriptsCanUse) {

@@ -47,5 +47,47 @@ TEST_F(StateVersionsApi, ListsFetchesAndRollsBack) {
   EXPECT_EQ(*states.Current("acme/web/dev"), R"({"serial":1})");
 }
 
+// An operator sees who holds the lock (run, operation, age) and can break it with a reason,
+// which stays in the state's history; a blank reason, or a state not locked, is refused.
+TEST_F(StateVersionsApi, ShowsTheLockWithItsRunAndBreaksItWithAReasonKeptInTheHistory) {
+  auto& states = store_->States();
+  const std::string base = "/orgs/acme/projects/web/envs/dev/state";
+  auto free = json::parse(Call("GET", base).body);
+  EXPECT_EQ(free["versions"], 0);
+  EXPECT_TRUE(free["lock"].is_null());
+  EXPECT_EQ(Call("POST", base + "/unlock", R"({"reason":"stuck"})").status, 409);
+
+  ASSERT_TRUE(states.Put("acme/web/dev", R"({"serial":1})", "", "run-1"));
+  ASSERT_TRUE(states.Lock(
+      "acme/web/dev",
+      {"l9", R"({"ID":"l9","Operation":"OperationTypeApply","Who":"runner@pod"})", 0, "run-2"}));
+  auto shown = Call("GET", base);
+  ASSERT_EQ(shown.status, 200) << shown.body;
+  auto state = json::parse(shown.body);
+  EXPECT_EQ(state["versions"], 1);
+  EXPECT_EQ(state["latest"]["run_id"], "run-1");
+  EXPECT_EQ(state["lock"]["run_id"], "run-2");
+  EXPECT_EQ(state["lock"]["operation"], "OperationTypeApply");
+  EXPECT_EQ(state["lock"]["who"], "runner@pod");
+  EXPECT_GE(state["lock"]["age_seconds"], 0);
+
+  for (const char* bad : {R"({})", R"({"reason":"  "})", R"({"reason":"x","force":true})"}) {
+    auto refused = Call("POST", base + "/unlock", bad);
+    EXPECT_EQ(refused.status, 400) << bad << ": " << refused.body;
+  }
+  EXPECT_TRUE(states.Holder("acme/web/dev")) << "a refused unlock broke nothing";
+  auto unlocked = Call("POST", base + "/unlock", R"({"reason":"its node is gone"})");
+  ASSERT_EQ(unlocked.status, 200) << unlocked.body;
+  EXPECT_EQ(json::parse(unlocked.body)["unlocked"]["id"], "l9");
+  EXPECT_EQ(states.Holder("acme/web/dev").error().kind, ErrorKind::kNotFound);
+
+  auto after = json::parse(Call("GET", base).body);
+  EXPECT_TRUE(after["lock"].is_null());
+  ASSERT_EQ(after["history"].size(), 1u);
+  EXPECT_EQ(after["history"][0]["action"], "unlock");
+  EXPECT_EQ(after["history"][0]["detail"], "lock l9 of run run-2 broken: its node is gone");
+  EXPECT_TRUE(after["history"][0]["actor"].get<std::string>().starts_with("token "));
+}
+
 }  // namespace
 }  // namespace berth::server

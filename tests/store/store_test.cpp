@@ -329,6 +329,28 @@ TEST_P(StoreTest, StatesKeepEveryVersionAndADeletionIsOneToo) {
   EXPECT_EQ(states.Version("acme/web/dev", 3).error().kind, ErrorKind::kNotFound);
 }
 
+TEST_P(StoreTest, LocksKnowTheirRunAndAStatesHistoryIsKeptNewestFirst) {
+  StateStore& states = store_->States();
+  ASSERT_TRUE(states.Lock("acme/web/dev", {"lock-a", R"({"Who":"x"})", 0, "run-7"}));
+  ASSERT_TRUE(states.Lock("acme/web/prod", {"lock-b", R"({"Who":"y"})", 0, "run-8"}));
+  EXPECT_EQ(states.Holder("acme/web/dev")->run_id, "run-7");
+  EXPECT_EQ(*states.ReleaseLocksOf(""), std::vector<std::string>{}) << "nobody's is not all";
+  EXPECT_EQ(*states.ReleaseLocksOf("run-7"), std::vector<std::string>{"acme/web/dev"});
+  EXPECT_EQ(states.Holder("acme/web/dev").error().kind, ErrorKind::kNotFound);
+  EXPECT_TRUE(states.Holder("acme/web/prod"));  // another run's
+
+  ASSERT_TRUE(states.Record("acme/web/dev", {"unlock", "token t1", "lock-a: stuck"}));
+  ASSERT_TRUE(states.Record("acme/web/dev", {"rollback", "token t2", "to version 1"}));
+  ASSERT_TRUE(states.Record("acme/web/prod", {"unlock", "token t1", "other"}));
+  auto history = states.History("acme/web/dev", 10);
+  ASSERT_TRUE(history) << history.error().ToString();
+  ASSERT_EQ(history->size(), 2u);
+  EXPECT_EQ((*history)[0].action, "rollback");
+  EXPECT_EQ((*history)[1].detail, "lock-a: stuck");
+  EXPECT_GT((*history)[1].at, 0);
+  EXPECT_EQ(states.History("acme/web/dev", 1)->size(), 1u);
+}
+
 TEST_P(StoreTest, ALockedStateTakesWritesOnlyFromItsHolder) {
   StateStore& states = store_->States();
   ASSERT_TRUE(states.Lock("acme/web/dev", {"lock-a", R"({"Who":"run-1"})", 0}));

@@ -33,6 +33,13 @@ bool IsRunnerOf(pid_t pid, const fs::path& dir) {
   return cmdline && cmdline->find(dir.string()) != std::string::npos;
 }
 
+// A field of the runner's configuration (validated when the runner was saved), or fallback.
+template <class T>
+T RunnerSetting(const LaunchRequest& request, const char* field, T fallback) {
+  const nlohmann::json& config = request.runner_configuration;
+  return config.is_object() ? config.value(field, fallback) : fallback;
+}
+
 }  // namespace
 
 LocalLauncher::LocalLauncher(LocalLauncherOptions options, OnEnd on_end, OnEvent on_event)
@@ -50,13 +57,6 @@ LocalLauncher::~LocalLauncher() {
   }
   wake_.notify_all();
   thread_.join();
-}
-
-// A field of the runner's configuration (validated when the runner was saved), or fallback.
-template <class T>
-T RunnerSetting(const LaunchRequest& request, const char* field, T fallback) {
-  const nlohmann::json& config = request.runner_configuration;
-  return config.is_object() ? config.value(field, fallback) : fallback;
 }
 
 fs::path LocalLauncher::RunDir(const LaunchRequest& request) const {

@@ -20,6 +20,7 @@
 #include "server/api/deployment_routes.h"
 #include "server/api/openapi.h"
 #include "server/api/request_support.h"
+#include "server/api/state_routes.h"
 #include "server/runner_resolution.h"
 
 namespace berth::server {
@@ -247,16 +248,7 @@ class Handlers {
                [this](const RouteRequest& r) {
                  return authorized_(r, [&](const Caller& c) { return RefreshRunner(r, c); });
                });
-    const std::string state = "/orgs/{org}/projects/{project}/envs/{env}/state";
-    router.Add("GET", state + "/versions", [this](const RouteRequest& r) {
-      return authorized_(r, [&](const Caller& c) { return StateVersions(r, c); });
-    });
-    router.Add("GET", state + "/versions/{version}", [this](const RouteRequest& r) {
-      return authorized_(r, [&](const Caller& c) { return StateVersion(r, c); });
-    });
-    router.Add("POST", state + "/rollback", [this](const RouteRequest& r) {
-      return authorized_(r, [&](const Caller& c) { return StateRollback(r, c); });
-    });
+    states_ = std::make_unique<StateRoutes>(router, store, authorized_);
     deployments_ = std::make_unique<DeploymentRoutes>(router, store, authorized_, options);
   }
 
@@ -439,79 +431,6 @@ class Handlers {
     return JsonResponse(409, Dump(doc));
   }
 
-  // The state key of the environment in the path, or the response when it does not exist.
-  using StateKey = boost::system::result<std::string, net::ServerResponse>;
-  StateKey StateKeyOf(const RouteRequest& r, const Caller& c) const {
-    const std::string& project = r.params.at("project");
-    const std::string& env = r.params.at("env");
-    auto found = store_.Get(Kind::kEnvironment, c.org, project, env);
-    if (!found) return StateKey(boost::system::in_place_error, ErrorResponse(found.error()));
-    return c.org + "/" + project + "/" + env;
-  }
-
-  static Result<int64_t> VersionNumber(const std::string& text, const std::string& where) {
-    int64_t version = 0;
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), version);
-    if (ec != std::errc() || end != text.data() + text.size() || version < 1) {
-      return InvalidFields("invalid state version", {{where, "must be a whole number from 1"}});
-    }
-    return version;
-  }
-
-  net::ServerResponse StateVersions(const RouteRequest& r, const Caller& c) {
-    auto key = StateKeyOf(r, c);
-    if (!key) return key.error();
-    auto versions = store_.States().Versions(*key);
-    if (!versions) return ErrorResponse(versions.error());
-    json items = json::array();
-    for (const auto& v : *versions) {
-      items.push_back({{"version", v.version},
-                       {"size", v.size},
-                       {"sha256", v.sha256},
-                       {"run_id", v.run_id},
-                       {"created_at", FormatRfc3339(std::chrono::system_clock::time_point(
-                                                        std::chrono::milliseconds(v.created_at)),
-                                                    3)},
-                       {"deleted", v.deleted}});
-    }
-    json out = {{"items", items}};
-    if (auto holder = store_.States().Holder(*key)) {
-      out["lock"] = {{"id", holder->id}, {"info", json::parse(holder->info, nullptr, false)}};
-    }
-    return JsonResponse(200, out.dump());
-  }
-
-  net::ServerResponse StateVersion(const RouteRequest& r, const Caller& c) {
-    auto key = StateKeyOf(r, c);
-    if (!key) return key.error();
-    auto version = VersionNumber(r.params.at("version"), "$.path.version");
-    if (!version) return ErrorResponse(version.error());
-    auto content = store_.States().Version(*key, *version);
-    if (!content) return ErrorResponse(content.error());
-    return JsonResponse(200, *content);
-  }
-
-  // Puts an earlier version back as the newest: nothing is overwritten, and a locked state
-  // (a run at work) is refused.
-  net::ServerResponse StateRollback(const RouteRequest& r, const Caller& c) {
-    auto key = StateKeyOf(r, c);
-    if (!key) return key.error();
-    auto body = ParseJsonBody(r);
-    if (!body) return body.error();
-    static const Schema kSchema =
-        Schema::Object({Required("version", std::move(Schema::Integer().Range(1, INT64_MAX)))});
-    auto valid = ValidateWith(kSchema, std::move(*body));
-    if (!valid) return ErrorResponse(valid.error());
-    int64_t version = (*valid)["version"].get<int64_t>();
-    auto content = store_.States().Version(*key, version);
-    if (!content) return ErrorResponse(content.error());
-    auto put = store_.States().Put(
-        *key, *content, "",
-        "rollback to version " + std::to_string(version) + " by token " + c.token_id);
-    if (!put) return ErrorResponse(put.error());
-    return JsonResponse(200, json{{"version", put->version}, {"from_version", version}}.dump());
-  }
-
   net::ServerResponse RefreshRunner(const RouteRequest& r, const Caller& c) {
     auto body = ParseJsonBody(r);
     if (!body) return body.error();
@@ -547,6 +466,7 @@ class Handlers {
 
   store::Store& store_;
   TokenGuard authorized_;
+  std::unique_ptr<StateRoutes> states_;
   std::unique_ptr<DeploymentRoutes> deployments_;
 };
 

@@ -1,0 +1,188 @@
+#include "server/api/state_routes.h"
+
+#include <charconv>
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "core/schema.h"
+#include "core/time_format.h"
+
+namespace berth::server {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kHistoryShown = 20;
+
+std::string At(int64_t ms) {
+  return FormatRfc3339(std::chrono::system_clock::time_point(std::chrono::milliseconds(ms)), 3);
+}
+
+Result<int64_t> VersionNumber(const std::string& text, const std::string& where) {
+  int64_t version = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), version);
+  if (ec != std::errc() || end != text.data() + text.size() || version < 1)
+    return InvalidFields("invalid state version", {{where, "must be a whole number from 1"}});
+  return version;
+}
+
+// The holder as an operator needs to judge it: whose run, which operation, how long ago.
+json LockJson(const store::StateLock& lock) {
+  json info = json::parse(lock.info, nullptr, false);
+  json out = {{"id", lock.id},
+              {"run_id", lock.run_id.empty() ? json(nullptr) : json(lock.run_id)},
+              {"info", info.is_discarded() ? json(nullptr) : info},
+              {"created_at", At(lock.created_at)},
+              {"age_seconds", (UnixMillisNow() - lock.created_at) / 1000}};
+  if (info.is_object()) {
+    out["operation"] = info.value("Operation", "");
+    out["who"] = info.value("Who", "");
+  }
+  return out;
+}
+
+// The state key of the environment in the path, or why there is none.
+Result<std::string> StateKeyOf(store::Store& store, const RouteRequest& r, const Caller& c) {
+  const std::string& project = r.params.at("project");
+  const std::string& env = r.params.at("env");
+  auto found = store.Get(store::Kind::kEnvironment, c.org, project, env);
+  if (!found) return found.error();
+  return c.org + "/" + project + "/" + env;
+}
+
+}  // namespace
+
+StateRoutes::StateRoutes(Router& router, store::Store& store, const TokenGuard& authorized)
+    : store_(store), authorized_(authorized) {
+  auto add = [&](const std::string& method, const std::string& path,
+                 net::ServerResponse (StateRoutes::*handler)(const RouteRequest&, const Caller&)
+                     const) {
+    router.Add(method, path, [this, handler](const RouteRequest& r) {
+      return authorized_(r, [&](const Caller& c) { return (this->*handler)(r, c); });
+    });
+  };
+  const std::string state = "/orgs/{org}/projects/{project}/envs/{env}/state";
+  add("GET", state, &StateRoutes::Show);
+  add("GET", state + "/versions", &StateRoutes::Versions);
+  add("GET", state + "/versions/{version}", &StateRoutes::Version);
+  add("POST", state + "/rollback", &StateRoutes::Rollback);
+  add("POST", state + "/unlock", &StateRoutes::Unlock);
+}
+
+net::ServerResponse StateRoutes::Show(const RouteRequest& r, const Caller& c) const {
+  auto key = StateKeyOf(store_, r, c);
+  if (!key) return ErrorResponse(key.error());
+  auto versions = store_.States().Versions(*key);
+  if (!versions) return ErrorResponse(versions.error());
+  auto history = store_.States().History(*key, kHistoryShown);
+  if (!history) return ErrorResponse(history.error());
+  json out = {{"key", *key},
+              {"versions", versions->size()},
+              {"latest", nullptr},
+              {"lock", nullptr},
+              {"history", json::array()}};
+  if (!versions->empty()) {
+    const store::StateVersion& v = versions->back();
+    out["latest"] = {{"version", v.version},
+                     {"size", v.size},
+                     {"sha256", v.sha256},
+                     {"run_id", v.run_id},
+                     {"created_at", At(v.created_at)},
+                     {"deleted", v.deleted}};
+  }
+  if (auto holder = store_.States().Holder(*key)) out["lock"] = LockJson(*holder);
+  for (const store::StateHistoryEntry& e : *history) {
+    out["history"].push_back(
+        {{"action", e.action}, {"actor", e.actor}, {"detail", e.detail}, {"at", At(e.at)}});
+  }
+  return JsonResponse(200, out.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+net::ServerResponse StateRoutes::Versions(const RouteRequest& r, const Caller& c) const {
+  auto key = StateKeyOf(store_, r, c);
+  if (!key) return ErrorResponse(key.error());
+  auto versions = store_.States().Versions(*key);
+  if (!versions) return ErrorResponse(versions.error());
+  json items = json::array();
+  for (const auto& v : *versions) {
+    items.push_back({{"version", v.version},
+                     {"size", v.size},
+                     {"sha256", v.sha256},
+                     {"run_id", v.run_id},
+                     {"created_at", At(v.created_at)},
+                     {"deleted", v.deleted}});
+  }
+  json out = {{"items", items}};
+  if (auto holder = store_.States().Holder(*key)) out["lock"] = LockJson(*holder);
+  return JsonResponse(200, out.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+net::ServerResponse StateRoutes::Version(const RouteRequest& r, const Caller& c) const {
+  auto key = StateKeyOf(store_, r, c);
+  if (!key) return ErrorResponse(key.error());
+  auto version = VersionNumber(r.params.at("version"), "$.path.version");
+  if (!version) return ErrorResponse(version.error());
+  auto content = store_.States().Version(*key, *version);
+  if (!content) return ErrorResponse(content.error());
+  return JsonResponse(200, *content);
+}
+
+// Puts an earlier version back as the newest: nothing is overwritten, and a locked state
+// (a run at work) is refused.
+net::ServerResponse StateRoutes::Rollback(const RouteRequest& r, const Caller& c) const {
+  auto key = StateKeyOf(store_, r, c);
+  if (!key) return ErrorResponse(key.error());
+  auto body = ParseJsonBody(r);
+  if (!body) return body.error();
+  static const Schema kSchema =
+      Schema::Object({Required("version", std::move(Schema::Integer().Range(1, INT64_MAX)))});
+  auto valid = ValidateWith(kSchema, std::move(*body));
+  if (!valid) return ErrorResponse(valid.error());
+  int64_t version = (*valid)["version"].get<int64_t>();
+  auto content = store_.States().Version(*key, version);
+  if (!content) return ErrorResponse(content.error());
+  auto put = store_.States().Put(
+      *key, *content, "",
+      "rollback to version " + std::to_string(version) + " by token " + c.token_id);
+  if (!put) return ErrorResponse(put.error());
+  if (auto recorded = store_.States().Record(
+          *key, {"rollback", "token " + c.token_id,
+                 "version " + std::to_string(version) + " put back as version " +
+                     std::to_string(put->version)});
+      !recorded)
+    return ErrorResponse(recorded.error());
+  return JsonResponse(200, json{{"version", put->version}, {"from_version", version}}.dump());
+}
+
+// Breaks the lock whoever holds it, when an operator has judged that no run will release it
+// (a runner lost with its node). Only the lock read here is broken: one taken meanwhile stays.
+net::ServerResponse StateRoutes::Unlock(const RouteRequest& r, const Caller& c) const {
+  auto key = StateKeyOf(store_, r, c);
+  if (!key) return ErrorResponse(key.error());
+  auto body = ParseJsonBody(r);
+  if (!body) return body.error();
+  static const Schema kSchema =
+      Schema::Object({Required("reason", std::move(Schema::String().MaxLength(1024)))});
+  auto valid = ValidateWith(kSchema, std::move(*body));
+  if (!valid) return ErrorResponse(valid.error());
+  const std::string& given = (*valid)["reason"].get_ref<const std::string&>();
+  if (given.find_first_not_of(" \t\r\n") == std::string::npos)
+    return ErrorResponse(InvalidFields("invalid unlock", {{"$.reason", "must not be blank"}}));
+  auto holder = store_.States().Holder(*key);
+  if (!holder && holder.error().kind == ErrorKind::kNotFound)
+    return ErrorResponse(409, "FailedPrecondition", "the state of " + *key + " is not locked");
+  if (!holder) return ErrorResponse(holder.error());
+  if (auto unlocked = store_.States().Unlock(*key, holder->id); !unlocked)
+    return ErrorResponse(unlocked.error());
+  std::string reason = (*valid)["reason"];
+  std::string detail = "lock " + holder->id +
+                       (holder->run_id.empty() ? "" : " of run " + holder->run_id) +
+                       " broken: " + reason;
+  if (auto recorded = store_.States().Record(*key, {"unlock", "token " + c.token_id, detail});
+      !recorded)
+    return ErrorResponse(recorded.error());
+  return JsonResponse(200, json{{"unlocked", LockJson(*holder)}, {"reason", reason}}.dump(
+                               -1, ' ', false, json::error_handler_t::replace));
+}
+
+}  // namespace berth::server
