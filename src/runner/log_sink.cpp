@@ -1,23 +1,12 @@
 // Log line formatting and the two streams.
 #include "runner/log_sink.h"
 
-#include <unistd.h>
-
-#include <cerrno>
 #include <nlohmann/json.hpp>
 
 #include "core/time_format.h"
+#include "sys/files.h"
 
 namespace berth::runner {
-
-void WriteAll(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-}
 
 LogSink::LogSink(int out_fd, int err_fd, Clock& clock, LogSinkOptions options)
     : out_fd_(out_fd), err_fd_(err_fd), clock_(clock), options_(std::move(options)) {
@@ -55,7 +44,7 @@ void LogSink::Line(std::string_view step, std::string_view text) {
   line.push_back('\n');
   MutexLock lock(mutex_);
   if (options_.info_buffer_bytes == 0) {
-    WriteAll(out_fd_, line);
+    sys::WriteAll(out_fd_, line);
     return;
   }
   held_ += line;
@@ -68,14 +57,14 @@ void LogSink::Error(std::string_view step, std::string_view text) {
   line.push_back('\n');
   MutexLock lock(mutex_);
   if (!options_.split_stream) {
-    WriteAll(out_fd_, line);
+    sys::WriteAll(out_fd_, line);
     return;
   }
-  WriteAll(err_fd_, line);
+  sys::WriteAll(err_fd_, line);
 }
 
 void LogSink::WriteHeld() {
-  WriteAll(out_fd_, held_);
+  sys::WriteAll(out_fd_, held_);
   held_.clear();
   last_flush_ = clock_.Now();
 }

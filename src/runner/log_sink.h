@@ -62,7 +62,4 @@ class LogSink {
   std::thread flusher_;
 };
 
-// Writes all of data to fd, retrying on EINTR and short writes; a closed reader loses the rest.
-void WriteAll(int fd, std::string_view data);
-
 }  // namespace berth::runner

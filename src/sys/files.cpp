@@ -38,6 +38,16 @@ Result<std::string> ReadFile(const std::filesystem::path& path) {
   return content;
 }
 
+bool WriteAll(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
 Result<void> WriteFileAtomic(const std::filesystem::path& path, std::string_view content,
                              std::filesystem::perms mode) {
   std::filesystem::path temp = path;

@@ -18,6 +18,10 @@ Result<void> WriteFileAtomic(const std::filesystem::path& path, std::string_view
                              std::filesystem::perms mode = std::filesystem::perms::owner_read |
                                                            std::filesystem::perms::owner_write);
 
+// Writes all of data to fd, retrying on EINTR and short writes; false when the fd refuses the
+// rest (a closed reader, a full disk).
+bool WriteAll(int fd, std::string_view data);
+
 class TempDir {
  public:
   // A new folder under $TMPDIR (or /tmp) named prefix-XXXXXX.

@@ -3,12 +3,12 @@
 
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <nlohmann/json.hpp>
 
 #include "core/time_format.h"
+#include "sys/files.h"
 
 namespace berth::sys {
 namespace {
@@ -23,12 +23,7 @@ class FdSink final : public spdlog::sinks::base_sink<std::mutex> {
   void sink_it_(const spdlog::details::log_msg& msg) override {
     std::string line(msg.payload.data(), msg.payload.size());
     line.push_back('\n');
-    std::string_view rest = line;
-    while (!rest.empty()) {
-      ssize_t n = ::write(fd_, rest.data(), rest.size());
-      if (n <= 0) return;
-      rest.remove_prefix(static_cast<size_t>(n));
-    }
+    (void)WriteAll(fd_, line);  // a log nobody can write to is not a reason to stop berthd
   }
   void flush_() override {}
 

@@ -71,6 +71,18 @@ TEST_F(RunGatewayTest, ARunReadsItsInputsAndTheirHashMatchesWhatTheDispatcherPas
   EXPECT_EQ(Send("GET", "/runs/v1/run-1/plan", Token("run-1")).status, 404);
 }
 
+TEST_F(RunGatewayTest, ARunGetsItsOrganizationsPlanKeyAndNoOtherRunDoes) {
+  auto key = Send("GET", "/runs/v1/run-1/plan-key", Token("run-1"));
+  ASSERT_EQ(key.status, 200) << key.body;
+  EXPECT_GE(key.body.size(), 32u);
+  EXPECT_EQ(Send("GET", "/runs/v1/run-1/plan-key", Token("run-1")).body, key.body)
+      << "one key per organization, made once";
+  EXPECT_EQ(Send("GET", "/runs/v1/run-1/plan-key", "").status, 401);
+  auto other = Send("GET", "/runs/v1/run-1/plan-key", Token("run-2"));
+  EXPECT_EQ(other.status, 403) << other.body;
+  EXPECT_EQ(other.body.find(key.body), std::string::npos);
+}
+
 TEST_F(RunGatewayTest, TokensOfOtherRunsExpiredTokensAndEndedRunsAreRefused) {
   EXPECT_EQ(Send("GET", "/runs/v1/run-1/inputs", "").status, 401);
   EXPECT_EQ(Send("GET", "/runs/v1/run-1/inputs", "not-a-token").status, 401);

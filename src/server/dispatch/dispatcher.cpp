@@ -245,9 +245,10 @@ bool Dispatcher::Start(const store::Deployment& d) {
                              {"run", d.run_id},
                              {"runner", launch->request.runner_id},
                              {"op", launch->request.invocation.op}});
-  // Moved on by OnRunEnd already when the run was that quick.
-  if (auto now = store_.Deployments().Get(d.org_id, d.id); now && now->state == S::kDispatched)
-    Move(d, S::kDispatched, S::kRunning, "runner started");
+  // Refused when OnRunEnd moved it on already (the run was that quick): expected, not logged,
+  // and no read first to find out.
+  (void)store_.Deployments().Transition(d.org_id, d.id, S::kDispatched, S::kRunning,
+                                        "runner started");
   return true;
 }
 
