@@ -17,13 +17,14 @@
 namespace berth::launch {
 namespace {
 
-class Ends {
+class Ends : public RunObserver {
  public:
-  void Record(const std::string& run_id, const RunOutcome& outcome) {
+  void OnRunEnd(const std::string& run_id, const RunOutcome& outcome) override {
     MutexLock lock(mutex_);
     (outcome.succeeded ? succeeded_ : failed_).insert(run_id);
     changed_.notify_all();
   }
+  void OnRunEvent(const std::string& /*run_id*/, const LaunchEvent& /*event*/) override {}
   // Waits until n runs ended; how many succeeded.
   size_t WaitFor(size_t n) {
     MutexLock lock(mutex_);
@@ -69,10 +70,8 @@ int Main(int argc, char** argv) {
     return 1;
   }
   Ends ends;
-  KubernetesLauncher launcher(
-      (*world)->LauncherClient(), (*world)->Settings(), SystemClock::Instance(),
-      [&](const std::string& id, const RunOutcome& o) { ends.Record(id, o); },
-      [](const std::string&, const LaunchEvent&) {});
+  KubernetesLauncher launcher((*world)->LauncherClient(), (*world)->Settings(),
+                              SystemClock::Instance(), ends);
   if (auto started = launcher.Start(); !started) {
     std::fprintf(stderr, "%s\n", started.error().ToString().c_str());
     return 1;

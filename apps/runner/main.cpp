@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/exit_codes.h"
 #include "runner/build_info.h"
 #include "runner/cli.h"
 #include "runner/copy_self.h"
@@ -21,10 +22,10 @@ namespace {
 
 using namespace berth::runner;
 
-constexpr int kExitOk = 0;
-constexpr int kExitFailed = 1;
-constexpr int kExitUsage = 2;
-constexpr int kExitResultUnwritten = 3;
+using berth::exit_code::kOk;
+using berth::exit_code::kRunnerFailed;
+using berth::exit_code::kRunnerResultUnwritten;
+using berth::exit_code::kRunnerUsage;
 
 int Version(const VersionCommand& v) {
   const auto& info = GetBuildInfo();
@@ -36,7 +37,7 @@ int Version(const VersionCommand& v) {
   } else {
     std::printf("runner %s\n", info.version.c_str());
   }
-  return kExitOk;
+  return kOk;
 }
 
 // SIGTERM and SIGINT are read from a signalfd so that the run can forward them to TF as an
@@ -96,9 +97,9 @@ int Run(const RunCommand& run, const LoggingOptions& logging) {
   if (gateway) gateway->Deliver(options, result);
   if (!WriteResult(options.result, result, options.result_max_bytes)) {
     std::fprintf(stderr, "runner: cannot write the result to %s\n", options.result.c_str());
-    return kExitResultUnwritten;
+    return kRunnerResultUnwritten;
   }
-  return ExitCodeFor(result);
+  return berth::RunnerExitCode(result);
 }
 
 // Invalid flags for `run` still owe a result document, of kind InvalidFlags.
@@ -106,9 +107,9 @@ int InvalidRunFlags(const RunOptions& options, const berth::Error& error) {
   berth::RunResult result;
   result.op = options.op;
   result.error =
-      berth::RunError{berth::RunErrorKind::kInvalidFlags, "flags", error.message, kExitUsage, ""};
-  if (!WriteResult(options.result, result, options.result_max_bytes)) return kExitResultUnwritten;
-  return kExitUsage;
+      berth::RunError{berth::RunErrorKind::kInvalidFlags, "flags", error.message, kRunnerUsage, ""};
+  if (!WriteResult(options.result, result, options.result_max_bytes)) return kRunnerResultUnwritten;
+  return kRunnerUsage;
 }
 
 }  // namespace
@@ -121,19 +122,19 @@ int main(int argc, char** argv) {
                  std::string(Usage()).c_str());
     if (auto* run = std::get_if<RunCommand>(&line.command))
       return InvalidRunFlags(run->options, *line.error);
-    return kExitUsage;
+    return kRunnerUsage;
   }
   if (std::holds_alternative<UsageCommand>(line.command)) {
     std::fprintf(stderr, "%s", std::string(Usage()).c_str());
-    return kExitUsage;
+    return kRunnerUsage;
   }
   if (auto* copy = std::get_if<CopyCommand>(&line.command)) {
     auto copied = CopySelf(copy->arguments.front());
     if (!copied) {
       std::fprintf(stderr, "runner copy: %s\n", copied.error().ToString().c_str());
-      return kExitFailed;
+      return kRunnerFailed;
     }
-    return kExitOk;
+    return kOk;
   }
   if (auto* version = std::get_if<VersionCommand>(&line.command)) return Version(*version);
   return Run(std::get<RunCommand>(line.command), line.logging);

@@ -156,8 +156,7 @@ int Call(const Globals& g, const std::string& method, const std::string& path, c
     return kExitUnavailable;
   }
   if (response->status >= 300) {
-    PrintError(response->body, response->status);
-    return ExitFor(response->status);
+    return ReportError(response->body, response->status);
   }
   if (!quiet && !response->body.empty()) {
     Print(g, kind, json::parse(response->body, nullptr, false), list);

@@ -3,16 +3,18 @@
 // (deploy, logs, approve, cancel, outputs).
 #pragma once
 
+#include "core/exit_codes.h"
+
 namespace berth::cli {
 
-// Exit codes scripts can rely on.
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitRefused = 1;           // the server refused the request (4xx)
-inline constexpr int kExitUsage = 2;             // bad flags or arguments
-inline constexpr int kExitNotFound = 3;          // 404
-inline constexpr int kExitConflict = 4;          // 409 or 412
-inline constexpr int kExitUnavailable = 5;       // no answer, or a server error (5xx)
-inline constexpr int kExitDeploymentFailed = 6;  // a deployment ended failed or cancelled
+// Exit codes scripts can rely on (core/exit_codes.h has what each means).
+inline constexpr int kExitOk = exit_code::kOk;
+inline constexpr int kExitRefused = exit_code::kCliRefused;
+inline constexpr int kExitUsage = exit_code::kCliUsage;
+inline constexpr int kExitNotFound = exit_code::kCliNotFound;
+inline constexpr int kExitConflict = exit_code::kCliConflict;
+inline constexpr int kExitUnavailable = exit_code::kCliUnavailable;
+inline constexpr int kExitDeploymentFailed = exit_code::kCliDeploymentFailed;
 
 int Main(int argc, char** argv);
 

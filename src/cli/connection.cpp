@@ -61,32 +61,32 @@ Result<Connection> Connect(const Globals& g) {
   return c;
 }
 
-int ExitFor(int status) {
-  if (status < 300) return kExitOk;
-  if (status == 404) return kExitNotFound;
-  if (status == 409 || status == 412) return kExitConflict;
-  if (status >= 500) return kExitUnavailable;
-  return kExitRefused;
-}
-
-void PrintError(const std::string& body, int status) {
+int ReportError(const std::string& body, int status) {
   json doc = json::parse(body, nullptr, false);
-  if (!doc.is_object() || !doc.contains("error")) {
+  if (!doc.is_object() || !doc.contains("error") || !doc["error"].is_object()) {
     std::fprintf(stderr, "error: HTTP %d: %s\n", status, body.c_str());
-    return;
+    return Describe(ErrorKindForStatus(status)).cli_exit;
   }
   const json& e = doc["error"];
-  std::fprintf(stderr, "error: %s: %s\n", e.value("kind", "Error").c_str(),
-               e.value("message", "").c_str());
-  if (e.contains("fields")) {
-    for (const auto& f : e["fields"]) {
-      std::fprintf(stderr, "  %s: %s\n", f.value("path", "").c_str(), f.value("rule", "").c_str());
+  auto text = [](const json& object, const char* key) {
+    auto it = object.find(key);
+    return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  std::string kind = text(e, "kind");
+  std::fprintf(stderr, "error: %s: %s\n", kind.empty() ? "Error" : kind.c_str(),
+               text(e, "message").c_str());
+  if (auto fields = e.find("fields"); fields != e.end() && fields->is_array()) {
+    for (const auto& f : *fields) {
+      if (f.is_object())
+        std::fprintf(stderr, "  %s: %s\n", text(f, "path").c_str(), text(f, "rule").c_str());
     }
   }
-  if (e.contains("environments")) {
-    for (const auto& env : e["environments"])
-      std::fprintf(stderr, "  in use by %s\n", env.get<std::string>().c_str());
+  if (auto envs = e.find("environments"); envs != e.end() && envs->is_array()) {
+    for (const auto& env : *envs) {
+      if (env.is_string()) std::fprintf(stderr, "  in use by %s\n", env.get<std::string>().c_str());
+    }
   }
+  return Describe(ParseErrorKind(kind).value_or(ErrorKindForStatus(status))).cli_exit;
 }
 
 std::optional<Connection> Reach(const Globals& g) {

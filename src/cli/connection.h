@@ -27,10 +27,9 @@ std::filesystem::path DefaultDataDir();
 Result<Connection> Connect(const Globals& g);
 // The connection, or nothing after saying why on stderr.
 std::optional<Connection> Reach(const Globals& g);
-// The exit code for an HTTP status (cli.h).
-int ExitFor(int status);
-// Prints the server's error as it is: kind, message, then each field and its rule.
-void PrintError(const std::string& body, int status);
+// Prints the server's error as it is (kind, message, then each field and its rule) and
+// returns the exit code the error table gives its kind (a body without one: its status's).
+int ReportError(const std::string& body, int status);
 // Sends a request to /orgs/{org}{path} as the connection's token; errors are printed and
 // returned as the exit code.
 Result<net::HttpResponse> SendToOrg(const Connection& c, net::HttpRequest request,

@@ -39,8 +39,7 @@ Answer Send(const Connection& c, const std::string& method, const std::string& p
     return {kExitUnavailable, {}, {}};
   }
   if (response->status >= 300) {
-    PrintError(response->body, response->status);
-    return {ExitFor(response->status), {}, {}};
+    return {ReportError(response->body, response->status), {}, {}};
   }
   return {kExitOk, json::parse(response->body, nullptr, false), response->headers};
 }
@@ -67,8 +66,7 @@ int64_t ReadLog(const Connection& c, const std::string& id, int64_t after, bool 
     return -kExitUnavailable;
   }
   if (response->status >= 300) {
-    PrintError(response->body, response->status);
-    return -ExitFor(response->status);
+    return -ReportError(response->body, response->status);
   }
   auto position = response->headers.find("x-berth-log-position");
   if (position == response->headers.end()) return after;

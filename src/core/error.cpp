@@ -1,66 +1,59 @@
-// Names and HTTP statuses of berth's error kinds.
+// The table of berth's error kinds: names, HTTP statuses, exit codes.
 #include "core/error.h"
 
+#include <array>
 #include <stdexcept>
+
+#include "core/exit_codes.h"
 
 namespace berth {
 
-std::string_view ErrorKindName(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::kInvalidArgument:
-      return "InvalidArgument";
-    case ErrorKind::kNotFound:
-      return "NotFound";
-    case ErrorKind::kAlreadyExists:
-      return "AlreadyExists";
-    case ErrorKind::kConflict:
-      return "Conflict";
-    case ErrorKind::kFailedPrecondition:
-      return "FailedPrecondition";
-    case ErrorKind::kUnauthenticated:
-      return "Unauthenticated";
-    case ErrorKind::kPermissionDenied:
-      return "PermissionDenied";
-    case ErrorKind::kResourceExhausted:
-      return "ResourceExhausted";
-    case ErrorKind::kUnavailable:
-      return "Unavailable";
-    case ErrorKind::kDeadlineExceeded:
-      return "DeadlineExceeded";
-    case ErrorKind::kCancelled:
-      return "Cancelled";
-    case ErrorKind::kInternal:
-      return "Internal";
+namespace {
+
+using exit_code::kCliConflict;
+using exit_code::kCliNotFound;
+using exit_code::kCliRefused;
+using exit_code::kCliUnavailable;
+
+// clang-format off
+constexpr std::array<ErrorKindInfo, 12> kKinds{{
+    // kind                            name                  HTTP  berth exits
+    {ErrorKind::kInvalidArgument,    "InvalidArgument",    400, kCliRefused},
+    {ErrorKind::kNotFound,           "NotFound",           404, kCliNotFound},
+    {ErrorKind::kAlreadyExists,      "AlreadyExists",      409, kCliConflict},
+    {ErrorKind::kConflict,           "Conflict",           409, kCliConflict},
+    {ErrorKind::kFailedPrecondition, "FailedPrecondition", 409, kCliConflict},
+    {ErrorKind::kUnauthenticated,    "Unauthenticated",    401, kCliRefused},
+    {ErrorKind::kPermissionDenied,   "PermissionDenied",   403, kCliRefused},
+    {ErrorKind::kResourceExhausted,  "ResourceExhausted",  429, kCliRefused},
+    {ErrorKind::kUnavailable,        "Unavailable",        503, kCliUnavailable},
+    {ErrorKind::kDeadlineExceeded,   "DeadlineExceeded",   504, kCliUnavailable},
+    {ErrorKind::kCancelled,          "Cancelled",          499, kCliRefused},
+    {ErrorKind::kInternal,           "Internal",           500, kCliUnavailable},
+}};
+// clang-format on
+
+}  // namespace
+
+const ErrorKindInfo& Describe(ErrorKind kind) {
+  for (const ErrorKindInfo& info : kKinds) {
+    if (info.kind == kind) return info;
   }
-  return "Internal";
+  return kKinds.back();  // kInternal
 }
 
-int HttpStatus(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::kInvalidArgument:
-      return 400;
-    case ErrorKind::kUnauthenticated:
-      return 401;
-    case ErrorKind::kPermissionDenied:
-      return 403;
-    case ErrorKind::kNotFound:
-      return 404;
-    case ErrorKind::kAlreadyExists:
-    case ErrorKind::kConflict:
-    case ErrorKind::kFailedPrecondition:
-      return 409;
-    case ErrorKind::kResourceExhausted:
-      return 429;
-    case ErrorKind::kCancelled:
-      return 499;
-    case ErrorKind::kUnavailable:
-      return 503;
-    case ErrorKind::kDeadlineExceeded:
-      return 504;
-    case ErrorKind::kInternal:
-      return 500;
+std::optional<ErrorKind> ParseErrorKind(std::string_view name) {
+  for (const ErrorKindInfo& info : kKinds) {
+    if (info.name == name) return info.kind;
   }
-  return 500;
+  return std::nullopt;
+}
+
+ErrorKind ErrorKindForStatus(int status) {
+  if (status == 404) return ErrorKind::kNotFound;
+  if (status == 409 || status == 412) return ErrorKind::kConflict;
+  if (status >= 500) return ErrorKind::kUnavailable;
+  return ErrorKind::kInvalidArgument;
 }
 
 std::string Error::ToString() const {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <boost/system/result.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,8 +26,22 @@ enum class ErrorKind {
   kInternal,  // a broken invariant or an unexpected failure of the system
 };
 
-std::string_view ErrorKindName(ErrorKind kind);
-int HttpStatus(ErrorKind kind);
+// Everything a kind means to the outside, in one table (core/error.cpp): its name in JSON
+// error bodies, the HTTP status berthd answers with, and the exit code of `berth` when the
+// server answers with it.
+struct ErrorKindInfo {
+  ErrorKind kind;
+  std::string_view name;
+  int http_status;
+  int cli_exit;
+};
+const ErrorKindInfo& Describe(ErrorKind kind);
+std::optional<ErrorKind> ParseErrorKind(std::string_view name);
+// The kind an HTTP status stands for, for an answer whose body names none (a proxy's 502).
+ErrorKind ErrorKindForStatus(int status);
+
+inline std::string_view ErrorKindName(ErrorKind kind) { return Describe(kind).name; }
+inline int HttpStatus(ErrorKind kind) { return Describe(kind).http_status; }
 
 // One offending value of a request: its JSON path and the rule it broke.
 struct FieldError {
@@ -54,9 +69,19 @@ inline Error MakeError(ErrorKind kind, std::string message, std::string context 
 // ("what: $.a is required; $.b must be ...") for a reader without the fields.
 Error InvalidFields(std::string_view what, FieldErrors fields);
 
-// Boost.System's result behaves as std::expected; see cmake/Dependencies.cmake for why.
+// Boost.System's result behaves as std::expected; see cmake/Dependencies.cmake for why. It is
+// [[nodiscard]]: a result nobody looks at is an error nobody handles, so the build refuses it
+// (a caller that means to drop one says so with IgnoreError and a reason).
 template <class T>
-using Result = boost::system::result<T, Error>;
+class [[nodiscard]] Result : public boost::system::result<T, Error> {
+ public:
+  using boost::system::result<T, Error>::result;
+};
+
+// Drops a result on purpose; `why` is for the reader (best-effort cleanup, a log nobody
+// waits for).
+template <class T>
+void IgnoreError(const Result<T>& /*result*/, std::string_view /*why*/) {}
 
 // A success holding value, for types (such as nlohmann::json) that could also be built from an
 // Error and so make the implicit conversion ambiguous.

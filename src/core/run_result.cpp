@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/enum_names.h"
+#include "core/exit_codes.h"
 
 namespace berth {
 namespace {
@@ -122,6 +123,18 @@ std::string_view RunErrorKindName(RunErrorKind kind) {
 
 std::optional<RunErrorKind> ParseRunErrorKind(std::string_view name) {
   return ValueOf(kKindNames, name);
+}
+
+json RunResultToJson(const RunResult& result) {
+  Trim whole;
+  whole.short_bytes = std::string::npos;
+  return ToJson(result, whole);
+}
+
+int RunnerExitCode(const RunResult& result) {
+  if (!result.error) return exit_code::kOk;
+  if (result.error->kind == RunErrorKind::kInvalidFlags) return exit_code::kRunnerUsage;
+  return exit_code::kRunnerFailed;
 }
 
 std::string SerializeRunResult(const RunResult& result, size_t max_bytes) {

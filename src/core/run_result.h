@@ -3,10 +3,13 @@
 #pragma once
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "core/error.h"
 
 namespace berth {
 
@@ -38,6 +41,8 @@ struct RunStep {
   std::string name;
   int exit = 0;
   double seconds = 0;
+
+  bool operator==(const RunStep&) const = default;
 };
 
 struct PlanSummary {
@@ -45,16 +50,22 @@ struct PlanSummary {
   bool keyed = false;
   int add = 0, change = 0, destroy = 0, replace = 0, import = 0;
   bool has_changes = false;
+
+  bool operator==(const PlanSummary&) const = default;
 };
 
 struct OutputInfo {
   std::string name;
   bool sensitive = false;
+
+  bool operator==(const OutputInfo&) const = default;
 };
 
 struct DriftReport {
   bool drifted = false;
   std::vector<std::string> resources;  // addresses whose real state moved
+
+  bool operator==(const DriftReport&) const = default;
 };
 
 struct RunError {
@@ -63,6 +74,8 @@ struct RunError {
   std::string message;
   int exit_code = 0;
   std::string tail;  // masked, bounded end of the failing step's output
+
+  bool operator==(const RunError&) const = default;
 };
 
 struct RunResult {
@@ -78,7 +91,21 @@ struct RunResult {
   std::optional<std::vector<OutputInfo>> outputs;
   std::optional<DriftReport> drift;
   std::optional<RunError> error;  // nullopt: success, written as "error": null
+
+  bool operator==(const RunResult&) const = default;
 };
+
+// The runner's exit code for a run that ended with result (docs/runner.md, "Exit codes"):
+// 0 on success, 2 when its flags were refused, 1 for every other failure.
+int RunnerExitCode(const RunResult& result);
+
+// A result document as a runner wrote it, checked field by field (the runner shares its Pod
+// with a hostile module): an error names the first field that is wrong. Unknown fields are
+// left out, so a newer runner's additions do not fail an older berthd.
+Result<RunResult> ParseRunResult(std::string_view text);
+
+// The whole document, nothing cut: what berthd keeps of a parsed result.
+nlohmann::json RunResultToJson(const RunResult& result);
 
 // The smallest budget the serializer accepts: the identity, the op and the error kind always fit.
 inline constexpr size_t kMinResultBytes = 512;

@@ -3,14 +3,15 @@
 // the same outcome; the dispatcher does not know which one it talks to.
 #pragma once
 
-#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "core/error.h"
+#include "core/run_result.h"
 #include "core/runner_invocation.h"
 
 namespace berth::launch {
@@ -27,28 +28,44 @@ struct LaunchRequest {
 
 // Why a runner ended other than by finishing its run (the result document's kinds cover a run
 // that finished). Each names what a user should look at.
-inline constexpr std::string_view kRunnerConnectionFailed = "RunnerConnectionFailed";
-inline constexpr std::string_view kRunnerQuotaExhausted = "RunnerQuotaExhausted";
-inline constexpr std::string_view kRunnerOomKilled = "OOMKilled";
-inline constexpr std::string_view kRunnerEvicted = "Evicted";
-inline constexpr std::string_view kRunnerDeadlineExceeded = "DeadlineExceeded";
-inline constexpr std::string_view kRunnerImagePullFailed = "ImagePullBackOff";
-inline constexpr std::string_view kRunnerConfigError = "CreateContainerConfigError";
-inline constexpr std::string_view kRunnerUnschedulable = "Unschedulable";
-inline constexpr std::string_view kRunnerLost = "RunnerLost";
-inline constexpr std::string_view kRunnerCancelled = "Cancelled";
-inline constexpr std::string_view kRunnerFailed = "RunnerFailed";  // exited without a result
+enum class RunnerEnd {
+  kConnectionFailed,  // its Pod never ran within the startup grace period
+  kQuotaExhausted,    // a ResourceQuota refused its Pod until the grace period ran out
+  kOomKilled,
+  kEvicted,
+  kDeadlineExceeded,  // its Pod's activeDeadlineSeconds
+  kImagePullFailed,
+  kConfigError,  // the kubelet could not create its container
+  kUnschedulable,
+  kLost,       // nobody knows how it ended: its Pod or process vanished
+  kCancelled,  // stopped before it wrote a result
+  kFailed,     // exited without a (valid) result
+};
+std::string_view RunnerEndName(RunnerEnd end);
 
 struct RunOutcome {
   bool succeeded = false;
-  int exit_code = -1;                    // -1: the runner never exited (or nobody saw it)
-  std::optional<nlohmann::json> result;  // the runner's result document, when it wrote one
-  std::string error_kind;                // empty on success; the result's kind or one of the above
+  int exit_code = -1;               // -1: the runner never exited (or nobody saw it)
+  std::optional<RunResult> result;  // the runner's result document, when it wrote a valid one
+  // Why it failed (monostate on success): the result's error kind, or how the runner ended
+  // without finishing its run.
+  std::variant<std::monostate, RunErrorKind, RunnerEnd> failure;
   std::string message;
   // The image the runner's container ran, as its node resolved it (a digest); empty when the
   // launcher does not know (a local process).
   std::string image_id;
+
+  // The failure's name ("Apply", "RunnerLost"); empty on success.
+  std::string_view FailureName() const;
+  bool EndedAs(RunnerEnd end) const { return failure == decltype(failure)(end); }
+  // Stopped on request: by the launcher, or the runner's own result says so.
+  bool Cancelled() const {
+    return EndedAs(RunnerEnd::kCancelled) || failure == decltype(failure)(RunErrorKind::kCancelled);
+  }
 };
+
+// A failed outcome: how the runner ended, and why in words.
+RunOutcome RunnerEnded(RunnerEnd end, std::string message);
 
 // Something a user should know about a run that goes on: an override that was ignored, a full
 // quota the launcher is waiting out. It reaches the deployment as an event and a log line.
@@ -60,12 +77,17 @@ struct LaunchEvent {
 inline constexpr std::string_view kImageOverrideIgnored = "ImageOverrideIgnored";
 inline constexpr std::string_view kUntrackedRunnerStopped = "UntrackedRunnerStopped";
 
+// Who hears what a launcher says about its runs (the dispatcher), from a launcher thread: each
+// run's end, once, and the events before it.
+class RunObserver {
+ public:
+  virtual ~RunObserver() = default;
+  virtual void OnRunEnd(const std::string& run_id, const RunOutcome& outcome) = 0;
+  virtual void OnRunEvent(const std::string& run_id, const LaunchEvent& event) = 0;
+};
+
 class Launcher {
  public:
-  // Called once per run when its runner has ended, from a launcher thread.
-  using OnEnd = std::function<void(const std::string& run_id, const RunOutcome& outcome)>;
-  using OnEvent = std::function<void(const std::string& run_id, const LaunchEvent& event)>;
-
   virtual ~Launcher() = default;
   // Starts the run's runner, or adopts the one that already exists for run_id.
   virtual Result<void> Launch(const LaunchRequest& request) = 0;

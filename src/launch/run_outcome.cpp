@@ -2,31 +2,67 @@
 
 #include <fmt/format.h>
 
+#include "core/enum_names.h"
+
 namespace berth::launch {
+namespace {
+
+constexpr EnumNames<RunnerEnd, 11> kRunnerEndNames{{
+    {RunnerEnd::kConnectionFailed, "RunnerConnectionFailed"},
+    {RunnerEnd::kQuotaExhausted, "RunnerQuotaExhausted"},
+    {RunnerEnd::kOomKilled, "OOMKilled"},
+    {RunnerEnd::kEvicted, "Evicted"},
+    {RunnerEnd::kDeadlineExceeded, "DeadlineExceeded"},
+    {RunnerEnd::kImagePullFailed, "ImagePullBackOff"},
+    {RunnerEnd::kConfigError, "CreateContainerConfigError"},
+    {RunnerEnd::kUnschedulable, "Unschedulable"},
+    {RunnerEnd::kLost, "RunnerLost"},
+    {RunnerEnd::kCancelled, "Cancelled"},
+    {RunnerEnd::kFailed, "RunnerFailed"},
+}};
+
+}  // namespace
+
+std::string_view RunnerEndName(RunnerEnd end) {
+  return NameOf(kRunnerEndNames, end, "RunnerFailed");
+}
+
+std::string_view RunOutcome::FailureName() const {
+  if (const auto* kind = std::get_if<RunErrorKind>(&failure)) return RunErrorKindName(*kind);
+  if (const auto* end = std::get_if<RunnerEnd>(&failure)) return RunnerEndName(*end);
+  return {};
+}
+
+RunOutcome RunnerEnded(RunnerEnd end, std::string message) {
+  RunOutcome outcome;
+  outcome.failure = end;
+  outcome.message = std::move(message);
+  return outcome;
+}
 
 RunOutcome OutcomeFromResult(std::optional<int> exit_code, std::string_view result_text) {
-  using nlohmann::json;
   RunOutcome outcome;
   outcome.exit_code = exit_code.value_or(-1);
-  json result = json::parse(result_text, nullptr, false);
-  if (result.is_object() && result.contains("error")) {
-    outcome.result = result;
-    const json& error = result["error"];
-    if (error.is_null()) {
-      outcome.succeeded = exit_code.value_or(0) == 0;
-    } else if (error.is_object()) {
-      auto text = [&](const char* key, std::string fallback) {
-        auto it = error.find(key);
-        return it != error.end() && it->is_string() ? it->get<std::string>() : fallback;
-      };
-      outcome.error_kind = text("kind", std::string(kRunnerFailed));
-      outcome.message = text("message", "");
+  auto result = ParseRunResult(result_text);
+  if (result) {
+    if (result->error) {
+      outcome.failure = result->error->kind;
+      outcome.message = result->error->message;
+    } else if (exit_code.value_or(0) == 0) {
+      outcome.succeeded = true;
+    } else {
+      outcome.failure = RunnerEnd::kFailed;
+      outcome.message = fmt::format("the runner exited {} with a result of success", *exit_code);
     }
+    outcome.result = std::move(*result);
+    return outcome;
   }
-  if (!outcome.succeeded && outcome.error_kind.empty()) {
-    outcome.error_kind = kRunnerFailed;
+  outcome.failure = RunnerEnd::kFailed;
+  if (result_text.empty()) {
     outcome.message = exit_code ? fmt::format("the runner exited {} without a result", *exit_code)
                                 : std::string("the runner ended without a result");
+  } else {
+    outcome.message = "the runner's result was refused: " + result.error().message;
   }
   return outcome;
 }

@@ -53,12 +53,18 @@ struct ServerOptions {
 class HttpServer {
  public:
   virtual ~HttpServer() = default;
+  // The bound port: known from the bind on, before anything is served.
   virtual int Port() const = 0;
+  // Starts accepting; the handler runs on the worker threads. Once only.
+  virtual void Serve(Handler handler) = 0;
   // Stops accepting, closes connections, and joins every thread.
   virtual void Stop() = 0;
 };
 
-// Binds and starts serving; the handler runs on the worker threads.
+// Binds the listening socket (connections wait in its backlog until Serve), so that a program
+// can learn its own URL before it builds what serves it.
+Result<std::unique_ptr<HttpServer>> BindHttpServer(const ServerOptions& options);
+// Binds and serves at once.
 Result<std::unique_ptr<HttpServer>> StartHttpServer(const ServerOptions& options, Handler handler);
 
 }  // namespace berth::net

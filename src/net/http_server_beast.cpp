@@ -47,15 +47,14 @@ ServerResponse PlainError(int status, std::string message) {
 
 class BeastServer final : public HttpServer {
  public:
-  BeastServer(ServerOptions options, Handler handler)
+  explicit BeastServer(ServerOptions options)
       : options_(std::move(options)),
-        handler_(std::move(handler)),
         workers_(static_cast<size_t>(options_.worker_threads)),
         acceptor_(asio::make_strand(io_)) {}
 
   ~BeastServer() override { Stop(); }
 
-  Result<void> Start() {
+  Result<void> Bind() {
     bool tls = !options_.tls_cert_file.empty() || !options_.tls_key_file.empty();
     if (!tls && !options_.allow_plain_http && !IsLoopback(options_.address)) {
       return MakeError(ErrorKind::kInvalidArgument,
@@ -91,12 +90,16 @@ class BeastServer final : public HttpServer {
                        options_.address + ":" + std::to_string(options_.port));
     }
     port_ = acceptor_.local_endpoint().port();
+    return {};
+  }
+
+  void Serve(Handler handler) override {
+    handler_ = std::move(handler);
     // Several I/O threads run the context: the acceptor, and each connection, has its own
     // strand, so that no two threads touch one socket at once (Stop closes the acceptor on
     // its strand too).
     asio::co_spawn(acceptor_.get_executor(), Accept(), asio::detached);
     for (int i = 0; i < options_.io_threads; ++i) threads_.emplace_back([this] { io_.run(); });
-    return {};
   }
 
   int Port() const override { return port_; }
@@ -258,10 +261,16 @@ class BeastServer final : public HttpServer {
 
 }  // namespace
 
-Result<std::unique_ptr<HttpServer>> StartHttpServer(const ServerOptions& options, Handler handler) {
-  auto server = std::make_unique<BeastServer>(options, std::move(handler));
-  if (auto started = server->Start(); !started) return started.error();
+Result<std::unique_ptr<HttpServer>> BindHttpServer(const ServerOptions& options) {
+  auto server = std::make_unique<BeastServer>(options);
+  if (auto bound = server->Bind(); !bound) return bound.error();
   return std::unique_ptr<HttpServer>(std::move(server));
+}
+
+Result<std::unique_ptr<HttpServer>> StartHttpServer(const ServerOptions& options, Handler handler) {
+  auto server = BindHttpServer(options);
+  if (server) (*server)->Serve(std::move(handler));
+  return server;
 }
 
 }  // namespace berth::net

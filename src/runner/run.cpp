@@ -473,6 +473,4 @@ bool WriteResult(const std::string& path, const RunResult& result, size_t max_by
   return fsync(fd.Get()) == 0 || errno == EINVAL;  // /dev/termination-log may not sync
 }
 
-int ExitCodeFor(const RunResult& result) { return result.error ? 1 : 0; }
-
 }  // namespace berth::runner

@@ -29,7 +29,4 @@ RunResult ExecuteRun(const RunOptions& options, const RunContext& context);
 // Returns false when it could not be written.
 bool WriteResult(const std::string& path, const RunResult& result, size_t max_bytes);
 
-// The process exit code for a finished run: 0 success, 1 the op failed.
-int ExitCodeFor(const RunResult& result);
-
 }  // namespace berth::runner

@@ -7,7 +7,6 @@
 #include <thread>
 
 #include "core/base64.h"
-#include "core/mutex.h"
 #include "core/time_format.h"
 #include "crypto/jws.h"
 #include "kube/kube_config.h"
@@ -152,10 +151,21 @@ void LogRequest(sys::Logger& log, const net::ServerRequest& r, const net::Server
                        {"remote", r.remote}});
 }
 
-}  // namespace
+// What berthd needs that may fail to come up, in the order it comes up: the data folder and
+// the store (which holds the first admin token and the run-token key), the listening socket
+// (bound, not yet serving: its URL is what runners are told), and the cluster's client.
+struct Foundations {
+  std::unique_ptr<store::Store> store;
+  std::optional<std::string> first_admin_token;  // set on the first start only
+  crypto::Ed25519Signer signer;
+  std::unique_ptr<net::HttpServer> server;
+  std::string url;
+  std::string database_kind;                      // "sqlite" or "postgres", for the log
+  std::unique_ptr<kube::KubeClient> kube_client;  // null without --kubernetes
+  std::optional<launch::KubernetesSettings> kube_settings;
+};
 
-Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& stop,
-                       const std::function<void(const std::string&, const fs::path&)>& on_ready) {
+Result<Foundations> LayFoundations(const DaemonOptions& options) {
   std::error_code ec;
   fs::create_directories(options.data_dir, ec);
   if (ec)
@@ -169,165 +179,202 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
   if (!store) return store.error();
   auto first_admin_token = Bootstrap(**store, options.data_dir);
   if (!first_admin_token) return first_admin_token.error();
+  auto signer = LoadOrCreateRunTokenSigner(**store, options.data_dir);
+  if (!signer) return signer.error();
 
   auto listen = SplitListen(options.listen);
   if (!listen) return listen.error();
-  auto signer = LoadOrCreateRunTokenSigner(**store, options.data_dir);
-  if (!signer) return signer.error();
-  StateBackend states((*store)->States(), signer->PublicKey(), UnixSecondsNow);
-  ChangeFeed dispatch_feed, log_feed;  // what wakes the dispatcher; what wakes log followers
-  BerthdMetrics metrics;               // before all that reports to it
-  sys::Logger log(options.log_format, options.verbosity);
-  RunGateway gateway(**store,
-                     {.public_key = signer->PublicKey(), .now = UnixSecondsNow, .feed = &log_feed});
-  // The listening port may be chosen by the kernel: the dispatcher learns berthd's URL once
-  // the server is up, and is made only then.
-  std::unique_ptr<Dispatcher> dispatcher;
-  std::unique_ptr<launch::LocalLauncher> local;
-  // What callbacks reach: set once the dispatcher is made (its own methods are thread-safe).
-  // A pointer, not a lock: a launcher reports from inside Dispatcher::Tick's Launch call.
-  std::atomic<Dispatcher*> live{nullptr};
-  ApiOptions api_options{.requests_per_second = options.rate_limit,
-                         .burst = options.rate_limit * 2,
-                         .allow_server_paths = options.embedded};
-  // berthd runs deployments when it has a launcher: local runners, Kubernetes, or both.
-  if (!options.runner_binary.empty() || options.kubernetes) {
-    api_options.cancel_run = [&](const std::string& org, const std::string& id) -> Result<void> {
-      Dispatcher* d = live.load();
-      if (d == nullptr) return MakeError(ErrorKind::kUnavailable, "berthd is starting");
-      return d->Cancel(org, id);
-    };
-    api_options.approve = [&](const std::string& org, const std::string& id,
-                              const std::string& hash,
-                              const std::string& who) -> Result<store::Deployment> {
-      Dispatcher* d = live.load();
-      if (d == nullptr) return MakeError(ErrorKind::kUnavailable, "berthd is starting");
-      return d->Approve(org, id, hash, who);
-    };
-  }
-  api_options.queued = &dispatch_feed;
-  api_options.logs = &log_feed;
-  Api api(**store, api_options);
-  if (options.embedded && *first_admin_token) {
-    if (auto seeded = SeedEmbeddedDefaults(api, **first_admin_token); !seeded)
-      return seeded.error();
-  }
-  // The cluster's client before the server: /metrics reads its request counts.
-  std::unique_ptr<kube::KubeClient> kube_client;
-  std::optional<launch::KubernetesSettings> kube_settings;
+  auto server = net::BindHttpServer({.address = listen->first,
+                                     .port = listen->second,
+                                     .tls_cert_file = options.tls_cert_file,
+                                     .tls_key_file = options.tls_key_file,
+                                     .allow_plain_http = options.allow_plain_http,
+                                     // a state file; the API's own bodies are small
+                                     .max_body_bytes = 64 << 20});
+  if (!server) return server.error();
+  bool tls = !options.tls_cert_file.empty();
+  std::string host =
+      listen->first.find(':') != std::string::npos ? "[" + listen->first + "]" : listen->first;
+  std::string url = (tls ? "https://" : "http://") + host + ":" + std::to_string((*server)->Port());
+
+  Foundations f{.store = std::move(*store),
+                .first_admin_token = std::move(*first_admin_token),
+                .signer = std::move(*signer),
+                .server = std::move(*server),
+                .url = std::move(url),
+                .database_kind = database.starts_with("postgres") ? "postgres" : "sqlite"};
   if (options.kubernetes) {
     kube::Environment env = kube::CurrentEnvironment();
     auto config = kube::KubeConfig::Load(env, {});
     if (!config) return config.error();
     auto settings = launch::KubernetesSettings::FromEnvironment(env);
     if (!settings) return settings.error();
-    kube_settings = std::move(*settings);
-    kube_client = kube::MakeKubeClient(std::move(*config));
+    f.kube_settings = std::move(*settings);
+    f.kube_client = kube::MakeKubeClient(std::move(*config));
   }
-  auto route = [&](const net::ServerRequest& r) -> net::ServerResponse {
+  return f;
+}
+
+// What every local run may see of berthd's environment: where programs are, the TF CLI
+// configuration (provider mirrors), and the cluster of kubernetes state storage; nothing else.
+std::vector<std::string> LocalRunEnvironment() {
+  std::vector<std::string> environment;
+  for (const char* name :
+       {"PATH", "TF_CLI_CONFIG_FILE", "TF_PLUGIN_CACHE_DIR", "KUBE_CONFIG_PATH"}) {
+    if (const char* value = std::getenv(name))
+      environment.push_back(std::string(name) + "=" + value);
+  }
+  return environment;
+}
+
+// berthd, built in member order with plain references: the log and the metrics (everything
+// reports to them), the feeds, the foundations, the state backend and the runner gateway, the
+// dispatcher (the one owner of deployment state), the API, then the launchers, which report to
+// the dispatcher and are registered with it before it first ticks.
+class Berthd {
+ public:
+  Berthd(const DaemonOptions& options, Foundations foundations)
+      : options_(options),
+        log_(options.log_format, options.verbosity),
+        base_(std::move(foundations)),
+        states_(base_.store->States(), base_.signer.PublicKey(), SystemClock::Instance()),
+        gateway_(*base_.store, {.public_key = base_.signer.PublicKey(), .feed = &log_feed_}),
+        dispatcher_(*base_.store, launchers_, base_.signer,
+                    DispatcherOptions{
+                        .url = options.advertise_url.empty() ? base_.url : options.advertise_url,
+                        .run_deadline = options.run_deadline,
+                        .providers = options.providers,
+                        .metrics = &metrics_,
+                        .logs = &log_feed_,
+                        .wake = &dispatch_feed_,
+                        .log = &log_}),
+        api_(*base_.store, dispatcher_,
+             ApiOptions{.requests_per_second = options.rate_limit,
+                        .burst = options.rate_limit * 2,
+                        .allow_server_paths = options.embedded,
+                        .queued = &dispatch_feed_,
+                        .logs = &log_feed_}) {
+    if (base_.kube_client) {
+      kubernetes_ = std::make_unique<launch::KubernetesLauncher>(
+          *base_.kube_client, std::move(*base_.kube_settings), SystemClock::Instance(),
+          dispatcher_);
+      for (const char* type : {"kubernetes", "kubernetes-gke", "kubernetes-eks", "kubernetes-aks"})
+        launchers_[type] = kubernetes_.get();
+    }
+    if (!options.runner_binary.empty()) {
+      local_ = std::make_unique<launch::LocalLauncher>(
+          launch::LocalLauncherOptions{.runner_binary = options.runner_binary,
+                                       .runs_dir = options.data_dir / "runs",
+                                       .max_parallel = options.max_parallel_runs,
+                                       .environment = LocalRunEnvironment()},
+          dispatcher_);
+      launchers_["local"] = local_.get();
+    }
+  }
+
+  Berthd(const Berthd&) = delete;
+  Berthd& operator=(const Berthd&) = delete;
+
+  // Nothing is served once this returns; the launchers stop (as members) after that.
+  ~Berthd() {
+    base_.server->Stop();
+    if (kubernetes_) kubernetes_->Stop();
+    std::error_code ec;
+    fs::remove(UrlFilePath(options_.data_dir), ec);
+  }
+
+  // The embedded defaults on the first start, the launchers' own start, the runs a previous
+  // berthd left, then the URL file and serving.
+  Result<void> Start() {
+    if (options_.embedded && base_.first_admin_token) {
+      if (auto seeded = SeedEmbeddedDefaults(api_, *base_.first_admin_token); !seeded)
+        return seeded.error();
+    }
+    if (kubernetes_) {
+      if (auto started = kubernetes_->Start(); !started) return started.error();
+    }
+    if (auto recovered = dispatcher_.Recover(); !recovered) return recovered.error();
+    if (auto written = sys::WriteFileAtomic(UrlFilePath(options_.data_dir), base_.url + "\n");
+        !written)
+      return written.error();
+    base_.server->Serve([this](const net::ServerRequest& r) { return Handle(r); });
+    log_.Info("serving", {{"url", base_.url},
+                          {"database", base_.database_kind},
+                          {"local_runners", local_ ? "on" : "off"},
+                          {"kubernetes", kubernetes_ ? "on" : "off"}});
+    return {};
+  }
+
+  const std::string& Url() const { return base_.url; }
+
+  // Until stop: a queued deployment wakes the loop at once; the timeout bounds how late a stop,
+  // a deadline or another berthd's deployment is seen.
+  void DispatchUntil(const std::atomic<bool>& stop) {
+    while (!stop.load()) {
+      uint64_t seen = dispatch_feed_.Generation();
+      dispatcher_.Tick();
+      dispatch_feed_.WaitPast(seen, std::chrono::milliseconds(200));
+    }
+  }
+
+ private:
+  net::ServerResponse Handle(const net::ServerRequest& r) {
+    auto started = std::chrono::steady_clock::now();
+    net::ServerResponse response = Route(r);
+    std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+    metrics_.Request(response.route, r.method, response.status, took);
+    LogRequest(log_, r, response, took);
+    return response;
+  }
+
+  net::ServerResponse Route(const net::ServerRequest& r) {
     if (r.target == "/metrics" && r.method == "GET") {
       net::ServerResponse response;
       response.headers["Content-Type"] = "text/plain; version=0.0.4";
-      response.body = metrics.Scrape(**store, kube_client ? kube_client->MetricsText() : "");
+      response.body =
+          metrics_.Scrape(*base_.store, base_.kube_client ? base_.kube_client->MetricsText() : "");
       response.route = "/metrics";
       return response;
     }
     if (StateBackend::Serves(r.target)) {
-      net::ServerResponse response = states.Handle(r);
+      net::ServerResponse response = states_.Handle(r);
       response.route = std::string(kStatePathPrefix) + "{key}";
       return response;
     }
     if (RunGateway::Serves(r.target)) {
-      net::ServerResponse response = gateway.Handle(r);
-      metrics.GatewayBytes("in", r.body.size());
-      metrics.GatewayBytes("out", response.body.size());
+      net::ServerResponse response = gateway_.Handle(r);
+      metrics_.GatewayBytes("in", r.body.size());
+      metrics_.GatewayBytes("out", response.body.size());
       return response;
     }
-    return api.Handle(r);
-  };
-  net::ServerOptions server_options;
-  server_options.address = listen->first;
-  server_options.port = listen->second;
-  server_options.tls_cert_file = options.tls_cert_file;
-  server_options.tls_key_file = options.tls_key_file;
-  server_options.allow_plain_http = options.allow_plain_http;
-  server_options.max_body_bytes = 64 << 20;  // a state file; the API's own bodies are small
-  auto server = net::StartHttpServer(server_options, [&](const net::ServerRequest& r) {
-    auto started = std::chrono::steady_clock::now();
-    net::ServerResponse response = route(r);
-    std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
-    metrics.Request(response.route, r.method, response.status, took);
-    LogRequest(log, r, response, took);
-    return response;
-  });
-  if (!server) return server.error();
-  bool tls = !options.tls_cert_file.empty();
-  std::string host =
-      listen->first.find(':') != std::string::npos ? "[" + listen->first + "]" : listen->first;
-  std::string url = (tls ? "https://" : "http://") + host + ":" + std::to_string((*server)->Port());
-  if (auto written = sys::WriteFileAtomic(UrlFilePath(options.data_dir), url + "\n"); !written) {
-    return written.error();
+    return api_.Handle(r);
   }
-  std::string runner_url = options.advertise_url.empty() ? url : options.advertise_url;
-  auto on_run_end = [&](const std::string& run, const launch::RunOutcome& outcome) {
-    if (Dispatcher* d = live.load()) d->OnRunEnd(run, outcome);
-    log_feed.Notify();       // followers of its log end now
-    dispatch_feed.Notify();  // its environment is free for the next deployment
-  };
-  auto on_run_event = [&](const std::string& run, const launch::LaunchEvent& event) {
-    if (Dispatcher* d = live.load()) d->OnRunEvent(run, event);
-    log_feed.Notify();  // followers see the event's line
-  };
-  Launchers launchers;
-  std::unique_ptr<launch::KubernetesLauncher> kubernetes;
-  if (kube_client) {
-    kubernetes = std::make_unique<launch::KubernetesLauncher>(
-        *kube_client, std::move(*kube_settings), SystemClock::Instance(), on_run_end, on_run_event);
-    if (auto started = kubernetes->Start(); !started) return started.error();
-    for (const char* type : {"kubernetes", "kubernetes-gke", "kubernetes-eks", "kubernetes-aks"})
-      launchers[type] = kubernetes.get();
-  }
-  if (!options.runner_binary.empty()) {
-    launch::LocalLauncherOptions local_options{.runner_binary = options.runner_binary,
-                                               .runs_dir = options.data_dir / "runs",
-                                               .max_parallel = options.max_parallel_runs};
-    // What every local run may see of berthd's environment: where programs are, the TF CLI
-    // configuration (provider mirrors), and the cluster of kubernetes state storage; nothing
-    // else.
-    for (const char* name :
-         {"PATH", "TF_CLI_CONFIG_FILE", "TF_PLUGIN_CACHE_DIR", "KUBE_CONFIG_PATH"}) {
-      if (const char* value = std::getenv(name))
-        local_options.environment.push_back(std::string(name) + "=" + value);
-    }
-    local = std::make_unique<launch::LocalLauncher>(local_options, on_run_end, on_run_event);
-    launchers["local"] = local.get();
-  }
-  if (!launchers.empty()) {
-    dispatcher =
-        std::make_unique<Dispatcher>(**store, launchers, *signer,
-                                     DispatcherOptions{.url = runner_url,
-                                                       .run_deadline = options.run_deadline,
-                                                       .providers = options.providers,
-                                                       .metrics = &metrics,
-                                                       .log = &log});
-    live = dispatcher.get();  // before Recover: the runs it re-attaches may end at once
-    if (auto recovered = dispatcher->Recover(); !recovered) return recovered.error();
-  }
-  log.Info("serving", {{"url", url},
-                       {"database", database.starts_with("postgres") ? "postgres" : "sqlite"},
-                       {"local_runners", local ? "on" : "off"},
-                       {"kubernetes", kubernetes ? "on" : "off"}});
-  on_ready(url, AdminTokenPath(options.data_dir));
-  // A queued deployment wakes the loop at once; the timeout bounds how late a stop, a deadline
-  // or another berthd's deployment is seen.
-  while (!stop.load()) {
-    uint64_t seen = dispatch_feed.Generation();
-    if (dispatcher) dispatcher->Tick();
-    dispatch_feed.WaitPast(seen, std::chrono::milliseconds(200));
-  }
-  if (kubernetes) kubernetes->Stop();
-  (*server)->Stop();
-  fs::remove(UrlFilePath(options.data_dir), ec);
+
+  const DaemonOptions& options_;
+  sys::Logger log_;
+  BerthdMetrics metrics_;
+  ChangeFeed dispatch_feed_;  // what wakes the dispatcher
+  ChangeFeed log_feed_;       // what wakes log followers
+  Foundations base_;
+  StateBackend states_;
+  RunGateway gateway_;
+  Launchers launchers_;  // filled in the constructor's body, before the dispatcher's first use
+  Dispatcher dispatcher_;
+  Api api_;
+  std::unique_ptr<launch::LocalLauncher> local_;
+  std::unique_ptr<launch::KubernetesLauncher> kubernetes_;
+};
+
+}  // namespace
+
+Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& stop,
+                       const std::function<void(const std::string&, const fs::path&)>& on_ready) {
+  auto foundations = LayFoundations(options);
+  if (!foundations) return foundations.error();
+  Berthd berthd(options, std::move(*foundations));
+  if (auto started = berthd.Start(); !started) return started.error();
+  on_ready(berthd.Url(), AdminTokenPath(options.data_dir));
+  berthd.DispatchUntil(stop);
   return {};
 }
 

@@ -6,7 +6,7 @@ namespace berth::server {
 
 std::string RenderInputs(const store::Deployment& deployment) {
   // nlohmann's objects are ordered by key: the same variables always render the same bytes.
-  return deployment.spec.value("variables", nlohmann::json::object()).dump();
+  return deployment.spec.variables.dump();
 }
 
 std::string InputsHash(const std::string& rendered) {

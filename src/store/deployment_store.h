@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "core/deployment_spec.h"
 #include "core/deployment_state.h"
+#include "core/environment_ref.h"
 #include "core/error.h"
 
 namespace berth::store {
@@ -19,11 +21,13 @@ struct Deployment {
   std::string org_id, project_id, env_id, id;
   int64_t sequence = 0;  // its place in its environment's order (1, 2, ...)
   DeploymentState state = DeploymentState::kQueued;
-  nlohmann::json spec = nlohmann::json::object();        // op, source, variables, approval
+  DeploymentSpec spec;
   nlohmann::json transitions = nlohmann::json::array();  // [{state, at, reason}], oldest first
   nlohmann::json result;                                 // null until it has one
   std::string run_id;                                    // its current run, if any
   int64_t created_at = 0, updated_at = 0;                // milliseconds since the epoch
+
+  EnvironmentRef Environment() const { return {org_id, project_id, env_id}; }
 };
 
 // An environment's queue, for berthd's metrics.

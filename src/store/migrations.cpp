@@ -125,7 +125,9 @@ Result<void> Migrate(SqlConnection& connection) {
     }
   }
   auto unlock = [&] {
-    if (postgres) (void)connection.Query("SELECT pg_advisory_unlock(7212480)");
+    if (postgres)
+      IgnoreError(connection.Query("SELECT pg_advisory_unlock(7212480)"),
+                  "the session's end releases it anyway");
   };
   auto created = connection.ExecuteScript(
       "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, "

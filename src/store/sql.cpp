@@ -30,7 +30,9 @@ Transaction::Transaction(Transaction&& other) noexcept
     : connection_(other.connection_), done_(std::exchange(other.done_, true)) {}
 
 Transaction::~Transaction() {
-  if (!done_) (void)connection_->ExecuteScript("ROLLBACK");
+  if (!done_)
+    IgnoreError(connection_->ExecuteScript("ROLLBACK"),
+                "a destructor has no one to tell; the next BEGIN on it fails loudly");
 }
 
 Result<void> Transaction::Commit() {

@@ -22,7 +22,8 @@ json TransitionEntry(DeploymentState state, int64_t at, const std::string& reaso
   return entry;
 }
 
-Deployment FromRow(const SqlRow& r) {
+// A row as a deployment; a spec berthd cannot read back is an internal error naming it.
+Result<Deployment> FromRow(const SqlRow& r) {
   Deployment d;
   d.org_id = r.Text(0);
   d.project_id = r.Text(1);
@@ -30,13 +31,26 @@ Deployment FromRow(const SqlRow& r) {
   d.id = r.Text(3);
   d.sequence = r.Int(4);
   d.state = ParseDeploymentState(r.Text(5)).value_or(DeploymentState::kFailed);
-  d.spec = json::parse(r.Text(6), nullptr, false);
+  auto spec = DeploymentSpec::FromStored(json::parse(r.Text(6), nullptr, false));
+  if (!spec) return MakeError(ErrorKind::kInternal, spec.error().message, "deployment " + d.id);
+  d.spec = std::move(*spec);
   d.transitions = json::parse(r.Text(7), nullptr, false);
   d.result = r.IsNull(8) ? json() : json::parse(r.Text(8), nullptr, false);
   d.run_id = r.Text(9);
   d.created_at = r.Int(10);
   d.updated_at = r.Int(11);
   return d;
+}
+
+template <class Rows>
+Result<std::vector<Deployment>> FromRows(const Rows& rows) {
+  std::vector<Deployment> list;
+  for (const auto& row : rows) {
+    auto d = FromRow(row);
+    if (!d) return d.error();
+    list.push_back(std::move(*d));
+  }
+  return list;
 }
 
 class SqlDeploymentStore final : public DeploymentStore {
@@ -61,7 +75,7 @@ class SqlDeploymentStore final : public DeploymentStore {
       auto n = c->Execute(std::string("INSERT INTO deployments (") + kColumns +
                               ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, $9, $10, $11)",
                           {d.org_id, d.project_id, d.env_id, d.id, d.sequence,
-                           std::string(DeploymentStateName(d.state)), d.spec.dump(),
+                           std::string(DeploymentStateName(d.state)), d.spec.ToJson().dump(),
                            d.transitions.dump(), d.run_id, d.created_at, d.updated_at});
       if (!n && n.error().kind == ErrorKind::kAlreadyExists && attempt + 1 < kAttempts) {
         if (Get(d.org_id, d.id))
@@ -106,9 +120,7 @@ class SqlDeploymentStore final : public DeploymentStore {
                              "env_id = $3 ORDER BY sequence DESC LIMIT $4",
                          {org, project, env, int64_t{limit}});
     if (!rows) return rows.error();
-    std::vector<Deployment> list;
-    for (const auto& row : *rows) list.push_back(FromRow(row));
-    return list;
+    return FromRows(*rows);
   }
 
   Result<Deployment> Transition(const std::string& org, const std::string& id, DeploymentState from,
@@ -126,7 +138,9 @@ class SqlDeploymentStore final : public DeploymentStore {
         {org, id});
     if (!rows) return rows.error();
     if (rows->empty()) return MakeError(ErrorKind::kNotFound, "no deployment " + id);
-    Deployment d = FromRow(rows->front());
+    auto read = FromRow(rows->front());
+    if (!read) return read.error();
+    Deployment d = std::move(*read);
     if (d.state != from)
       return MakeError(ErrorKind::kConflict, "deployment " + id + " is " +
                                                  std::string(DeploymentStateName(d.state)) +
@@ -163,9 +177,7 @@ class SqlDeploymentStore final : public DeploymentStore {
             "ORDER BY d.created_at, d.sequence LIMIT $1",
         {int64_t{limit}});
     if (!rows) return rows.error();
-    std::vector<Deployment> list;
-    for (const auto& row : *rows) list.push_back(FromRow(row));
-    return list;
+    return FromRows(*rows);
   }
 
   Result<std::vector<Deployment>> Holding() override {
@@ -174,9 +186,7 @@ class SqlDeploymentStore final : public DeploymentStore {
                          " FROM deployments WHERE state IN ('dispatched', 'running', "
                          "'waiting_approval') ORDER BY created_at");
     if (!rows) return rows.error();
-    std::vector<Deployment> list;
-    for (const auto& row : *rows) list.push_back(FromRow(row));
-    return list;
+    return FromRows(*rows);
   }
 
   Result<std::vector<std::pair<DeploymentState, int64_t>>> CountByState() override {

@@ -44,11 +44,8 @@ class KubernetesLauncherTest : public ::testing::Test {
 
   void StartLauncher(kube::KubeApi& api, KubernetesSettings settings, Clock& clock,
                      KubernetesLauncherOptions options = {}) {
-    launcher_ = std::make_unique<KubernetesLauncher>(
-        api, std::move(settings), clock,
-        [this](const std::string& id, const RunOutcome& o) { outcomes_.Record(id, o); },
-        [this](const std::string& id, const LaunchEvent& e) { outcomes_.Warn(id, e); },
-        std::move(options));
+    launcher_ = std::make_unique<KubernetesLauncher>(api, std::move(settings), clock, outcomes_,
+                                                     std::move(options));
     auto started = launcher_->Start();
     ASSERT_TRUE(started) << started.error().ToString();
   }
@@ -100,11 +97,12 @@ TEST_F(KubernetesLauncherTest, APlanRunsInAHardenedPodAndEverythingIsCleanedUp) 
   ASSERT_TRUE(launcher_->Launch(Request("plan1", "plan", "hello")));  // adopted, not doubled
   auto outcome = outcomes_.WaitFor("plan1");
   ASSERT_TRUE(outcome);
-  EXPECT_TRUE(outcome->succeeded) << outcome->error_kind << ": " << outcome->message;
+  EXPECT_TRUE(outcome->succeeded) << outcome->FailureName() << ": " << outcome->message;
   EXPECT_EQ(outcome->exit_code, 0);
   ASSERT_TRUE(outcome->result);
-  EXPECT_EQ((*outcome->result)["op"], "plan");
-  EXPECT_GT((*outcome->result)["plan"].value("add", 0), 0) << outcome->result->dump();
+  EXPECT_EQ(outcome->result->op, "plan");
+  ASSERT_TRUE(outcome->result->plan);
+  EXPECT_GT(outcome->result->plan->add, 0);
   EXPECT_TRUE(PodGone("plan1"));  // on the launcher's next tick
   EXPECT_FALSE(admin_->Get(kube::kSecrets, ns_, "berth-run-plan1-token"));
 
@@ -124,8 +122,8 @@ TEST_F(KubernetesLauncherTest, AnApplyRunsToTheEndAndReportsOutputs) {
   ASSERT_TRUE(launcher_->Launch(Request("apply1", "apply", "hello")));
   auto outcome = outcomes_.WaitFor("apply1");
   ASSERT_TRUE(outcome);
-  EXPECT_TRUE(outcome->succeeded) << outcome->error_kind << ": " << outcome->message;
-  EXPECT_EQ((*outcome->result)["op"], "apply");
+  EXPECT_TRUE(outcome->succeeded) << outcome->FailureName() << ": " << outcome->message;
+  EXPECT_EQ(outcome->result->op, "apply");
 }
 
 TEST_F(KubernetesLauncherTest, TheTokenIsInTheSecretAndNowhereInThePod) {
@@ -141,12 +139,12 @@ TEST_F(KubernetesLauncherTest, TheTokenIsInTheSecretAndNowhereInThePod) {
   ASSERT_TRUE(launcher_->Cancel("tok"));
   auto outcome = outcomes_.WaitFor("tok");
   ASSERT_TRUE(outcome);
-  EXPECT_EQ(outcome->error_kind, kRunnerCancelled);
+  EXPECT_TRUE(outcome->EndedAs(RunnerEnd::kCancelled));
 }
 
 struct Fault {
   std::string label;
-  std::string_view kind;
+  RunnerEnd end;
 };
 
 class KubernetesLauncherFaults : public KubernetesLauncherTest,
@@ -159,15 +157,15 @@ TEST_P(KubernetesLauncherFaults, EndTheRunWithAClearKind) {
   auto outcome = outcomes_.WaitFor("f");
   ASSERT_TRUE(outcome);
   EXPECT_FALSE(outcome->succeeded);
-  EXPECT_EQ(outcome->error_kind, GetParam().kind) << outcome->message;
+  EXPECT_TRUE(outcome->EndedAs(GetParam().end)) << outcome->message;
   EXPECT_FALSE(outcome->message.empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, KubernetesLauncherFaults,
-                         ::testing::Values(Fault{"oom", kRunnerOomKilled},
-                                           Fault{"evict", kRunnerEvicted},
-                                           Fault{"node-lost", kRunnerLost}),
-                         [](const auto& row) { return std::string(row.param.kind); });
+                         ::testing::Values(Fault{"oom", RunnerEnd::kOomKilled},
+                                           Fault{"evict", RunnerEnd::kEvicted},
+                                           Fault{"node-lost", RunnerEnd::kLost}),
+                         [](const auto& row) { return std::string(RunnerEndName(row.param.end)); });
 
 TEST_F(KubernetesLauncherTest, AnUnknownImageIsImagePullBackOff) {
   StartLauncher();
@@ -175,7 +173,7 @@ TEST_F(KubernetesLauncherTest, AnUnknownImageIsImagePullBackOff) {
       Request("img", "plan", "hello", {{"runner", {{"image", "nowhere/none:1"}}}})));
   auto outcome = outcomes_.WaitFor("img");
   ASSERT_TRUE(outcome);
-  EXPECT_EQ(outcome->error_kind, kRunnerImagePullFailed) << outcome->message;
+  EXPECT_TRUE(outcome->EndedAs(RunnerEnd::kImagePullFailed)) << outcome->message;
   EXPECT_NE(outcome->message.find("nowhere/none:1"), std::string::npos);
 }
 
@@ -202,7 +200,7 @@ TEST_F(KubernetesLauncherTest, APodThatNeverStartsIsToldThenForceDeletedAfterThe
   launcher_->Tick();
   auto outcome = outcomes_.WaitFor("stuck", std::chrono::seconds(5));
   ASSERT_TRUE(outcome);
-  EXPECT_EQ(outcome->error_kind, kRunnerConnectionFailed);
+  EXPECT_TRUE(outcome->EndedAs(RunnerEnd::kConnectionFailed));
   EXPECT_NE(outcome->message.find("within 2m (KUBERNETES_STARTUP_GRACE_PERIOD)"), std::string::npos)
       << outcome->message;
   EXPECT_FALSE(PodExists("stuck"));  // force-deleted: gone at once
@@ -221,7 +219,7 @@ TEST_F(KubernetesLauncherTest, AStartedPodIsNeverForceDeleted) {
   launcher_->Tick();
   auto outcome = outcomes_.WaitFor("long");
   ASSERT_TRUE(outcome);
-  EXPECT_TRUE(outcome->succeeded) << outcome->error_kind << ": " << outcome->message;
+  EXPECT_TRUE(outcome->succeeded) << outcome->FailureName() << ": " << outcome->message;
 }
 
 TEST_F(KubernetesLauncherTest, CancelStopsARunningApplyGracefully) {
@@ -233,7 +231,9 @@ TEST_F(KubernetesLauncherTest, CancelStopsARunningApplyGracefully) {
   auto outcome = outcomes_.WaitFor("stop");
   ASSERT_TRUE(outcome);
   EXPECT_FALSE(outcome->succeeded);
-  EXPECT_EQ(outcome->error_kind, "Cancelled") << outcome->message;
+  // The runner stopped TF itself and said so in its result, not the launcher.
+  EXPECT_TRUE(outcome->Cancelled() && std::holds_alternative<RunErrorKind>(outcome->failure))
+      << outcome->FailureName() << ": " << outcome->message;
 }
 
 TEST_F(KubernetesLauncherTest, AFullQuotaIsRetriedAndAQuotaNeedingResourcesIsAConfigError) {
@@ -261,7 +261,7 @@ TEST_F(KubernetesLauncherTest, AFullQuotaIsRetriedAndAQuotaNeedingResourcesIsACo
   launcher_->Tick();
   auto outcome = outcomes_.WaitFor("q");
   ASSERT_TRUE(outcome);
-  EXPECT_TRUE(outcome->succeeded) << outcome->error_kind << ": " << outcome->message;
+  EXPECT_TRUE(outcome->succeeded) << outcome->FailureName() << ": " << outcome->message;
 
   // A quota on CPU requests needs every Pod to state one, which these do not: no retry helps,
   // the configuration must change.
@@ -297,7 +297,7 @@ TEST_F(KubernetesLauncherTest, ARunSurvivesACutWatchWithOnePod) {
   faulty.SetWatchesDown(false);
   auto outcome = outcomes_.WaitFor("cut");
   ASSERT_TRUE(outcome);
-  EXPECT_TRUE(outcome->succeeded) << outcome->error_kind << ": " << outcome->message;
+  EXPECT_TRUE(outcome->succeeded) << outcome->FailureName() << ": " << outcome->message;
   EXPECT_EQ(client_->Counts()["create pods"], 1u);
   EXPECT_EQ(outcomes_.Count("cut"), 1u);
 }
@@ -316,7 +316,7 @@ TEST_F(KubernetesLauncherTest, ARestartedLauncherAdoptsItsRunsAndRemovesOthers) 
   EXPECT_TRUE(PodGone("orphan"));
   auto outcome = outcomes_.WaitFor("kept");
   ASSERT_TRUE(outcome);
-  EXPECT_TRUE(outcome->succeeded) << outcome->error_kind << ": " << outcome->message;
+  EXPECT_TRUE(outcome->succeeded) << outcome->FailureName() << ": " << outcome->message;
   EXPECT_EQ(client_->Counts()["create pods"], 2u);  // kept and orphan, once each
   EXPECT_EQ(outcomes_.Count("orphan"), 0u);
 }
@@ -332,7 +332,7 @@ TEST_F(KubernetesLauncherTest, ARunWhosePodVanishedWhileDownIsLostNeverStartedAg
   ASSERT_TRUE(launcher_->Recover({tracked}));
   auto outcome = outcomes_.WaitFor("gone", std::chrono::seconds(5));
   ASSERT_TRUE(outcome);
-  EXPECT_EQ(outcome->error_kind, kRunnerLost);
+  EXPECT_TRUE(outcome->EndedAs(RunnerEnd::kLost));
   EXPECT_FALSE(PodExists("gone"));
 }
 
@@ -344,7 +344,7 @@ TEST_F(KubernetesLauncherTest, AJobRunsItsPodOnceAndGoesWithIt) {
   EXPECT_EQ((*job)["spec"]["backoffLimit"], 0);
   auto outcome = outcomes_.WaitFor("job1");
   ASSERT_TRUE(outcome);
-  EXPECT_TRUE(outcome->succeeded) << outcome->error_kind << ": " << outcome->message;
+  EXPECT_TRUE(outcome->succeeded) << outcome->FailureName() << ": " << outcome->message;
   // The Job goes, and its Pod with it (the garbage collector follows the owner).
   for (int i = 0; i < 600 && admin_->Get(kube::kJobs, ns_, "berth-run-job1"); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

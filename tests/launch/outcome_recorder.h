@@ -14,15 +14,15 @@
 
 namespace berth::launch {
 
-class OutcomeRecorder {
+class OutcomeRecorder : public RunObserver {
  public:
-  void Record(const std::string& run_id, const RunOutcome& outcome) {
+  void OnRunEnd(const std::string& run_id, const RunOutcome& outcome) override {
     MutexLock lock(mutex_);
     outcomes_[run_id].push_back(outcome);
     changed_.notify_all();
   }
   // Each event as "Reason: message".
-  void Warn(const std::string& run_id, const LaunchEvent& event) {
+  void OnRunEvent(const std::string& run_id, const LaunchEvent& event) override {
     MutexLock lock(mutex_);
     warnings_[run_id].push_back(event.reason + ": " + event.message);
   }

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "server/api/api.h"
+#include "api_without_runners.h"
 #include "store/store.h"
 #include "sys/files.h"
 
@@ -39,7 +39,7 @@ class ApiFixture : public ::testing::Test {
 
   // The API's options for this test (a test may start another API with others).
   virtual ApiOptions Options() { return {}; }
-  void Start(ApiOptions options) { api_ = std::make_unique<Api>(*store_, std::move(options)); }
+  void Start(ApiOptions options) { api_ = std::make_unique<ApiWithoutRunners>(*store_, options); }
 
   net::ServerResponse Call(const std::string& method, const std::string& target,
                            const std::string& body = "") {
@@ -52,7 +52,7 @@ class ApiFixture : public ::testing::Test {
   std::optional<sys::TempDir> dir_;
   std::unique_ptr<store::Store> store_;
   std::string token_;
-  std::unique_ptr<Api> api_;
+  std::unique_ptr<ApiWithoutRunners> api_;
 };
 
 }  // namespace berth::server

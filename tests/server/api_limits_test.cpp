@@ -2,11 +2,11 @@
 // TLS from files, and plain HTTP refused off loopback.
 #include <gtest/gtest.h>
 
+#include "api_without_runners.h"
 #include "core/clock.h"
 #include "crypto/x509.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
-#include "server/api/api.h"
 #include "server/api/rate_limiter.h"
 #include "store/store.h"
 #include "sys/files.h"
@@ -50,7 +50,7 @@ TEST(ApiLimits, ATokenOverItsRateGets429WithRetryAfter) {
   auto calm = IssueToken(**store, "acme", "calm");
   ASSERT_TRUE(busy && calm);
   ManualClock clock;
-  Api api(**store, ApiOptions{.requests_per_second = 1, .burst = 1, .clock = &clock});
+  ApiWithoutRunners api(**store, ApiOptions{.requests_per_second = 1, .burst = 1, .clock = &clock});
   auto get = [&](const std::string& token) {
     return api.Handle({.method = "GET",
                        .target = "/orgs/acme/runners",

@@ -16,9 +16,9 @@
 #include <regex>
 #include <sstream>
 
+#include "api_without_runners.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
-#include "server/api/api.h"
 #include "store/store.h"
 #include "sys/files.h"
 
@@ -123,7 +123,7 @@ TEST_P(ApiTranscript, Passes) {
   auto acme = IssueToken(**store, "acme", "test");
   auto other = IssueToken(**store, "other", "test");
   ASSERT_TRUE(acme && other);
-  Api api(**store);
+  ApiWithoutRunners api(**store);
   auto server =
       net::StartHttpServer({}, [&api](const net::ServerRequest& r) { return api.Handle(r); });
   ASSERT_TRUE(server) << server.error().ToString();

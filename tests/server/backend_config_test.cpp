@@ -9,7 +9,7 @@ namespace {
 
 using nlohmann::json;
 
-const StateLocation kWhere{"acme", "web", "dev"};
+const EnvironmentRef kWhere{"acme", "web", "dev"};
 
 std::vector<std::string> Render(const json& storage, bool in_cluster = false) {
   auto settings = RenderBackend(storage, kWhere, "https://berthd:8480", in_cluster);

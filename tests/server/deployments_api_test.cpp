@@ -1,5 +1,5 @@
 // Deployments through the API: queued in order per environment, read back, listed newest
-// first, cancelled while queued (and through the dispatcher's hook once started), with every
+// first, cancelled while queued (the dispatcher's decision, as in berthd), with every
 // refusal naming its field.
 #include <gtest/gtest.h>
 
@@ -50,20 +50,20 @@ TEST_F(DeploymentsApi, QueuesReadsListsAndCancels) {
   EXPECT_EQ(Call("GET", "/orgs/acme/deployments/d-nothing").status, 404);
 }
 
-TEST_F(DeploymentsApi, AStartedDeploymentIsCancelledThroughItsRun) {
+// Cancel and approve belong to the dispatcher: one that started no run for a deployment cannot
+// stop it, and one with no launchers approves nothing (berthd_e2e_test cancels a running one).
+TEST_F(DeploymentsApi, AStartedDeploymentIsCancelledOnlyThroughItsRun) {
   auto d = json::parse(Call("POST", kEnv, module_).body);
   std::string id = d["id"];
   ASSERT_TRUE(store_->Deployments().Transition("acme", id, DeploymentState::kQueued,
                                                DeploymentState::kDispatched, ""));
-  EXPECT_EQ(Call("POST", "/orgs/acme/deployments/" + id + "/cancel").status, 409);
-  std::vector<std::string> asked;
-  Start({.allow_server_paths = true,
-         .cancel_run = [&](const std::string& org, const std::string& which) -> Result<void> {
-           asked.push_back(org + "/" + which);
-           return {};
-         }});
-  EXPECT_EQ(Call("POST", "/orgs/acme/deployments/" + id + "/cancel").status, 202);
-  EXPECT_EQ(asked, std::vector<std::string>{"acme/" + id});
+  auto refused = Call("POST", "/orgs/acme/deployments/" + id + "/cancel");
+  EXPECT_EQ(refused.status, 409);
+  EXPECT_NE(refused.body.find("no run this berthd started"), std::string::npos) << refused.body;
+  auto approve = Call("POST", "/orgs/acme/deployments/" + id + "/approve",
+                      json{{"plan_hash", "sha256:" + std::string(64, 'a')}}.dump());
+  EXPECT_EQ(approve.status, 409) << approve.body;
+  EXPECT_EQ(json::parse(Call("GET", "/orgs/acme/deployments/" + id).body)["state"], "dispatched");
 }
 
 TEST_F(DeploymentsApi, LabelsAreCheckedWhenSavedAndSnapshottedOntoEachDeployment) {

@@ -80,18 +80,12 @@ class DispatcherTest : public ::testing::Test {
     auto cluster = testenv::KubeTestCluster::Shared();
     ASSERT_TRUE(cluster) << cluster.error().ToString();
     options.environment.push_back("KUBE_CONFIG_PATH=" + (*cluster)->AdminKubeconfig().string());
-    launcher_ = std::make_unique<launch::LocalLauncher>(
-        options,
-        [this](const std::string& run, const launch::RunOutcome& o) {
-          dispatcher_->OnRunEnd(run, o);
-        },
-        [this](const std::string& run, const launch::LaunchEvent& e) {
-          dispatcher_->OnRunEvent(run, e);
-        });
     // Time moves only when a test moves it (the deadline), from the real wall time.
-    dispatcher_ = std::make_unique<Dispatcher>(
-        *store_, Launchers{{"local", launcher_.get()}}, server_->Signer(),
-        DispatcherOptions{.url = server_->Url(), .clock = &clock_});
+    dispatcher_ =
+        std::make_unique<Dispatcher>(*store_, launchers_, server_->Signer(),
+                                     DispatcherOptions{.url = server_->Url(), .clock = &clock_});
+    launcher_ = std::make_unique<launch::LocalLauncher>(options, *dispatcher_);
+    launchers_["local"] = launcher_.get();
   }
 
   void TearDown() override {
@@ -102,9 +96,11 @@ class DispatcherTest : public ::testing::Test {
              const std::string& org = "acme", const std::string& example = "hello",
              const json& variables = json::object()) {
     store::Deployment d{.org_id = org, .project_id = "web", .env_id = env, .id = id};
-    d.spec = {{"op", op},
-              {"source", {{"path", (testenv::SourceDir() / "examples" / example).string()}}},
-              {"variables", variables}};
+    d.spec = DeploymentSpec::FromRequest(
+                 {{"op", op},
+                  {"source", {{"path", (testenv::SourceDir() / "examples" / example).string()}}},
+                  {"variables", variables}})
+                 .value();
     ASSERT_TRUE(store_->Deployments().Create(d));
   }
 
@@ -142,6 +138,7 @@ class DispatcherTest : public ::testing::Test {
   std::optional<sys::TempDir> dir_;
   std::unique_ptr<StateServer> server_;
   store::Store* store_ = nullptr;
+  Launchers launchers_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<launch::LocalLauncher> launcher_;
 };

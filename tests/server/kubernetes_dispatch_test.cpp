@@ -35,16 +35,12 @@ TEST(KubernetesDispatch, ABundleDeploymentRunsInARunnerPodThroughTheContainerBac
   // local runners use) leads nowhere, so a Pod that used it could not fetch its bundle.
   launch::KubernetesSettings settings = (*world)->Settings();
   settings.container_backend_url = (*server)->Url();
-  std::unique_ptr<Dispatcher> dispatcher;
-  launch::KubernetesLauncher kubernetes(
-      (*world)->LauncherClient(), settings, SystemClock::Instance(),
-      [&](const std::string& run, const launch::RunOutcome& o) { dispatcher->OnRunEnd(run, o); },
-      [&](const std::string& run, const launch::LaunchEvent& e) {
-        dispatcher->OnRunEvent(run, e);
-      });
-  dispatcher = std::make_unique<Dispatcher>(store, Launchers{{"kubernetes", &kubernetes}},
-                                            (*server)->Signer(),
-                                            DispatcherOptions{.url = "http://127.0.0.1:1"});
+  Launchers launchers;
+  Dispatcher dispatcher(store, launchers, (*server)->Signer(),
+                        DispatcherOptions{.url = "http://127.0.0.1:1"});
+  launch::KubernetesLauncher kubernetes((*world)->LauncherClient(), settings,
+                                        SystemClock::Instance(), dispatcher);
+  launchers["kubernetes"] = &kubernetes;
   ASSERT_TRUE(kubernetes.Start());
 
   ASSERT_TRUE(store.CreateOrganization("acme"));
@@ -67,19 +63,18 @@ TEST(KubernetesDispatch, ABundleDeploymentRunsInARunnerPodThroughTheContainerBac
   store::Deployment d{.org_id = "acme", .project_id = "web", .env_id = "dev", .id = "k1"};
   // The labels the API snapshots onto a deployment: resources that must reach the Pod, and an
   // image override this launcher is not allowed to take (an event says so).
-  d.spec = {{"op", "apply"},
-            {"source", {{"bundle", bundle->id}}},
-            {"variables", {{"name", "pod"}}},
-            {"labels",
-             {{"berth.dev/runner-spec.kubernetes_limit_memory", "900Mi"},
-              {"berth.dev/runner-spec.kubernetes_request_cpu", "50m"},
-              {"berth.dev/runner-spec.kubernetes_image", "elsewhere/runner:1"}}}};
+  d.spec = {.op = DeploymentOp::kApply,
+            .source_bundle = bundle->id,
+            .variables = {{"name", "pod"}},
+            .labels = {{"berth.dev/runner-spec.kubernetes_limit_memory", "900Mi"},
+                       {"berth.dev/runner-spec.kubernetes_request_cpu", "50m"},
+                       {"berth.dev/runner-spec.kubernetes_image", "elsewhere/runner:1"}}};
   ASSERT_TRUE(store.Deployments().Create(d));
 
   store::Deployment now;
   json resources;  // of the runner container, as the Pod was made
   for (int i = 0; i < 1200; ++i) {
-    dispatcher->Tick();
+    dispatcher.Tick();
     if (resources.is_null()) {
       auto pods = (*world)->Admin().List(kube::kPods, (*world)->Namespace(), {});
       for (const json& pod : pods ? pods->items : std::vector<json>{}) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/run_result.h"
 #include "crypto/digest.h"
 #include "net/http_client.h"
 #include "state_server.h"
@@ -36,7 +37,9 @@ class RunGatewayTest : public ::testing::Test {
     ASSERT_TRUE(store.Create(env));
     for (const char* id : {"d1", "d2"}) {
       store::Deployment d{.org_id = "acme", .project_id = "web", .env_id = "dev", .id = id};
-      d.spec = {{"op", "apply"}, {"variables", {{"name", "berth"}, {"count", 2}}}};
+      d.spec = {.op = DeploymentOp::kApply,
+                .source_path = "/nowhere",
+                .variables = {{"name", "berth"}, {"count", 2}}};
       ASSERT_TRUE(store.Deployments().Create(d));
     }
     ASSERT_TRUE(store.Deployments().Transition("acme", "d1", S::kQueued, S::kDispatched, "",
@@ -126,11 +129,34 @@ TEST_F(RunGatewayTest, OnlyNamedArtifactsAreTakenAndTheResultIsKeptWhole) {
   EXPECT_EQ(unknown.status, 400) << unknown.body;
   EXPECT_EQ(Send("PUT", "/runs/v1/run-1/artifacts/outputs", Token("run-1"), "{not json").status,
             400);
-  std::string result = json{{"op", "apply"}, {"tail", std::string(100000, 'x')}}.dump();
+  RunResult failed;
+  failed.op = "apply";
+  failed.error = RunError{RunErrorKind::kApply, "apply", "failed", 1, std::string(100000, 'x')};
+  std::string result = RunResultToJson(failed).dump();
   EXPECT_EQ(Send("POST", "/runs/v1/run-1/result", Token("run-1"), result).status, 200);
   auto kept = server_->Store().DeploymentData().GetArtifact("acme", "d1", "result:run-1");
   ASSERT_TRUE(kept);
-  EXPECT_EQ(kept->content, result);
+  EXPECT_EQ(ParseRunResult(kept->content).value(), failed);
+}
+
+// The runner shares its Pod with the module: a result shaped to mislead berthd (a plan hash
+// that is no string) is refused naming the field, and the one kept before stays.
+TEST_F(RunGatewayTest, AResultThatIsNoRunResultIsRefusedAndNothingIsKept) {
+  RunResult planned;
+  planned.op = "plan";
+  planned.plan = PlanSummary{.hash = "sha256:aa"};
+  ASSERT_EQ(
+      Send("POST", "/runs/v1/run-1/result", Token("run-1"), RunResultToJson(planned).dump()).status,
+      200);
+  json forged = RunResultToJson(planned);
+  forged["plan"]["hash"] = json::array({"sha256:bb"});
+  auto refused = Send("POST", "/runs/v1/run-1/result", Token("run-1"), forged.dump());
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_NE(refused.body.find("$.plan.hash"), std::string::npos) << refused.body;
+  EXPECT_EQ(Send("POST", "/runs/v1/run-1/result", Token("run-1"), "{\"op\":\"plan\"}").status, 400);
+  auto kept = server_->Store().DeploymentData().GetArtifact("acme", "d1", "result:run-1");
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(ParseRunResult(kept->content).value(), planned);
 }
 
 }  // namespace

@@ -27,12 +27,11 @@ class StateServer {
     auto signer = crypto::Ed25519Signer::Generate();
     if (!signer) return signer.error();
     server->signer_.emplace(std::move(*signer));
-    server->backend_ = std::make_unique<StateBackend>(server->store_->States(),
-                                                      server->signer_->PublicKey(), UnixSecondsNow);
+    server->backend_ = std::make_unique<StateBackend>(
+        server->store_->States(), server->signer_->PublicKey(), SystemClock::Instance());
     server->gateway_ = std::make_unique<RunGateway>(
-        *server->store_, RunGatewayOptions{.public_key = server->signer_->PublicKey(),
-                                           .now = UnixSecondsNow,
-                                           .feed = &server->feed_});
+        *server->store_,
+        RunGatewayOptions{.public_key = server->signer_->PublicKey(), .feed = &server->feed_});
     StateServer* raw = server.get();
     auto http = net::StartHttpServer({}, [raw](const net::ServerRequest& request) {
       return RunGateway::Serves(request.target) ? raw->gateway_->Handle(request)

@@ -399,7 +399,7 @@ class DeploymentStoreTest : public StoreTest {
     d.project_id = "web";
     d.env_id = env;
     d.id = id;
-    d.spec = {{"op", "apply"}};
+    d.spec = {.op = DeploymentOp::kApply, .source_path = "/m"};
     return store_->Deployments().Create(d);
   }
 

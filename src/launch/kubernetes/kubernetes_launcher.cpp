@@ -14,12 +14,12 @@ using nlohmann::json;
 
 // Waiting reasons that will not fix themselves (Kubernetes API reference, ContainerStateWaiting;
 // kubelet's image manager).
-std::optional<std::string_view> TerminalWaitingKind(const std::string& reason) {
+std::optional<RunnerEnd> TerminalWaitingKind(const std::string& reason) {
   if (reason == "ImagePullBackOff" || reason == "ErrImagePull" || reason == "InvalidImageName" ||
       reason == "ErrImageNeverPull")
-    return kRunnerImagePullFailed;
+    return RunnerEnd::kImagePullFailed;
   if (reason == "CreateContainerConfigError" || reason == "CreateContainerError")
-    return kRunnerConfigError;
+    return RunnerEnd::kConfigError;
   return std::nullopt;
 }
 
@@ -41,9 +41,9 @@ RunOutcome FromTermination(const json& terminated) {
   RunOutcome outcome = OutcomeFromResult(exit_code, text("message"));
   if (text("reason") == "OOMKilled") {
     outcome.succeeded = false;
-    outcome.error_kind = kRunnerOomKilled;
+    outcome.failure = RunnerEnd::kOomKilled;
     outcome.message = "the runner ran out of memory (OOMKilled): raise its memory limit";
-  } else if (outcome.error_kind == kRunnerFailed && !outcome.result) {
+  } else if (outcome.EndedAs(RunnerEnd::kFailed) && !outcome.result) {
     outcome.message += " (" + text("reason") + ")";
   }
   return outcome;
@@ -68,23 +68,15 @@ std::string RunIdOf(const json& pod) {
   return pod["metadata"].value("labels", json::object()).value(std::string(kRunLabel), "");
 }
 
-RunOutcome Failure(std::string_view kind, std::string message) {
-  RunOutcome outcome;
-  outcome.error_kind = kind;
-  outcome.message = std::move(message);
-  return outcome;
-}
-
 }  // namespace
 
 KubernetesLauncher::KubernetesLauncher(kube::KubeApi& api, KubernetesSettings settings,
-                                       Clock& clock, OnEnd on_end, OnEvent on_event,
+                                       Clock& clock, RunObserver& observer,
                                        KubernetesLauncherOptions options)
     : api_(api),
       settings_(std::move(settings)),
       clock_(clock),
-      on_end_(std::move(on_end)),
-      on_event_(std::move(on_event)),
+      observer_(observer),
       options_(std::move(options)) {}
 
 KubernetesLauncher::~KubernetesLauncher() { Stop(); }
@@ -204,15 +196,16 @@ Result<void> KubernetesLauncher::Launch(const LaunchRequest& request) {
   }
   auto run = Prepare(request);
   if (!run) return run.error();
-  for (const LaunchEvent& event : run->manifests.warnings) on_event_(request.run_id, event);
+  for (const LaunchEvent& event : run->manifests.warnings)
+    observer_.OnRunEvent(request.run_id, event);
   if (auto watched = InformerFor(run->manifests.ns); !watched) return watched.error();
   auto created = Create(*run);
   if (!created && created.error().reason == kube::kReasonQuotaExceeded) {
-    run->waiting_for = kRunnerQuotaExhausted;
+    run->waiting_for = RunnerEnd::kQuotaExhausted;
     run->quota_backoff = options_.quota_retry_initial;
     run->next_create = clock_.Now() + run->quota_backoff;
-    on_event_(request.run_id, {std::string(kRunnerQuotaExhausted),
-                               created.error().message + "; retrying with backoff"});
+    observer_.OnRunEvent(request.run_id, {std::string(RunnerEndName(RunnerEnd::kQuotaExhausted)),
+                                          created.error().message + "; retrying with backoff"});
   } else if (!created) {
     return created.error();
   }
@@ -244,7 +237,8 @@ Result<void> KubernetesLauncher::Cancel(const std::string& run_id) {
     Run& run = it->second;
     run.cancelling = true;
     if (!run.created) {
-      End(run, Failure(kRunnerCancelled, "cancelled before its runner was created"), endings);
+      End(run, RunnerEnded(RunnerEnd::kCancelled, "cancelled before its runner was created"),
+          endings);
     } else {
       cleanup = {run.manifests.ns, run.manifests.name, "", !run.started};
     }
@@ -285,10 +279,11 @@ std::optional<RunOutcome> KubernetesLauncher::Judge(Run& run, const std::string&
   std::string reason = status.value("reason", "");
   // The kubelet kills the containers of an evicted Pod: the Pod's reason is the cause.
   if (phase == "Failed" && reason == "Evicted")
-    return Failure(kRunnerEvicted, "the runner Pod was evicted: " + status.value("message", ""));
+    return RunnerEnded(RunnerEnd::kEvicted,
+                       "the runner Pod was evicted: " + status.value("message", ""));
   if (phase == "Failed" && reason == "DeadlineExceeded")
-    return Failure(kRunnerDeadlineExceeded,
-                   "the runner Pod ran past its deadline: " + status.value("message", ""));
+    return RunnerEnded(RunnerEnd::kDeadlineExceeded,
+                       "the runner Pod ran past its deadline: " + status.value("message", ""));
   if (main != nullptr) {
     const json state = main->value("state", json::object());
     if (state.contains("running") || state.contains("terminated")) run.started = true;
@@ -296,48 +291,48 @@ std::optional<RunOutcome> KubernetesLauncher::Judge(Run& run, const std::string&
       RunOutcome outcome = FromTermination(state["terminated"]);
       outcome.image_id = main->value("imageID", "");
       if (run.cancelling && !outcome.succeeded && !outcome.result) {
-        outcome.error_kind = kRunnerCancelled;
+        outcome.failure = RunnerEnd::kCancelled;
         outcome.message = "cancelled";
       }
       return outcome;
     }
   }
   if (type == "DELETED") {
-    if (run.cancelling) return Failure(kRunnerCancelled, "cancelled");
-    return Failure(kRunnerLost, run.started
-                                    ? "the runner Pod vanished while it ran (its node was lost "
-                                      "or it was deleted); the run's outcome is unknown"
-                                    : "the runner Pod was deleted before it started");
+    if (run.cancelling) return RunnerEnded(RunnerEnd::kCancelled, "cancelled");
+    return RunnerEnded(RunnerEnd::kLost,
+                       run.started ? "the runner Pod vanished while it ran (its node was lost "
+                                     "or it was deleted); the run's outcome is unknown"
+                                   : "the runner Pod was deleted before it started");
   }
   if (phase == "Failed") {
     std::string message = status.value("message", "");
     for (const json& init : status.value("initContainerStatuses", json::array())) {
       const json terminated = init["state"].value("terminated", json::object());
       if (terminated.value("exitCode", 0) != 0)
-        return Failure(
-            kRunnerFailed,
+        return RunnerEnded(
+            RunnerEnd::kFailed,
             fmt::format("init container {} exited {}: {}", init.value("name", ""),
                         terminated.value("exitCode", 0), terminated.value("message", "")));
     }
-    return Failure(kRunnerFailed, "the runner Pod failed: " + reason + " " + message);
+    return RunnerEnded(RunnerEnd::kFailed, "the runner Pod failed: " + reason + " " + message);
   }
   for (const char* list : {"initContainerStatuses", "containerStatuses"}) {
     for (const json& container : status.value(list, json::array())) {
       const json waiting = container["state"].value("waiting", json::object());
       if (auto kind = TerminalWaitingKind(waiting.value("reason", ""))) {
-        return Failure(*kind,
-                       fmt::format("container {} cannot start: {}: {}", container.value("name", ""),
-                                   waiting.value("reason", ""), waiting.value("message", "")));
+        return RunnerEnded(
+            *kind, fmt::format("container {} cannot start: {}: {}", container.value("name", ""),
+                               waiting.value("reason", ""), waiting.value("message", "")));
       }
     }
   }
   for (const json& condition : status.value("conditions", json::array())) {
     if (condition.value("type", "") == "PodScheduled" && condition.value("status", "") == "False" &&
         condition.value("reason", "") == "Unschedulable" &&
-        run.waiting_for != kRunnerUnschedulable) {
-      run.waiting_for = kRunnerUnschedulable;
-      Tell(run.request.run_id,
-           {std::string(kRunnerUnschedulable), condition.value("message", "no node fits")});
+        run.waiting_for != RunnerEnd::kUnschedulable) {
+      run.waiting_for = RunnerEnd::kUnschedulable;
+      Tell(run.request.run_id, {std::string(RunnerEndName(RunnerEnd::kUnschedulable)),
+                                condition.value("message", "no node fits")});
     }
   }
   return std::nullopt;
@@ -358,7 +353,7 @@ void KubernetesLauncher::End(Run& run, RunOutcome outcome, std::vector<Ending>& 
 
 void KubernetesLauncher::Report(const std::vector<Ending>& endings) {
   for (const auto& ending : endings) {
-    on_end_(ending.run_id, ending.outcome);
+    observer_.OnRunEnd(ending.run_id, ending.outcome);
     MutexLock lock(mutex_);
     runs_.erase(ending.run_id);
   }
@@ -367,7 +362,7 @@ void KubernetesLauncher::Report(const std::vector<Ending>& endings) {
     MutexLock lock(mutex_);
     told.swap(told_);
   }
-  for (const auto& [run_id, event] : told) on_event_(run_id, event);
+  for (const auto& [run_id, event] : told) observer_.OnRunEvent(run_id, event);
 }
 
 void KubernetesLauncher::Tell(const std::string& run_id, LaunchEvent event) {
@@ -384,13 +379,14 @@ void KubernetesLauncher::Tick() {
     for (auto& [run_id, run] : runs_) {
       if (run.ended || run.started) continue;
       if (now - run.launched_at >= settings_.startup_grace_period) {
-        std::string why =
-            run.waiting_for.empty() ? std::string(kRunnerConnectionFailed) : run.waiting_for;
         End(run,
-            Failure(why, fmt::format("the runner Pod was not running within {} "
-                                     "(KUBERNETES_STARTUP_GRACE_PERIOD){}",
-                                     FormatDuration(settings_.startup_grace_period),
-                                     run.waiting_for.empty() ? "" : ": " + run.waiting_for)),
+            RunnerEnded(
+                run.waiting_for.value_or(RunnerEnd::kConnectionFailed),
+                fmt::format(
+                    "the runner Pod was not running within {} "
+                    "(KUBERNETES_STARTUP_GRACE_PERIOD){}",
+                    FormatDuration(settings_.startup_grace_period),
+                    run.waiting_for ? fmt::format(": {}", RunnerEndName(*run.waiting_for)) : "")),
             endings);
       } else if (run.next_create && now >= *run.next_create) {
         retry.push_back(run_id);
@@ -401,8 +397,8 @@ void KubernetesLauncher::Tick() {
                       fmt::format("the runner Pod is not running {} after its launch ({}); it "
                                   "is given KUBERNETES_STARTUP_GRACE_PERIOD={}",
                                   FormatDuration(options_.pending_notice),
-                                  run.waiting_for.empty() ? "waiting for a node to start it"
-                                                          : run.waiting_for,
+                                  run.waiting_for ? RunnerEndName(*run.waiting_for)
+                                                  : "waiting for a node to start it",
                                   FormatDuration(settings_.startup_grace_period))});
       }
     }
@@ -425,7 +421,7 @@ void KubernetesLauncher::Tick() {
       run.created = true;
       run.uid = attempt.uid;
       run.next_create.reset();
-      run.waiting_for.clear();
+      run.waiting_for.reset();
     } else {
       run.quota_backoff = std::min(run.quota_backoff * 2, options_.quota_retry_max);
       run.next_create = now + run.quota_backoff;
@@ -530,9 +526,9 @@ Result<void> KubernetesLauncher::Recover(const std::vector<LaunchRequest>& known
       if (!pod) {
         // Never started again: the runner may have applied already.
         End(tracked,
-            Failure(kRunnerLost,
-                    "the runner Pod is gone (deleted while berth was "
-                    "down); the run's outcome is unknown"),
+            RunnerEnded(RunnerEnd::kLost,
+                        "the runner Pod is gone (deleted while berth was "
+                        "down); the run's outcome is unknown"),
             endings);
       } else if (auto outcome = Judge(tracked, "MODIFIED", *pod)) {
         End(tracked, std::move(*outcome), endings);

@@ -40,8 +40,8 @@ inline constexpr std::string_view kKeepAnnotation = "berth.dev/keep";
 
 class KubernetesLauncher final : public Launcher {
  public:
-  KubernetesLauncher(kube::KubeApi& api, KubernetesSettings settings, Clock& clock, OnEnd on_end,
-                     OnEvent on_event, KubernetesLauncherOptions options = {});
+  KubernetesLauncher(kube::KubeApi& api, KubernetesSettings settings, Clock& clock,
+                     RunObserver& observer, KubernetesLauncherOptions options = {});
   ~KubernetesLauncher() override;
   KubernetesLauncher(const KubernetesLauncher&) = delete;
   KubernetesLauncher& operator=(const KubernetesLauncher&) = delete;
@@ -76,8 +76,8 @@ class KubernetesLauncher final : public Launcher {
     bool started = false;  // the main container ran: never force-deleted from then on
     bool cancelling = false;
     bool ended = false;
-    std::string waiting_for;    // why it has not started: Unschedulable, RunnerQuotaExhausted
-    bool told_pending = false;  // the user was told it has not started yet
+    std::optional<RunnerEnd> waiting_for;  // why it has not started: unschedulable, quota
+    bool told_pending = false;             // the user was told it has not started yet
   };
   struct Cleanup {
     std::string ns, workload, secret;
@@ -108,8 +108,7 @@ class KubernetesLauncher final : public Launcher {
   kube::KubeApi& api_;
   const KubernetesSettings settings_;
   Clock& clock_;
-  OnEnd on_end_;
-  OnEvent on_event_;
+  RunObserver& observer_;
   const KubernetesLauncherOptions options_;
 
   mutable Mutex mutex_;

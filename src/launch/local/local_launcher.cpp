@@ -42,8 +42,8 @@ T RunnerSetting(const LaunchRequest& request, const char* field, T fallback) {
 
 }  // namespace
 
-LocalLauncher::LocalLauncher(LocalLauncherOptions options, OnEnd on_end, OnEvent on_event)
-    : options_(std::move(options)), on_end_(std::move(on_end)), on_event_(std::move(on_event)) {
+LocalLauncher::LocalLauncher(LocalLauncherOptions options, RunObserver& observer)
+    : options_(std::move(options)), observer_(observer) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -103,11 +103,9 @@ void LocalLauncher::StartWaiting() {
     run.request = std::move(request);
     if (auto started = Start(run); !started) {
       running_.erase(run_id);
-      RunOutcome outcome;
-      outcome.error_kind = kRunnerFailed;
-      outcome.message = "cannot start the runner: " + started.error().ToString();
       // Reported from the loop's thread, outside the lock.
-      ended_.push_back({run_id, std::move(outcome)});
+      ended_.push_back({run_id, RunnerEnded(RunnerEnd::kFailed, "cannot start the runner: " +
+                                                                    started.error().ToString())});
       wake_.notify_all();
     }
   }
@@ -160,10 +158,8 @@ Result<void> LocalLauncher::Cancel(const std::string& run_id) {
     for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
       if (it->run_id != run_id) continue;
       waiting_.erase(it);
-      RunOutcome outcome;
-      outcome.error_kind = kRunnerCancelled;
-      outcome.message = "cancelled before its runner started";
-      ended_.push_back({run_id, std::move(outcome)});
+      ended_.push_back(
+          {run_id, RunnerEnded(RunnerEnd::kCancelled, "cancelled before its runner started")});
       wake_.notify_all();
       return {};
     }
@@ -228,7 +224,7 @@ void LocalLauncher::Loop() {
     ended.swap(ended_);
     if (ended.empty()) continue;
     mutex_.unlock();
-    for (const auto& [run_id, outcome] : ended) on_end_(run_id, outcome);
+    for (const auto& [run_id, outcome] : ended) observer_.OnRunEnd(run_id, outcome);
     mutex_.lock();
   }
 }
@@ -255,10 +251,9 @@ Result<void> LocalLauncher::Recover(const std::vector<LaunchRequest>& known) {
     if (pid > 0 && fs::exists(dir / "result.json", ec)) {
       ended_.push_back({request.run_id, Finish(dir, std::nullopt)});
     } else if (pid > 0) {
-      RunOutcome outcome;
-      outcome.error_kind = kRunnerLost;
-      outcome.message = "the runner ended while berthd was away and left no result";
-      ended_.push_back({request.run_id, std::move(outcome)});
+      ended_.push_back({request.run_id,
+                        RunnerEnded(RunnerEnd::kLost,
+                                    "the runner ended while berthd was away and left no result")});
     } else {
       waiting_.push_back(request);  // never started: start it now
     }
@@ -272,8 +267,8 @@ Result<void> LocalLauncher::Recover(const std::vector<LaunchRequest>& known) {
       auto pid_text = sys::ReadFile(entry.path() / "pid");
       pid_t pid = pid_text ? static_cast<pid_t>(std::atoi(pid_text->c_str())) : -1;
       if (Alive(pid) && IsRunnerOf(pid, entry.path())) {
-        on_event_(run_id, {std::string(kUntrackedRunnerStopped),
-                           "stopping the runner of a run berthd no longer tracks"});
+        observer_.OnRunEvent(run_id, {std::string(kUntrackedRunnerStopped),
+                                      "stopping the runner of a run berthd no longer tracks"});
         kill(-pid, SIGTERM);
       }
     }

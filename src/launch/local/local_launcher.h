@@ -40,7 +40,7 @@ struct LocalLauncherOptions {
 
 class LocalLauncher final : public Launcher {
  public:
-  LocalLauncher(LocalLauncherOptions options, OnEnd on_end, OnEvent on_event);
+  LocalLauncher(LocalLauncherOptions options, RunObserver& observer);
   // Runs go on: a new launcher on the same runs_dir re-attaches them (Recover).
   ~LocalLauncher() override;
   LocalLauncher(const LocalLauncher&) = delete;
@@ -74,8 +74,7 @@ class LocalLauncher final : public Launcher {
   RunOutcome Finish(const std::filesystem::path& dir, std::optional<int> exit_code) const;
 
   const LocalLauncherOptions options_;
-  OnEnd on_end_;
-  OnEvent on_event_;
+  RunObserver& observer_;
   mutable Mutex mutex_;
   std::condition_variable_any wake_;
   std::map<std::string, Run> running_ GUARDED_BY(mutex_);

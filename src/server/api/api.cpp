@@ -232,9 +232,12 @@ void MergePatch(json& target, const json& patch) {
   }
 }
 
-class Handlers {
+}  // namespace
+
+class ApiHandlers {
  public:
-  Handlers(store::Store& store, Router& router, const ApiOptions& options)
+  ApiHandlers(store::Store& store, Router& router, DeploymentControl& control,
+              const ApiOptions& options)
       : store_(store),
         authorized_(store, options.requests_per_second, options.burst,
                     options.clock ? *options.clock : SystemClock::Instance()) {
@@ -249,7 +252,7 @@ class Handlers {
                  return authorized_(r, [&](const Caller& c) { return RefreshRunner(r, c); });
                });
     states_ = std::make_unique<StateRoutes>(router, store, authorized_);
-    deployments_ = std::make_unique<DeploymentRoutes>(router, store, authorized_, options);
+    deployments_ = std::make_unique<DeploymentRoutes>(router, store, authorized_, control, options);
   }
 
  private:
@@ -470,8 +473,6 @@ class Handlers {
   std::unique_ptr<DeploymentRoutes> deployments_;
 };
 
-}  // namespace
-
 std::string HashToken(const std::string& secret) { return crypto::Sha256Hex(secret); }
 
 Result<std::string> IssueToken(store::Store& store, const std::string& org,
@@ -482,9 +483,10 @@ Result<std::string> IssueToken(store::Store& store, const std::string& org,
   return secret;
 }
 
-Api::Api(store::Store& store, const ApiOptions& options) : store_(store) {
-  handlers_ = std::make_shared<Handlers>(store_, router_, options);
-}
+Api::Api(store::Store& store, DeploymentControl& control, const ApiOptions& options)
+    : handlers_(std::make_unique<ApiHandlers>(store, router_, control, options)) {}
+
+Api::~Api() = default;
 
 net::ServerResponse Api::Handle(const net::ServerRequest& request) const {
   return router_.Dispatch(request);

@@ -3,13 +3,13 @@
 // refresh_runner, and typed errors with the JSON path of every bad field.
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/clock.h"
 #include "net/http_server.h"
+#include "server/api/deployment_control.h"
 #include "server/api/router.h"
 #include "server/change_feed.h"
 #include "store/store.h"
@@ -23,30 +23,27 @@ struct ApiOptions {
   // A deployment's source may be a folder on berthd's own machine: only for an embedded berthd
   // (`berth up`), where the caller and the server are one person.
   bool allow_server_paths = false;
-  // Stops the run of a deployment that has started (the dispatcher's); unset: only queued
-  // deployments can be cancelled.
-  std::function<Result<void>(const std::string& org, const std::string& id)> cancel_run;
-  // Starts the apply of the plan a deployment waits with (the dispatcher's); unset: approval
-  // is refused.
-  std::function<Result<store::Deployment>(const std::string& org, const std::string& id,
-                                          const std::string& plan_hash, const std::string& who)>
-      approve;
   // Told when a deployment is queued, so that the dispatcher starts it at once; null: it polls.
   ChangeFeed* queued = nullptr;
   // Log followers wait on it for new chunks and ends; null: they poll.
   ChangeFeed* logs = nullptr;
 };
 
+class ApiHandlers;
+
 class Api {
  public:
-  explicit Api(store::Store& store, const ApiOptions& options = {});
+  // Deployments' cancel and approve go to control (the dispatcher).
+  Api(store::Store& store, DeploymentControl& control, const ApiOptions& options = {});
+  ~Api();
+  Api(const Api&) = delete;
+  Api& operator=(const Api&) = delete;
   net::ServerResponse Handle(const net::ServerRequest& request) const;
   std::vector<std::string> Routes() const { return router_.Routes(); }
 
  private:
-  store::Store& store_;
   Router router_;
-  std::shared_ptr<void> handlers_;  // what the routes call into; lives as long as the Api
+  std::unique_ptr<ApiHandlers> handlers_;  // what the routes call into
 };
 
 // Tokens: "berth_" and 32 random bytes; the store keeps only their SHA-256.

@@ -3,7 +3,6 @@
 #include <charconv>
 #include <chrono>
 #include <filesystem>
-#include <regex>
 #include <thread>
 
 #include "core/deployment_state.h"
@@ -26,29 +25,19 @@ std::string At(int64_t ms) {
   return FormatRfc3339(std::chrono::system_clock::time_point(std::chrono::milliseconds(ms)), 3);
 }
 
-// Variables are shown by name only: their values may be secrets.
-json VariableNames(const json& spec) {
-  json names = json::array();
-  const json variables = spec.value("variables", json::object());
-  for (const auto& [name, value] : variables.items()) {
-    (void)value;
-    names.push_back(name);
-  }
-  return names;
-}
-
 json DeploymentJson(const store::Deployment& d) {
+  const json stored = d.spec.ToJson();
   json out = {{"id", d.id},
               {"project_id", d.project_id},
               {"env_id", d.env_id},
               {"sequence", d.sequence},
               {"state", DeploymentStateName(d.state)},
-              {"op", d.spec.value("op", "")},
-              {"source", d.spec.value("source", json::object())},
-              {"variables", VariableNames(d.spec)},
-              {"plan_only", d.spec.value("plan_only", false)},
-              {"approval", d.spec.value("approval", json{{"required", false}})},
-              {"labels", d.spec.value("labels", json::object())},
+              {"op", DeploymentOpName(d.spec.op)},
+              {"source", stored["source"]},
+              {"variables", d.spec.VariableNames()},  // by name only: values may be secrets
+              {"plan_only", d.spec.plan_only},
+              {"approval", stored["approval"]},
+              {"labels", stored["labels"]},
               {"run_id", d.run_id.empty() ? json(nullptr) : json(d.run_id)},
               {"transitions", d.transitions},
               {"result", d.result},
@@ -91,8 +80,9 @@ int64_t QueryInt(const RouteRequest& r, const std::string& name) {
 }  // namespace
 
 DeploymentRoutes::DeploymentRoutes(Router& router, store::Store& store,
-                                   const TokenGuard& authorized, const ApiOptions& options)
-    : store_(store), authorized_(authorized), options_(options) {
+                                   const TokenGuard& authorized, DeploymentControl& control,
+                                   const ApiOptions& options)
+    : store_(store), authorized_(authorized), control_(control), options_(options) {
   auto add = [&](const std::string& method, const std::string& path,
                  net::ServerResponse (DeploymentRoutes::*handler)(const RouteRequest&,
                                                                   const Caller&) const) {
@@ -132,48 +122,21 @@ net::ServerResponse DeploymentRoutes::UploadBundle(const RouteRequest& r, const 
 net::ServerResponse DeploymentRoutes::Create(const RouteRequest& r, const Caller& c) const {
   auto body = ParseJsonBody(r);
   if (!body) return body.error();
-  static const Schema kSchema = Schema::Object({
-      Required("op", std::move(Schema::String().OneOf({"plan", "apply", "destroy"}))),
-      Required(
-          "source",
-          Schema::Object(
-              {Optional("path", std::move(Schema::String().Pattern("/.*", "an absolute path"))),
-               Optional("bundle",
-                        std::move(Schema::String().Pattern("b-[0-9a-f]{32}", "a bundle id")))})),
-      Optional("variables", Schema::FreeObject()),
-      Optional("plan_only", Schema::Bool()),
-      Optional("approval", Schema::Object({Optional("required", Schema::Bool())})),
-      Optional("allow_destroy", Schema::Bool()),
-  });
-  auto valid = ValidateWith(kSchema, std::move(*body));
-  if (!valid) return ErrorResponse(valid.error());
-  FieldErrors errors;
-  const json& source = (*valid)["source"];
-  std::string path = source.value("path", "");
-  std::string bundle = source.value("bundle", "");
-  if (path.empty() == bundle.empty())
-    errors.push_back({"$.source", "must have exactly one of path and bundle"});
+  auto spec = DeploymentSpec::FromRequest(*body);
+  if (!spec) return ErrorResponse(spec.error());
+  // What only the server can tell: whether the folder is its own to run, the bundle uploaded.
+  const std::string& path = spec->source_path;
+  const std::string& bundle = spec->source_bundle;
   if (!path.empty()) {
     std::error_code ec;
     if (!options_.allow_server_paths)
-      errors.push_back({"$.source.path", "is accepted only by an embedded berthd (berth up)"});
-    else if (!std::filesystem::is_directory(path, ec))
-      errors.push_back({"$.source.path", "must be a folder on the server"});
+      return ErrorResponse(
+          InvalidFields("invalid deployment",
+                        {{"$.source.path", "is accepted only by an embedded berthd (berth up)"}}));
+    if (!std::filesystem::is_directory(path, ec))
+      return ErrorResponse(InvalidFields("invalid deployment",
+                                         {{"$.source.path", "must be a folder on the server"}}));
   }
-  static const std::regex kVariable("[A-Za-z_][A-Za-z0-9_-]*");
-  const json variables = valid->value("variables", json::object());
-  for (const auto& [name, value] : variables.items()) {
-    (void)value;
-    if (!std::regex_match(name, kVariable))
-      errors.push_back({"$.variables." + name, "must be a TF variable name"});
-  }
-  std::string op = (*valid)["op"];
-  if (valid->value("approval", json::object()).value("required", false) && op == "plan")
-    errors.push_back(
-        {"$.approval.required", "is for op apply or destroy (a plan changes nothing)"});
-  if (valid->value("plan_only", false) && op == "destroy")
-    errors.push_back({"$.plan_only", "is for op plan or apply"});
-  if (!errors.empty()) return ErrorResponse(InvalidFields("invalid deployment", errors));
   if (!bundle.empty()) {
     if (auto found = store_.DeploymentData().GetBundle(c.org, bundle); !found) {
       if (found.error().kind != ErrorKind::kNotFound) return ErrorResponse(found.error());
@@ -186,7 +149,7 @@ net::ServerResponse DeploymentRoutes::Create(const RouteRequest& r, const Caller
                       .project_id = r.params.at("project"),
                       .env_id = r.params.at("env"),
                       .id = "d-" + crypto::RandomId()};
-  d.spec = *valid;
+  d.spec = std::move(*spec);
   auto env = store_.Get(store::Kind::kEnvironment, c.org, d.project_id, d.env_id);
   if (!env) return ErrorResponse(env.error());
   // The labels it runs with are those of now: a later edit does not change a queued run.
@@ -196,7 +159,7 @@ net::ServerResponse DeploymentRoutes::Create(const RouteRequest& r, const Caller
   if (!env_labels) return ErrorResponse(env_labels.error());
   auto labels = EffectiveLabels(project->body.value("labels", json::object()), *env_labels);
   if (!labels) return ErrorResponse(labels.error());
-  d.spec["labels"] = LabelsJson(*labels);
+  d.spec.labels = std::move(*labels);
   auto created = store_.Deployments().Create(d);
   if (!created) return ErrorResponse(created.error());
   if (options_.queued) options_.queued->Notify();  // the dispatcher starts it now
@@ -234,28 +197,9 @@ net::ServerResponse DeploymentRoutes::Get(const RouteRequest& r, const Caller& c
   return JsonResponse(200, Dump(out));
 }
 
-// A queued deployment is cancelled at once; a started one through its run (the runner stops
-// TF cleanly, the dispatcher records the end); an ended one cannot be.
+// 200 when the deployment is cancelled now (it had not started), 202 while its run stops.
 net::ServerResponse DeploymentRoutes::Cancel(const RouteRequest& r, const Caller& c) const {
-  const std::string& id = r.params.at("id");
-  auto d = store_.Deployments().Get(c.org, id);
-  if (!d) return ErrorResponse(d.error());
-  if (IsTerminal(d->state))
-    return ErrorResponse(
-        409, "FailedPrecondition",
-        "deployment " + id + " has ended (" + std::string(DeploymentStateName(d->state)) + ")");
-  if (d->state == S::kQueued) {
-    auto cancelled = store_.Deployments().Transition(c.org, id, S::kQueued, S::kCancelled,
-                                                     "cancelled by token " + c.token_id);
-    if (!cancelled) return ErrorResponse(cancelled.error());
-    return JsonResponse(200, Dump(DeploymentJson(*cancelled)));
-  }
-  if (!options_.cancel_run)
-    return ErrorResponse(409, "FailedPrecondition",
-                         "deployment " + id + " has started and this berthd runs no dispatcher");
-  if (auto stopping = options_.cancel_run(c.org, id); !stopping)
-    return ErrorResponse(stopping.error());
-  auto now = store_.Deployments().Get(c.org, id);
+  auto now = control_.Cancel(c.org, r.params.at("id"), "token " + c.token_id);
   if (!now) return ErrorResponse(now.error());
   return JsonResponse(IsTerminal(now->state) ? 200 : 202, Dump(DeploymentJson(*now)));
 }
@@ -268,10 +212,8 @@ net::ServerResponse DeploymentRoutes::Approve(const RouteRequest& r, const Calle
       std::move(Schema::String().Pattern("(sha256:)?[0-9a-f]{64}", "a plan hash (sha256:HEX)")))});
   auto valid = ValidateWith(kSchema, std::move(*body));
   if (!valid) return ErrorResponse(valid.error());
-  if (!options_.approve)
-    return ErrorResponse(409, "FailedPrecondition", "this berthd runs no dispatcher");
   auto approved =
-      options_.approve(c.org, r.params.at("id"), (*valid)["plan_hash"], "token " + c.token_id);
+      control_.Approve(c.org, r.params.at("id"), (*valid)["plan_hash"], "token " + c.token_id);
   if (!approved) return ErrorResponse(approved.error());
   return JsonResponse(202, Dump(DeploymentJson(*approved)));
 }

@@ -13,7 +13,7 @@ namespace berth::server {
 class DeploymentRoutes {
  public:
   DeploymentRoutes(Router& router, store::Store& store, const TokenGuard& authorized,
-                   const ApiOptions& options);
+                   DeploymentControl& control, const ApiOptions& options);
 
  private:
   net::ServerResponse UploadBundle(const RouteRequest& r, const Caller& c) const;
@@ -28,6 +28,7 @@ class DeploymentRoutes {
 
   store::Store& store_;
   const TokenGuard& authorized_;
+  DeploymentControl& control_;
   const ApiOptions options_;
 };
 

@@ -47,7 +47,7 @@ Result<std::string> StateKeyOf(store::Store& store, const RouteRequest& r, const
   const std::string& env = r.params.at("env");
   auto found = store.Get(store::Kind::kEnvironment, c.org, project, env);
   if (!found) return found.error();
-  return c.org + "/" + project + "/" + env;
+  return EnvironmentRef{c.org, project, env}.Key();
 }
 
 }  // namespace

@@ -6,19 +6,18 @@ namespace berth::server {
 namespace {
 
 // "prefix/org/project/env", the prefix's own slashes trimmed.
-std::string StateKey(const nlohmann::json& storage, const StateLocation& where) {
+std::string StateKey(const nlohmann::json& storage, const EnvironmentRef& where) {
   std::string prefix = storage.value("path_prefix", "");
   while (prefix.starts_with('/')) prefix.erase(0, 1);
   while (prefix.ends_with('/')) prefix.pop_back();
-  std::string key = where.org + "/" + where.project + "/" + where.env;
+  std::string key = where.Key();
   return prefix.empty() ? key : prefix + "/" + key;
 }
 
 // A Secret suffix is also a label value (at most 63 characters): the environment's id, cut,
 // and a hash of the whole location that keeps suffixes of different environments apart.
-std::string SecretSuffix(const StateLocation& where) {
-  std::string hash =
-      crypto::Sha256Hex(where.org + "/" + where.project + "/" + where.env).substr(0, 10);
+std::string SecretSuffix(const EnvironmentRef& where) {
+  std::string hash = crypto::Sha256Hex(where.Key()).substr(0, 10);
   return where.env.substr(0, 52) + "-" + hash;
 }
 
@@ -26,7 +25,7 @@ std::string Quoted(const std::string& value) { return "\"" + value + "\""; }
 
 }  // namespace
 
-Result<BackendSettings> RenderBackend(const nlohmann::json& storage, const StateLocation& where,
+Result<BackendSettings> RenderBackend(const nlohmann::json& storage, const EnvironmentRef& where,
                                       const std::string& berth_url, bool in_cluster) {
   std::string type = storage.value("type", "");
   BackendSettings out;
@@ -35,8 +34,7 @@ Result<BackendSettings> RenderBackend(const nlohmann::json& storage, const State
   };
   if (type == "berth") {
     out.type = "http";
-    std::string address =
-        berth_url + "/state/v1/" + where.org + "/" + where.project + "/" + where.env;
+    std::string address = berth_url + "/state/v1/" + where.Key();
     for (const char* key : {"address", "lock_address", "unlock_address"}) set(key, address);
     // berthd may be restarting: tofu retries its state calls for ~40 s.
     set("retry_max", "9");

@@ -9,13 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "core/environment_ref.h"
 #include "core/error.h"
 
 namespace berth::server {
-
-struct StateLocation {
-  std::string org, project, env;
-};
 
 struct BackendSettings {
   std::string type;                 // the runner's --state-backend
@@ -24,7 +21,7 @@ struct BackendSettings {
 
 // storage: the runner's state_storage_configuration. berth_url: berthd as runners reach it.
 // in_cluster: the runner is a Pod (the kubernetes backend uses its service account).
-Result<BackendSettings> RenderBackend(const nlohmann::json& storage, const StateLocation& where,
+Result<BackendSettings> RenderBackend(const nlohmann::json& storage, const EnvironmentRef& where,
                                       const std::string& berth_url, bool in_cluster);
 
 }  // namespace berth::server

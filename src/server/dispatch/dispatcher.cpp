@@ -1,5 +1,9 @@
 #include "server/dispatch/dispatcher.h"
 
+#include <fmt/format.h>
+
+#include <array>
+
 #include "core/time_format.h"
 #include "crypto/random.h"
 #include "server/dispatch/backend_config.h"
@@ -15,22 +19,10 @@ using S = DeploymentState;
 
 constexpr std::chrono::seconds kDeadlineCheckEvery{5};
 
-std::string StateKey(const store::Deployment& d) {
-  return d.org_id + "/" + d.project_id + "/" + d.env_id;
-}
-
-bool PlanOnly(const store::Deployment& d) {
-  return d.spec.value("op", "") == "plan" || d.spec.value("plan_only", false);
-}
-
-bool NeedsApproval(const store::Deployment& d) {
-  return !PlanOnly(d) && d.spec.value("approval", json::object()).value("required", false);
-}
-
 // What the deployment's current run does.
 std::string RunOp(const store::Deployment& d) {
-  if (PlanOnly(d) || (NeedsApproval(d) && d.run_id != ApplyRunId(d.id))) return "plan";
-  return d.spec.value("op", "plan");
+  if (d.spec.PlanOnly() || (d.spec.NeedsApproval() && d.run_id != ApplyRunId(d.id))) return "plan";
+  return std::string(DeploymentOpName(d.spec.op));
 }
 
 // Where a dispatcher without a log writes: nowhere.
@@ -43,12 +35,29 @@ std::string WithoutPrefix(const std::string& hash) {
   return hash.starts_with("sha256:") ? hash.substr(7) : hash;
 }
 
+// Wakes what waits on the feeds when a report has been taken in, however that returns.
+class NotifyWhenDone {
+ public:
+  explicit NotifyWhenDone(ChangeFeed* first, ChangeFeed* second = nullptr)
+      : feeds_{first, second} {}
+  NotifyWhenDone(const NotifyWhenDone&) = delete;
+  NotifyWhenDone& operator=(const NotifyWhenDone&) = delete;
+  ~NotifyWhenDone() {
+    for (ChangeFeed* feed : feeds_) {
+      if (feed != nullptr) feed->Notify();
+    }
+  }
+
+ private:
+  std::array<ChangeFeed*, 2> feeds_;
+};
+
 json OutcomeJson(const launch::RunOutcome& outcome) {
   json out = {{"succeeded", outcome.succeeded}, {"exit_code", outcome.exit_code}};
-  if (!outcome.error_kind.empty()) {
-    out["error"] = {{"kind", outcome.error_kind}, {"message", outcome.message}};
+  if (!outcome.succeeded) {
+    out["error"] = {{"kind", outcome.FailureName()}, {"message", outcome.message}};
   }
-  if (outcome.result) out["run"] = *outcome.result;
+  if (outcome.result) out["run"] = RunResultToJson(*outcome.result);
   if (!outcome.image_id.empty()) out["image_id"] = outcome.image_id;
   return out;
 }
@@ -57,10 +66,10 @@ json OutcomeJson(const launch::RunOutcome& outcome) {
 
 std::string ApplyRunId(const std::string& deployment_id) { return deployment_id + "-apply"; }
 
-Dispatcher::Dispatcher(store::Store& store, Launchers launchers,
+Dispatcher::Dispatcher(store::Store& store, const Launchers& launchers,
                        const crypto::Ed25519Signer& signer, DispatcherOptions options)
     : store_(store),
-      launchers_(std::move(launchers)),
+      launchers_(launchers),
       signer_(signer),
       options_(std::move(options)),
       log_(options_.log ? *options_.log : Silent()),
@@ -87,7 +96,7 @@ std::optional<store::Deployment> Dispatcher::Move(const store::Deployment& d, S 
 }
 
 Result<int64_t> Dispatcher::StateVersion(const store::Deployment& d) {
-  auto versions = store_.States().Versions(StateKey(d));
+  auto versions = store_.States().Versions(d.Environment().Key());
   if (!versions) return versions.error();
   return versions->empty() ? int64_t{0} : versions->back().version;
 }
@@ -104,17 +113,18 @@ Result<Dispatcher::Launch> Dispatcher::Prepare(const store::Deployment& d) {
                      "runner " + *runner_id + " is of type " + type +
                          ", which this berthd does not launch (start it with that launcher "
                          "configured)");
-  std::string path = d.spec.value("source", json::object()).value("path", "");
+  const std::string& path = d.spec.source_path;
   if (!path.empty() && type != "local")
     return MakeError(ErrorKind::kFailedPrecondition,
                      "a folder on the server runs on local runners only; runner " + *runner_id +
                          " is " + type + ": deploy a bundle");
   std::string url = launcher->second->BerthdUrlForRunners().value_or(options_.url);
   auto backend = RenderBackend(runner->body.value("state_storage_configuration", json::object()),
-                               {d.org_id, d.project_id, d.env_id}, url, type != "local");
+                               d.Environment(), url, type != "local");
   if (!backend) return backend.error();
 
-  std::string scope = StateKey(d);
+  // The token opens the environment's state and nothing else.
+  std::string scope = d.Environment().Key();
   int64_t now = clock_.WallSeconds();
   auto token =
       crypto::MintRunToken({d.run_id, std::string(crypto::kRunTokenAudience), now,
@@ -137,19 +147,17 @@ Result<Dispatcher::Launch> Dispatcher::Prepare(const store::Deployment& d) {
   // An approved plan may delete what its summary showed the approver; a destroy deletes.
   bool approved = d.run_id == ApplyRunId(d.id);
   if (approved) run.approved_plan = d.result.value("plan", json::object()).value("hash", "");
-  bool destroy = d.spec.value("op", "") == "destroy";
+  bool destroy = d.spec.op == DeploymentOp::kDestroy;
   run.plan_destroy = destroy && op == "plan";
-  run.allow_destroy = destroy || approved || d.spec.value("allow_destroy", false);
+  run.allow_destroy = destroy || approved || d.spec.allow_destroy;
   request.runner_configuration = runner->body.value("runner_configuration", json::object());
   // The labels snapshotted when it was created (the runner-spec ones override the Pod's).
-  const json labels = d.spec.value("labels", json::object());
-  for (const auto& [key, value] : labels.items()) {
-    if (value.is_string()) request.labels[key] = value.get<std::string>();
-  }
+  request.labels = d.spec.labels;
   return Launch{std::move(request), launcher->second};
 }
 
 void Dispatcher::OnRunEvent(const std::string& run_id, const launch::LaunchEvent& event) {
+  NotifyWhenDone notify(options_.logs);  // followers see the event's line
   auto d = store_.Deployments().GetByRun(run_id);
   if (!d) return;  // the runner of a run no deployment has (an untracked one being stopped)
   store::DeploymentEvent e{.run_id = run_id,
@@ -179,7 +187,7 @@ void Dispatcher::OnRunEvent(const std::string& run_id, const launch::LaunchEvent
 void Dispatcher::ReleaseStateLocks(const std::string& run_id, const launch::RunOutcome& outcome) {
   // A lost runner may still be running (a node cut off, not dead): its lock stays for an
   // operator to judge rather than let two writers meet.
-  if (outcome.error_kind == launch::kRunnerLost) return;
+  if (outcome.EndedAs(launch::RunnerEnd::kLost)) return;
   auto released = store_.States().ReleaseLocksOf(run_id);
   if (!released) {
     log_.Error("state locks not released", {{"run", run_id}, {"why", released.error().message}});
@@ -194,6 +202,7 @@ void Dispatcher::ReleaseStateLocks(const std::string& run_id, const launch::RunO
 }
 
 Result<void> Dispatcher::Recover() {
+  if (launchers_.empty()) return {};  // an API-only berthd: what is held is another's
   auto holding = store_.Deployments().Holding();
   if (!holding) return holding.error();
   std::map<launch::Launcher*, std::vector<launch::LaunchRequest>> known;
@@ -245,14 +254,15 @@ bool Dispatcher::Start(const store::Deployment& d) {
                              {"run", d.run_id},
                              {"runner", launch->request.runner_id},
                              {"op", launch->request.invocation.op}});
-  // Refused when OnRunEnd moved it on already (the run was that quick): expected, not logged,
-  // and no read first to find out.
-  (void)store_.Deployments().Transition(d.org_id, d.id, S::kDispatched, S::kRunning,
-                                        "runner started");
+  IgnoreError(store_.Deployments().Transition(d.org_id, d.id, S::kDispatched, S::kRunning,
+                                              "runner started"),
+              "refused when OnRunEnd moved it on already (the run was that quick): expected, "
+              "not logged, and no read first to find out");
   return true;
 }
 
 int Dispatcher::Tick() {
+  if (launchers_.empty()) return 0;
   EndOverdueRuns();
   auto startable = store_.Deployments().Startable(options_.batch);
   if (!startable) return 0;
@@ -291,18 +301,24 @@ void Dispatcher::EndOverdueRuns() {
       if (auto it = runs_.find(d.run_id); it != runs_.end()) launcher = it->second.launcher;
       runs_.erase(d.run_id);
     }
-    if (launcher) (void)launcher->Cancel(d.run_id);  // it may be gone already
+    if (launcher) IgnoreError(launcher->Cancel(d.run_id), "the runner may be gone already");
   }
 }
 
-Result<void> Dispatcher::Cancel(const std::string& org, const std::string& id) {
+Result<store::Deployment> Dispatcher::Cancel(const std::string& org, const std::string& id,
+                                             const std::string& who) {
   auto d = store_.Deployments().Get(org, id);
   if (!d) return d.error();
-  if (d->state == S::kWaitingApproval) {
-    auto cancelled = store_.Deployments().Transition(org, id, S::kWaitingApproval, S::kCancelled,
-                                                     "cancelled before approval");
-    if (!cancelled) return cancelled.error();
-    return {};
+  if (IsTerminal(d->state))
+    return MakeError(
+        ErrorKind::kFailedPrecondition,
+        "deployment " + id + " has ended (" + std::string(DeploymentStateName(d->state)) + ")");
+  // No run to stop: the store moves it, or says who moved it first.
+  if (d->state == S::kQueued || d->state == S::kWaitingApproval) {
+    return store_.Deployments().Transition(
+        org, id, d->state, S::kCancelled,
+        std::string(d->state == S::kQueued ? "cancelled by " : "cancelled before approval by ") +
+            who);
   }
   launch::Launcher* launcher = nullptr;
   {
@@ -312,12 +328,16 @@ Result<void> Dispatcher::Cancel(const std::string& org, const std::string& id) {
   if (launcher == nullptr)
     return MakeError(ErrorKind::kFailedPrecondition,
                      "deployment " + id + " has no run this berthd started");
-  return launcher->Cancel(d->run_id);
+  log_.Info("cancelling", {{"org", org}, {"deployment", id}, {"run", d->run_id}, {"by", who}});
+  if (auto stopping = launcher->Cancel(d->run_id); !stopping) return stopping.error();
+  return store_.Deployments().Get(org, id);
 }
 
 Result<store::Deployment> Dispatcher::Approve(const std::string& org, const std::string& id,
                                               const std::string& plan_hash,
                                               const std::string& who) {
+  if (launchers_.empty())
+    return MakeError(ErrorKind::kFailedPrecondition, "this berthd runs no runners");
   auto d = store_.Deployments().Get(org, id);
   if (!d) return d.error();
   if (d->state != S::kWaitingApproval)
@@ -346,6 +366,8 @@ Result<store::Deployment> Dispatcher::Approve(const std::string& org, const std:
 }
 
 void Dispatcher::OnRunEnd(const std::string& run_id, const launch::RunOutcome& reported) {
+  // Followers of its log end, and its environment is free for the next deployment.
+  NotifyWhenDone notify(options_.logs, options_.wake);
   std::string org;
   {
     MutexLock lock(mutex_);
@@ -353,7 +375,7 @@ void Dispatcher::OnRunEnd(const std::string& run_id, const launch::RunOutcome& r
     if (it == runs_.end()) return;
     org = it->second.org;
     if (options_.metrics && it->second.launched) {
-      options_.metrics->RunEnded(reported.succeeded ? "succeeded" : reported.error_kind,
+      options_.metrics->RunEnded(reported.succeeded ? "succeeded" : reported.FailureName(),
                                  clock_.Now() - *it->second.launched);
     }
     runs_.erase(it);
@@ -363,19 +385,20 @@ void Dispatcher::OnRunEnd(const std::string& run_id, const launch::RunOutcome& r
   // The result the runner posted through the gateway is whole; a termination log is capped.
   launch::RunOutcome outcome = reported;
   if (auto posted = store_.DeploymentData().GetArtifact(org, d->id, "result:" + run_id)) {
-    json result = json::parse(posted->content, nullptr, false);
-    if (result.is_object()) outcome.result = result;
+    if (auto result = ParseRunResult(posted->content)) outcome.result = std::move(*result);
   }
   // A deployment still dispatched (its launch raced its end) is moved on first.
-  log_.Info("run ended", {{"org", org},
-                          {"deployment", d->id},
-                          {"run", run_id},
-                          {"outcome", reported.succeeded ? "succeeded" : reported.error_kind},
-                          {"message", reported.message}});
+  log_.Info("run ended",
+            {{"org", org},
+             {"deployment", d->id},
+             {"run", run_id},
+             {"outcome", std::string(reported.succeeded ? "succeeded" : reported.FailureName())},
+             {"message", reported.message}});
   if (d->state == S::kDispatched) Move(*d, S::kDispatched, S::kRunning, "runner started");
   ReleaseStateLocks(run_id, reported);
-  if (outcome.succeeded && NeedsApproval(*d) && run_id != ApplyRunId(d->id)) {
-    json plan = outcome.result ? outcome.result->value("plan", json::object()) : json::object();
+  if (outcome.succeeded && d->spec.NeedsApproval() && run_id != ApplyRunId(d->id)) {
+    json plan = json::object();
+    if (outcome.result && outcome.result->plan) plan = RunResultToJson(*outcome.result)["plan"];
     auto version = StateVersion(*d);
     Move(*d, S::kRunning, S::kWaitingApproval, "plan " + plan.value("hash", "") + " ready",
          {.result = json{{"plan", plan},
@@ -383,10 +406,9 @@ void Dispatcher::OnRunEnd(const std::string& run_id, const launch::RunOutcome& r
                          {"plan_run", OutcomeJson(outcome)}}});
     return;
   }
-  S to = outcome.succeeded                                ? S::kSucceeded
-         : outcome.error_kind == launch::kRunnerCancelled ? S::kCancelled
-                                                          : S::kFailed;
-  std::string reason = outcome.succeeded ? "" : outcome.error_kind + ": " + outcome.message;
+  S to = outcome.succeeded ? S::kSucceeded : outcome.Cancelled() ? S::kCancelled : S::kFailed;
+  std::string reason =
+      outcome.succeeded ? "" : fmt::format("{}: {}", outcome.FailureName(), outcome.message);
   json result = OutcomeJson(outcome);
   if (d->result.is_object() && d->result.contains("plan"))
     result["approved_plan"] = d->result["plan"];

@@ -16,6 +16,8 @@
 #include "core/mutex.h"
 #include "crypto/jws.h"
 #include "launch/launcher.h"
+#include "server/api/deployment_control.h"
+#include "server/change_feed.h"
 #include "store/store.h"
 #include "sys/logger.h"
 
@@ -34,6 +36,8 @@ struct DispatcherOptions {
   // empty: providers come from their registries.
   std::string providers;
   BerthdMetrics* metrics = nullptr;  // told of every run's end; may be null
+  ChangeFeed* logs = nullptr;        // notified when a run ends or says something: followers read
+  ChangeFeed* wake = nullptr;        // notified when a run ends: its environment is free
   sys::Logger* log = nullptr;        // its decisions; null: not logged
   Clock* clock = nullptr;            // null: the system's
 };
@@ -41,9 +45,14 @@ struct DispatcherOptions {
 // The launcher of each runner type this berthd runs ("local", "kubernetes", ...).
 using Launchers = std::map<std::string, launch::Launcher*>;
 
-class Dispatcher {
+// The one owner of deployment state changes after a deployment is queued: start, cancel (queued
+// or not), approval, and every run's end. With no launchers it starts nothing (an API-only
+// berthd) but still cancels.
+class Dispatcher : public launch::RunObserver, public DeploymentControl {
  public:
-  Dispatcher(store::Store& store, Launchers launchers, const crypto::Ed25519Signer& signer,
+  // launchers is read from the first Recover or Tick on: the launchers themselves report to the
+  // dispatcher, so they are made after it and registered before it starts.
+  Dispatcher(store::Store& store, const Launchers& launchers, const crypto::Ed25519Signer& signer,
              DispatcherOptions options);
 
   // At start: the deployments a previous berthd left holding their environments are taken up
@@ -51,19 +60,22 @@ class Dispatcher {
   Result<void> Recover() EXCLUDES(mutex_);
   // Starts what may start now and ends runs past their deadline; how many it started.
   int Tick() EXCLUDES(mutex_);
-  // Stops the run of a started deployment (the API's cancel); a deployment waiting for
-  // approval has no run and is cancelled at once.
-  Result<void> Cancel(const std::string& org, const std::string& id) EXCLUDES(mutex_);
+  // Cancels a deployment for who: a queued one, or one waiting for approval, at once; a started
+  // one through its run (the runner stops TF cleanly; its end is recorded when it comes); an
+  // ended one is refused. The deployment as it is now.
+  Result<store::Deployment> Cancel(const std::string& org, const std::string& id,
+                                   const std::string& who) override EXCLUDES(mutex_);
   // Starts the apply of the plan a deployment waits with, if plan_hash is that plan's and the
   // environment's state has not moved since it was planned.
   Result<store::Deployment> Approve(const std::string& org, const std::string& id,
-                                    const std::string& plan_hash, const std::string& who)
+                                    const std::string& plan_hash, const std::string& who) override
       EXCLUDES(mutex_);
   // The launcher's report of a run's end.
-  void OnRunEnd(const std::string& run_id, const launch::RunOutcome& outcome) EXCLUDES(mutex_);
+  void OnRunEnd(const std::string& run_id, const launch::RunOutcome& outcome) override
+      EXCLUDES(mutex_);
   // What a launcher said about a run that goes on: an event of its deployment, and a line of its
   // log the first time it is said.
-  void OnRunEvent(const std::string& run_id, const launch::LaunchEvent& event);
+  void OnRunEvent(const std::string& run_id, const launch::LaunchEvent& event) override;
 
  private:
   struct Launch {
@@ -95,7 +107,7 @@ class Dispatcher {
                                         const store::TransitionChanges& changes = {});
 
   store::Store& store_;
-  const Launchers launchers_;
+  const Launchers& launchers_;
   const crypto::Ed25519Signer& signer_;
   const DispatcherOptions options_;
   sys::Logger& log_;

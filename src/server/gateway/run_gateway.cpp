@@ -3,6 +3,7 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
+#include "core/run_result.h"
 #include "crypto/jws.h"
 #include "crypto/random.h"
 #include "server/run_inputs.h"
@@ -27,7 +28,9 @@ bool IsArtifactName(const std::string& name) {
 }  // namespace
 
 RunGateway::RunGateway(store::Store& store, RunGatewayOptions options)
-    : store_(store), options_(std::move(options)) {
+    : store_(store),
+      options_(std::move(options)),
+      clock_(options_.clock ? *options_.clock : SystemClock::Instance()) {
   const std::string run = "/runs/v1/{run}";
   auto add = [this](const std::string& method, const std::string& path, auto handler) {
     router_.Add(method, path, [this, handler](const RouteRequest& r) {
@@ -49,7 +52,7 @@ RunGateway::RunGateway(store::Store& store, RunGatewayOptions options)
 net::ServerResponse RunGateway::ForOwnRun(const RouteRequest& r, const Body& body) const {
   const std::string& run = r.params.at("run");
   auto token = crypto::VerifyRunToken(RunTokenOf(r.http), options_.public_key,
-                                      crypto::kRunTokenAudience, options_.now());
+                                      crypto::kRunTokenAudience, clock_.WallSeconds());
   if (!token) {
     auto response =
         ErrorResponse(401, "Unauthenticated", "a run token is required: " + token.error().message);
@@ -73,7 +76,7 @@ net::ServerResponse RunGateway::ForOwnRun(const RouteRequest& r, const Body& bod
 }
 
 net::ServerResponse RunGateway::Bundle(const store::Deployment& d) const {
-  std::string id = d.spec.value("source", json::object()).value("bundle", "");
+  const std::string& id = d.spec.source_bundle;
   if (id.empty())
     return ErrorResponse(404, "NotFound",
                          "deployment " + d.id + " runs a folder on the server, not a bundle");
@@ -139,11 +142,14 @@ net::ServerResponse RunGateway::PutArtifact(const RouteRequest& r,
 
 net::ServerResponse RunGateway::PostResult(const RouteRequest& r,
                                            const store::Deployment& d) const {
-  json result = json::parse(r.http.body, nullptr, false);
-  if (!result.is_object())
-    return ErrorResponse(InvalidFields("invalid result", {{"$", "must be a JSON object"}}));
-  auto put = store_.DeploymentData().PutArtifact(
-      d.org_id, d.id, {.name = "result:" + d.run_id, .run_id = d.run_id, .content = r.http.body});
+  // Only what the parser typed is kept: a runner that shares its Pod with a hostile module
+  // cannot put anything else into berthd's store.
+  auto result = ParseRunResult(r.http.body);
+  if (!result) return ErrorResponse(result.error());
+  auto put = store_.DeploymentData().PutArtifact(d.org_id, d.id,
+                                                 {.name = "result:" + d.run_id,
+                                                  .run_id = d.run_id,
+                                                  .content = RunResultToJson(*result).dump()});
   if (!put) return ErrorResponse(put.error());
   return JsonResponse(200, "{}");
 }

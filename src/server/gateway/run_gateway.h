@@ -9,6 +9,7 @@
 #include <functional>
 #include <string>
 
+#include "core/clock.h"
 #include "net/http_server.h"
 #include "server/api/router.h"
 #include "server/change_feed.h"
@@ -19,9 +20,9 @@ namespace berth::server {
 inline constexpr std::string_view kRunGatewayPrefix = "/runs/v1/";
 
 struct RunGatewayOptions {
-  std::string public_key;        // the run tokens' Ed25519 key (32 raw bytes)
-  std::function<int64_t()> now;  // seconds since the epoch
-  ChangeFeed* feed = nullptr;    // told of every stored chunk; may be null
+  std::string public_key;      // the run tokens' Ed25519 key (32 raw bytes)
+  Clock* clock = nullptr;      // what tokens expire by; null: the system's
+  ChangeFeed* feed = nullptr;  // told of every stored chunk; may be null
   size_t max_log_chunk = size_t{1} << 20;
 };
 
@@ -49,6 +50,7 @@ class RunGateway {
 
   store::Store& store_;
   RunGatewayOptions options_;
+  Clock& clock_;
   Router router_;
 };
 

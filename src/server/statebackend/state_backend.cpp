@@ -4,8 +4,9 @@
 #include "server/statebackend/state_backend.h"
 
 #include <nlohmann/json.hpp>
-#include <regex>
+#include <string_view>
 
+#include "core/environment_ref.h"
 #include "crypto/jws.h"
 #include "server/run_token_header.h"
 
@@ -46,22 +47,18 @@ int StatusOf(const Error& error) { return HttpStatus(error.kind); }
 
 }  // namespace
 
-StateBackend::StateBackend(store::StateStore& states, std::string public_key,
-                           std::function<int64_t()> now)
-    : states_(states), public_key_(std::move(public_key)), now_(std::move(now)) {}
+StateBackend::StateBackend(store::StateStore& states, std::string public_key, Clock& clock)
+    : states_(states), public_key_(std::move(public_key)), clock_(clock) {}
 
 net::ServerResponse StateBackend::Handle(const net::ServerRequest& request) const {
-  // /state/v1/{org}/{project}/{env}, each an id (a DNS label).
-  static const std::regex kPath(
-      "/state/v1/([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)/([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)/"
-      "([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)(\\?.*)?");
-  std::smatch match;
-  if (!std::regex_match(request.target, match, kPath))
-    return Problem(404, "no such state: the path is /state/v1/{org}/{project}/{env}");
-  std::string key = match[1].str() + "/" + match[3].str() + "/" + match[5].str();
+  // /state/v1/{org}/{project}/{env}, each an id (a DNS label); TF's query (lock IDs) follows.
+  std::string_view path = std::string_view(request.target).substr(kStatePathPrefix.size());
+  auto where = EnvironmentRef::FromKey(path.substr(0, path.find('?')));
+  if (!where) return Problem(404, "no such state: the path is /state/v1/{org}/{project}/{env}");
+  std::string key = where->Key();
 
-  auto token =
-      crypto::VerifyRunToken(RunTokenOf(request), public_key_, crypto::kRunTokenAudience, now_());
+  auto token = crypto::VerifyRunToken(RunTokenOf(request), public_key_, crypto::kRunTokenAudience,
+                                      clock_.WallSeconds());
   if (!token) return Problem(401, "a run token is required: " + token.error().message);
   if (token->scope != key)
     return Problem(403, "the run's token is for " + token->scope + ", not " + key);

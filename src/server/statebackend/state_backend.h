@@ -6,9 +6,9 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string>
 
+#include "core/clock.h"
 #include "net/http_server.h"
 #include "store/state_store.h"
 
@@ -18,15 +18,15 @@ inline constexpr std::string_view kStatePathPrefix = "/state/v1/";
 
 class StateBackend {
  public:
-  // public_key: the run tokens' Ed25519 key (32 raw bytes); now: seconds since the epoch.
-  StateBackend(store::StateStore& states, std::string public_key, std::function<int64_t()> now);
+  // public_key: the run tokens' Ed25519 key (32 raw bytes); clock: what tokens expire by.
+  StateBackend(store::StateStore& states, std::string public_key, Clock& clock);
   static bool Serves(const std::string& target) { return target.starts_with(kStatePathPrefix); }
   net::ServerResponse Handle(const net::ServerRequest& request) const;
 
  private:
   store::StateStore& states_;
   std::string public_key_;
-  std::function<int64_t()> now_;
+  Clock& clock_;
 };
 
 }  // namespace berth::server
