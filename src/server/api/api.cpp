@@ -195,8 +195,8 @@ std::vector<ResourceType> ResourceTypes() {
          std::string runner = (*valid)["runner_id"];
          if (auto found = store.Get(Kind::kRunner, caller.org, "", runner); !found) {
            if (found.error().kind == ErrorKind::kNotFound) {
-             return Invalid("$.runner_id",
-                            "must name an existing runner (no runner " + runner + ")");
+             return Unresolved("$.runner_id",
+                               "must name an existing runner (no runner " + runner + ")");
            }
            return found.error();
          }
@@ -262,16 +262,17 @@ class ApiHandlers {
     if (it == r.http.headers.end() || it->second == "*") return std::nullopt;
     std::string v = it->second;
     if (v.starts_with("W/")) v = v.substr(2);
-    if (v.size() < 3 || v.front() != '"' || v.back() != '"') {
+    // "N", as this API gives ETags (a bare N is taken too): digits only.
+    std::string digits =
+        v.size() >= 3 && v.front() == '"' && v.back() == '"' ? v.substr(1, v.size() - 2) : v;
+    int64_t version = -1;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), version);
+    if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size() ||
+        version < 0) {
       malformed = true;
       return std::nullopt;
     }
-    try {
-      return std::stoll(v.substr(1, v.size() - 2));
-    } catch (...) {
-      malformed = true;
-      return std::nullopt;
-    }
+    return version;
   }
 
   static net::ServerResponse WithEtag(net::ServerResponse response, int64_t version) {
@@ -365,12 +366,6 @@ class ApiHandlers {
         const std::string& id = r.params.at("id");
         auto current = store_.Get(type.kind, c.org, project_of(r), id);
         if (!current) return ErrorResponse(current.error());
-        if (expected && *expected != current->version) {
-          return ErrorResponse(412, "PreconditionFailed",
-                               "If-Match names version " + std::to_string(*expected) + ", the " +
-                                   std::string(store::KindName(type.kind)) + " is at version " +
-                                   std::to_string(current->version));
-        }
         json next = *body;
         if (patch) {
           next = type.render(*current);
@@ -379,12 +374,22 @@ class ApiHandlers {
           if (type.kind == Kind::kEnvironment) next.erase("runner_id");
           MergePatch(next, *body);
         }
+        // An id is never changed: a body naming another one conflicts with the object.
         if (next.contains("id") && next["id"] != id) {
-          return ErrorResponse(Invalid("$.id", "must match the id in the path"));
+          Error rename = Invalid("$.id", "must match the id in the path (an id never changes)");
+          rename.kind = ErrorKind::kConflict;
+          return ErrorResponse(rename);
         }
         next.erase("id");
         auto record = type.build(store_, c, project_of(r), id, std::move(next));
         if (!record) return ErrorResponse(record.error());
+        // A body that is wrong is wrong whatever version it was meant for: checked first.
+        if (expected && *expected != current->version) {
+          return ErrorResponse(412, "PreconditionFailed",
+                               "If-Match names version " + std::to_string(*expected) + ", the " +
+                                   std::string(store::KindName(type.kind)) + " is at version " +
+                                   std::to_string(current->version));
+        }
         // The runner link of an environment is kept: only refresh_runner moves it.
         if (type.kind == Kind::kEnvironment)
           record->columns["runner_id"] = current->columns["runner_id"];

@@ -134,15 +134,15 @@ net::ServerResponse DeploymentRoutes::Create(const RouteRequest& r, const Caller
           InvalidFields("invalid deployment",
                         {{"$.source.path", "is accepted only by an embedded berthd (berth up)"}}));
     if (!std::filesystem::is_directory(path, ec))
-      return ErrorResponse(InvalidFields("invalid deployment",
-                                         {{"$.source.path", "must be a folder on the server"}}));
+      return ErrorResponse(
+          Unresolved("$.source.path", "must be a folder on the server", "invalid deployment"));
   }
   if (!bundle.empty()) {
     if (auto found = store_.DeploymentData().GetBundle(c.org, bundle); !found) {
       if (found.error().kind != ErrorKind::kNotFound) return ErrorResponse(found.error());
-      return ErrorResponse(InvalidFields(
-          "invalid deployment",
-          {{"$.source.bundle", "must name an uploaded bundle (no bundle " + bundle + ")"}}));
+      return ErrorResponse(Unresolved("$.source.bundle",
+                                      "must name an uploaded bundle (no bundle " + bundle + ")",
+                                      "invalid deployment"));
     }
   }
   store::Deployment d{.org_id = c.org,
@@ -225,6 +225,8 @@ net::ServerResponse DeploymentRoutes::Logs(const RouteRequest& r, const Caller& 
   int64_t after = QueryInt(r, "after");
   if (after < 0) return ErrorResponse(Invalid("after", "must be a whole number of at least 0"));
   auto follow = r.query.find("follow");
+  if (follow != r.query.end() && follow->second != "true" && follow->second != "false")
+    return ErrorResponse(Invalid("follow", "must be true or false"));
   bool following = follow != r.query.end() && follow->second == "true";
   std::string text;
   for (bool full = true; full;) {

@@ -72,4 +72,10 @@ Error Invalid(std::string path, std::string rule, std::string message) {
   return e;
 }
 
+Error Unresolved(std::string path, std::string rule, std::string message) {
+  Error e = Invalid(std::move(path), std::move(rule), std::move(message));
+  e.kind = ErrorKind::kFailedPrecondition;
+  return e;
+}
+
 }  // namespace berth::server

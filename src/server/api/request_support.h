@@ -45,5 +45,8 @@ Result<nlohmann::json> ValidateWith(const Schema& schema, nlohmann::json body);
 
 // kInvalidArgument for one field.
 Error Invalid(std::string path, std::string rule, std::string message = "invalid request");
+// A well-formed field that names what is not there (a runner, a bundle, a folder): 409
+// FailedPrecondition, naming the field, since the same request succeeds once it exists.
+Error Unresolved(std::string path, std::string rule, std::string message = "invalid request");
 
 }  // namespace berth::server
