@@ -41,11 +41,17 @@ bool IsDnsSubdomain(std::string_view s) {
   return true;
 }
 
+}  // namespace
+
 bool IsLabelKey(std::string_view key) {
   size_t slash = key.find('/');
   if (slash == std::string_view::npos) return IsLabelName(key);
   return IsDnsSubdomain(key.substr(0, slash)) && IsLabelName(key.substr(slash + 1));
 }
+
+bool IsLabelValue(std::string_view value) { return value.empty() || IsLabelName(value); }
+
+namespace {
 
 std::string LabelPath(const std::string& path, const std::string& key) {
   return path + "['" + key + "']";

@@ -30,6 +30,11 @@ struct RunOverrides {
   static Result<RunOverrides> FromLabels(const Labels& labels);
 };
 
+// Kubernetes' rules: a key is [DNS subdomain/]name, a name (and a non-empty value) 63
+// characters at most of letters, digits, '-', '_' and '.', starting and ending alphanumeric.
+bool IsLabelKey(std::string_view key);
+bool IsLabelValue(std::string_view value);
+
 // A `labels` object of the API at path ("$.labels"): at most 64 entries, keys as Kubernetes
 // label keys ([prefix/]name), string values of at most 1024 bytes, nothing else under
 // berth.dev/ than the runner-spec labels, and those valid.

@@ -391,3 +391,166 @@ TEST_F(KubernetesLauncherTest, TheReaperRemovesFinishedPodsOfRunsNobodyTracks) {
 
 }  // namespace
 }  // namespace berth::launch
+
+namespace berth::launch {
+namespace {
+
+// Each runner example of the seed documents (docs/kubernetes.md has them), as a user would
+// write it, launched on the test cluster: what the API accepts, a run must run with, and each
+// field must reach the Pod. Where an example names what this cluster lacks (an image from a
+// private registry), the run fails as a real one would, naming it: proof the field acted.
+struct SeedExample {
+  const char* name;
+  const char* runner_configuration;  // JSON; "@NS@" stands for the test's namespace
+  // The image a run cannot pull here (it fails naming it), or null: the run succeeds.
+  const char* unpullable;
+  // What the example must have put in the Pod's spec: a JSON subset of it.
+  const char* in_spec;
+};
+
+json InNamespace(std::string text, const std::string& ns) {
+  for (size_t at = text.find("@NS@"); at != std::string::npos; at = text.find("@NS@"))
+    text.replace(at, 4, ns);
+  return json::parse(text);
+}
+
+// Whether actual has all of subset: an object's keys (recursively), an array's elements each
+// matching one of actual's, a scalar equal.
+bool Contains(const json& actual, const json& subset) {
+  if (subset.is_object()) {
+    if (!actual.is_object()) return false;
+    for (const auto& [key, value] : subset.items()) {
+      if (!actual.contains(key) || !Contains(actual[key], value)) return false;
+    }
+    return true;
+  }
+  if (subset.is_array()) {
+    if (!actual.is_array()) return false;
+    for (const json& wanted : subset) {
+      bool found = false;
+      for (const json& item : actual) found = found || Contains(item, wanted);
+      if (!found) return false;
+    }
+    return true;
+  }
+  return actual == subset;
+}
+
+const SeedExample kSeedExamples[] = {
+    {"controller-env", R"({"runner": {"podTemplate": {"spec": {
+        "env": [{"name": "TF_LOG", "value": "INFO"}, {"name": "AWS_REGION", "value": "eu-west-1"}],
+        "envFrom": [{"secretRef": {"name": "aws-creds"}}]}}}})",
+     nullptr,
+     R"({"containers": [{"env": [{"name": "AWS_REGION", "value": "eu-west-1"}],
+        "envFrom": [{"secretRef": {"name": "aws-creds"}}]}]})"},
+    {"controller-scheduling", R"({"runner": {"podTemplate": {"spec": {
+        "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}},
+        "nodeSelector": {"workload": "infra"},
+        "tolerations": [{"key": "infra", "operator": "Exists"}],
+        "priorityClassName": "infra-runs"}}}})",
+     nullptr,
+     R"({"containers": [{"resources": {"requests": {"cpu": "250m", "memory": "512Mi"},
+        "limits": {"memory": "2Gi"}}}], "nodeSelector": {"workload": "infra"},
+        "tolerations": [{"key": "infra", "operator": "Exists"}],
+        "priorityClassName": "infra-runs"})"},
+    {"controller-volumes", R"({"runner": {"podTemplate": {"spec": {
+        "volumes": [{"name": "corp-ca", "configMap": {"name": "corp-ca-bundle"}},
+                    {"name": "providers", "emptyDir": {}}],
+        "volumeMounts": [{"name": "corp-ca", "mountPath": "/etc/ssl/certs/corp-ca.crt",
+                          "subPath": "ca.crt", "readOnly": true},
+                         {"name": "providers", "mountPath": "/mirror"}],
+        "initContainers": [{"name": "fetch-providers",
+                            "image": "registry.example.com/tools/oras:latest",
+                            "command": ["oras", "pull", "registry.example.com/tf/providers:2026.10",
+                                        "-o", "/mirror"],
+                            "volumeMounts": [{"name": "providers", "mountPath": "/mirror"}]}]}}}})",
+     "registry.example.com/tools/oras:latest",
+     R"({"volumes": [{"name": "corp-ca", "configMap": {"name": "corp-ca-bundle"}}],
+        "containers": [{"volumeMounts": [{"name": "corp-ca", "subPath": "ca.crt",
+        "readOnly": true}]}], "initContainers": [{"name": "fetch-providers",
+        "securityContext": {"runAsUser": 65532}}]})"},
+    {"controller-security-context", R"({"runner": {"podTemplate": {"spec": {"securityContext": {
+        "runAsNonRoot": true, "runAsUser": 65532, "readOnlyRootFilesystem": true,
+        "allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"}}}}}})",
+     nullptr,
+     R"({"containers": [{"securityContext": {"runAsUser": 65532,
+        "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}}]})"},
+    // Terraform's jsonencode: the template as a JSON string.
+    {"orchestrator-job", R"({"job": {"namespace": "@NS@",
+        "service_account": "platform-orchestrator-runner",
+        "pod_template": "{\"metadata\":{\"labels\":{\"app.kubernetes.io/name\":\"platform-orchestrator-runner\"}}}"}})",
+     nullptr, R"({"serviceAccountName": "platform-orchestrator-runner"})"},
+    {"orchestrator-image", R"({"job": {"namespace": "@NS@", "pod_template": {"spec": {
+        "containers": [{"name": "main",
+          "image": "my-own-registry.com/platform-orchestrator/platform-orchestrator-runner:vx.y.z",
+          "imagePullPolicy": "IfNotPresent"}],
+        "imagePullSecrets": [{"name": "regcred"}]}}}})",
+     "my-own-registry.com/platform-orchestrator/platform-orchestrator-runner:vx.y.z",
+     R"({"containers": [{"imagePullPolicy": "IfNotPresent"}],
+        "imagePullSecrets": [{"name": "regcred"}]})"},
+};
+
+class SeedExampleLaunch : public KubernetesLauncherTest,
+                          public ::testing::WithParamInterface<SeedExample> {};
+
+TEST_P(SeedExampleLaunch, RunsWithEveryFieldOnThePod) {
+  const SeedExample& example = GetParam();
+  // What the examples refer to, as their users would have made it.
+  constexpr kube::ResourceKind kPriorityClasses{"scheduling.k8s.io/v1", "PriorityClass",
+                                                "priorityclasses", false};
+  auto priority = admin_->Create(
+      kPriorityClasses, "",
+      {{"metadata", {{"name", "infra-runs"}}}, {"value", 1000}, {"globalDefault", false}});
+  ASSERT_TRUE(priority || priority.error().kind == ErrorKind::kAlreadyExists)
+      << priority.error().ToString();
+  for (const char* secret : {"aws-creds", "regcred"}) {
+    json object = {{"metadata", {{"name", secret}}}, {"stringData", {{"AWS_PROFILE", "x"}}}};
+    if (std::string(secret) == "regcred") {
+      object = {{"metadata", {{"name", secret}}},
+                {"type", "kubernetes.io/dockerconfigjson"},
+                {"stringData", {{".dockerconfigjson", R"({"auths":{}})"}}}};
+    }
+    ASSERT_TRUE(admin_->Create(kube::kSecrets, ns_, object));
+  }
+  ASSERT_TRUE(admin_->Create(kube::kConfigMaps, ns_,
+                             {{"metadata", {{"name", "corp-ca-bundle"}}},
+                              {"data", {{"ca.crt", "-----BEGIN CERTIFICATE-----\n"}}}}));
+  ASSERT_TRUE(admin_->Create(kube::kServiceAccounts, ns_,
+                             {{"metadata", {{"name", "platform-orchestrator-runner"}}}}));
+
+  // A clock that never ticks: the finished Pod stays to be read.
+  ManualClock clock;
+  StartLauncher(*client_, Settings(), clock, {.tick = std::chrono::hours(1)});
+  auto launched = launcher_->Launch(
+      Request("seed", "plan", "hello", InNamespace(example.runner_configuration, ns_)));
+  ASSERT_TRUE(launched) << launched.error().ToString();
+  auto outcome = outcomes_.WaitFor("seed");
+  ASSERT_TRUE(outcome);
+  if (example.unpullable == nullptr) {
+    EXPECT_TRUE(outcome->succeeded) << outcome->FailureName() << ": " << outcome->message;
+  } else {
+    EXPECT_TRUE(outcome->EndedAs(RunnerEnd::kImagePullFailed)) << outcome->message;
+    EXPECT_NE(outcome->message.find(example.unpullable), std::string::npos) << outcome->message;
+  }
+  auto pod = admin_->Get(kube::kPods, ns_, "berth-run-seed");
+  ASSERT_TRUE(pod) << pod.error().ToString();
+  EXPECT_TRUE(Contains((*pod)["spec"], json::parse(example.in_spec)))
+      << example.in_spec << "\nis not all in\n"
+      << (*pod)["spec"].dump();
+  // The Pod itself is the pod template's with the run's labels: the job example's label too.
+  if (std::string(example.name) == "orchestrator-job") {
+    EXPECT_EQ((*pod)["metadata"]["labels"].value("app.kubernetes.io/name", ""),
+              "platform-orchestrator-runner");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, SeedExampleLaunch, ::testing::ValuesIn(kSeedExamples),
+                         [](const auto& row) {
+                           std::string name = row.param.name;
+                           for (char& c : name) c = c == '-' ? '_' : c;
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace berth::launch

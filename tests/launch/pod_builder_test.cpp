@@ -146,6 +146,37 @@ TEST(RunnerPodConfig, RefusesUnknownFieldsWithTheirPath) {
             (std::vector<std::string>{"$.runner.binary", "$.runner.podTemplate.spec.hostNetwork"}));
 }
 
+TEST(RunnerPodConfig, TemplateMetadataStaysOutOfBerthsOwnKeys) {
+  auto config =
+      RunnerPodConfig::Parse({{"runner",
+                               {{"podTemplate",
+                                 {{"metadata",
+                                   {{"labels", {{"berth.dev/run", "other"}, {"team", "has space"}}},
+                                    {"annotations", {{"berth.dev/spec-hash", "x"}}}}}}}}}});
+  ASSERT_FALSE(config);
+  std::vector<std::string> paths;
+  for (const auto& f : config.error().fields) paths.push_back(f.path);
+  EXPECT_EQ(paths, (std::vector<std::string>{"$.runner.podTemplate.metadata.labels",
+                                             "$.runner.podTemplate.metadata.annotations"}));
+  EXPECT_NE(config.error().ToString().find("berth.dev/ is reserved"), std::string::npos);
+  EXPECT_FALSE(RunnerPodConfig::Parse(
+      {{"runner", {{"podTemplate", {{"metadata", {{"labels", {{"team", "has space"}}}}}}}}}}));
+}
+
+TEST(PodBuilder, TemplateLabelsRenameTheAppLabelsButNeverTheRunsOwn) {
+  auto m = BuildRunnerManifests(
+      Settings(),
+      Config({{"runner",
+               {{"podTemplate",
+                 {{"metadata", {{"labels", {{"app.kubernetes.io/name", "infra-runner"}}}}}}}}}}),
+      Request());
+  ASSERT_TRUE(m) << m.error().ToString();
+  const json& labels = m->workload["metadata"]["labels"];
+  EXPECT_EQ(labels["app.kubernetes.io/name"], "infra-runner");
+  EXPECT_EQ(labels["app.kubernetes.io/managed-by"], "berth");
+  EXPECT_EQ(labels["berth.dev/run"], "r1");
+}
+
 TEST(PodBuilder, HardensEveryContainerAndMountsTheWorkFolders) {
   auto m = BuildRunnerManifests(Settings(), Config(json::object()), Request());
   ASSERT_TRUE(m) << m.error().ToString();
@@ -202,8 +233,8 @@ TEST(PodBuilder, ResourcesComeFromSettingsThenTemplateThenLabels) {
                {{"podTemplate", {{"spec", {{"resources", {{"limits", {{"memory", "2Gi"}}}}}}}}}}}}),
       Request({{"berth.dev/runner-spec.kubernetes_limit_cpu", "2"}, {"team", "platform"}}));
   ASSERT_TRUE(m) << m.error().ToString();
-  json expected = {{"requests", {{"cpu", "500m"}, {"memory", "512Mi"}}},
-                   {"limits", {{"cpu", "2"}, {"memory", "2Gi"}}}};
+  // Memory is the template's alone (it names it); cpu is the setting's, its limit the label's.
+  json expected = {{"requests", {{"cpu", "500m"}}}, {"limits", {{"cpu", "2"}, {"memory", "2Gi"}}}};
   EXPECT_EQ(MainContainer(*m)["resources"], expected);
   EXPECT_EQ(m->workload["spec"]["initContainers"][0]["resources"], expected);
 }

@@ -78,12 +78,23 @@ class Resources {
 Result<json> BuildResources(const KubernetesSettings& settings, const RunnerPodConfig& config,
                             const RunOverrides& overrides) {
   Resources resources;
+  const json from_template = config.template_spec.value("resources", json::object());
+  // KUBERNETES_CPU and KUBERNETES_MEMORY are a resource's request and limit unless the template
+  // speaks of that resource: then its request and limit are the template's alone (a request
+  // of 250m with the default limit of 100m left in would be refused).
+  auto templated = [&from_template](const char* resource) {
+    for (const char* which : {"requests", "limits"}) {
+      if (from_template.value(which, json::object()).contains(resource)) return true;
+    }
+    return false;
+  };
   for (const char* which : {"requests", "limits"}) {
-    if (settings.cpu) resources.Set(which, "cpu", *settings.cpu, "KUBERNETES_CPU");
-    if (settings.memory) resources.Set(which, "memory", *settings.memory, "KUBERNETES_MEMORY");
-    const json from_template =
-        config.template_spec.value("resources", json::object()).value(which, json::object());
-    for (const auto& [resource, value] : from_template.items()) {
+    if (settings.cpu && !templated("cpu"))
+      resources.Set(which, "cpu", *settings.cpu, "KUBERNETES_CPU");
+    if (settings.memory && !templated("memory"))
+      resources.Set(which, "memory", *settings.memory, "KUBERNETES_MEMORY");
+    const json values = from_template.value(which, json::object());
+    for (const auto& [resource, value] : values.items()) {
       resources.Merge(which, resource, value.get<std::string>(),
                       std::string("$.podTemplate.spec.resources.") + which + "." + resource);
     }
@@ -247,10 +258,12 @@ Result<RunnerManifests> BuildRunnerManifests(const KubernetesSettings& settings,
   }
 
   out.spec_hash = "sha256:" + crypto::Sha256Hex(pod_spec.dump());
-  json labels = config.template_metadata.value("labels", json::object());
-  labels["app.kubernetes.io/name"] = "tf-runner";
-  labels["app.kubernetes.io/instance"] = instance;
-  labels["app.kubernetes.io/managed-by"] = "berth";
+  // The template's labels may rename the descriptive app.kubernetes.io ones (the seed's
+  // orchestrator job does); the berth.dev/ labels identify the run and are never theirs.
+  json labels = {{"app.kubernetes.io/name", "tf-runner"},
+                 {"app.kubernetes.io/instance", instance},
+                 {"app.kubernetes.io/managed-by", "berth"}};
+  labels.update(config.template_metadata.value("labels", json::object()));
   labels["berth.dev/terraform"] = out.ns;
   labels[std::string(kRunLabel)] = request.run_id;
   labels[std::string(kLauncherLabel)] = request.launcher;

@@ -1,5 +1,6 @@
 #include "launch/kubernetes/runner_pod_config.h"
 
+#include "core/run_labels.h"
 #include "core/runner_config.h"
 #include "core/schema.h"
 
@@ -81,10 +82,32 @@ Result<void> TakeImageFields(RunnerPodConfig& config, const std::string& path) {
   return {};
 }
 
+// A template's label or annotation keys: Kubernetes keys outside berth.dev/, which names the
+// run's own (a template could otherwise detach a Pod from its run); label values as Kubernetes
+// takes them, so what is saved can launch.
+Schema TemplateMetadataMap(bool values_are_labels) {
+  return std::move(
+      StringMap()
+          .Require([values_are_labels](const json& v) -> std::optional<std::string> {
+            for (const auto& [key, value] : v.items()) {
+              if (!IsLabelKey(key)) return "key " + key + " is not a Kubernetes label key";
+              if (key.starts_with("berth.dev/"))
+                return "key " + key + ": berth.dev/ is reserved for berth's own";
+              if (values_are_labels && value.is_string() &&
+                  !IsLabelValue(value.get_ref<const std::string&>()))
+                return "value of " + key +
+                       " is not a label value (63 characters at most of letters, digits, '-', "
+                       "'_', '.', starting and ending alphanumeric)";
+            }
+            return std::nullopt;
+          })
+          .Doc("Kubernetes keys, none under berth.dev/"));
+}
+
 Schema PodTemplate() {
   return Schema::Object({
-      Optional("metadata", Schema::Object({Optional("labels", StringMap()),
-                                           Optional("annotations", StringMap())})),
+      Optional("metadata", Schema::Object({Optional("labels", TemplateMetadataMap(true)),
+                                           Optional("annotations", TemplateMetadataMap(false))})),
       Optional("spec", TemplateSpec()),
   });
 }
