@@ -28,3 +28,15 @@ add_library(berth_dep_ssl INTERFACE)
 target_link_libraries(berth_dep_ssl INTERFACE
   "$<IF:$<BOOL:$<TARGET_PROPERTY:BERTH_STATIC>>,${BERTH_LIBSSL_STATIC},OpenSSL::SSL>"
   berth_dep_crypto)
+
+# libseccomp builds the local runners' seccomp program (berthd only, so dynamically).
+find_library(BERTH_LIBSECCOMP seccomp REQUIRED)
+
+# RE2: every pattern berth matches against input is linear in the input (libstdc++'s std::regex
+# recurses per character, so one long field would overflow berthd's stack).
+find_library(BERTH_LIBRE2_STATIC libre2.a REQUIRED)
+find_library(BERTH_LIBRE2 re2 REQUIRED)
+add_library(berth_dep_re2 INTERFACE)
+target_link_libraries(berth_dep_re2 INTERFACE
+  "$<IF:$<BOOL:$<TARGET_PROPERTY:BERTH_STATIC>>,${BERTH_LIBRE2_STATIC},${BERTH_LIBRE2}>"
+  Threads::Threads)

@@ -3,6 +3,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "core/bounded_json.h"
 #include "core/run_result.h"
 
 namespace berth {
@@ -136,8 +137,12 @@ void ReadError(Fields& f, RunError& e) {
 }  // namespace
 
 Result<RunResult> ParseRunResult(std::string_view text) {
-  json doc = json::parse(text, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object())
+  auto parsed = ParseBoundedJson(text);
+  if (!parsed)
+    return MakeError(ErrorKind::kInvalidArgument,
+                     "the run result is refused: " + parsed.error().message);
+  json doc = std::move(*parsed);
+  if (!doc.is_object())
     return MakeError(ErrorKind::kInvalidArgument, "the run result is not a JSON object");
   Fields f(doc, "$");
   std::string api_version, kind;

@@ -3,11 +3,11 @@
 
 #include <array>
 #include <map>
-#include <regex>
 #include <utility>
 
 #include "core/ed25519_key.h"
 #include "core/enum_names.h"
+#include "core/pattern.h"
 
 namespace berth {
 namespace {
@@ -366,8 +366,8 @@ const Schema& StateStorageSchema(StateStorageType type) {
 }
 
 bool IsValidId(std::string_view id) {
-  static const std::regex kId(kDnsLabel);
-  return std::regex_match(id.begin(), id.end(), kId);
+  static const Pattern kId(kDnsLabel);
+  return kId.Matches(id);
 }
 
 json RunnerSpec::ToJson() const {

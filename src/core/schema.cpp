@@ -1,7 +1,8 @@
 // Schema validation and description.
 #include "core/schema.h"
 
-#include <regex>
+#include "core/bounded_json.h"
+#include "core/pattern.h"
 
 namespace berth {
 
@@ -36,10 +37,10 @@ Schema& Schema::Doc(std::string text) {
 }
 
 Schema& Schema::Pattern(const std::string& regex, const std::string& description) {
-  auto re = std::make_shared<std::regex>(regex);
+  auto re = std::make_shared<berth::Pattern>(regex);
   std::string rule = "must be " + description;
   checks_.push_back([re, rule](const json& v) -> std::optional<std::string> {
-    if (v.is_string() && std::regex_match(v.get<std::string>(), *re)) return std::nullopt;
+    if (v.is_string() && re->Matches(v.get<std::string>())) return std::nullopt;
     return rule;
   });
   rules_ += (rules_.empty() ? "" : "; ") + description;
@@ -128,11 +129,11 @@ void Schema::Validate(json& value, const std::string& path, FieldErrors& errors)
       break;
     case Kind::kObjectOrJsonString:
       if (value.is_string()) {
-        json parsed = json::parse(value.get<std::string>(), nullptr, false);
-        if (parsed.is_discarded() || !parsed.is_object()) {
+        auto parsed = ParseBoundedJson(value.get<std::string>());
+        if (!parsed || !parsed->is_object()) {
           return fail("must be an object, or a string holding a JSON object");
         }
-        value = std::move(parsed);
+        value = std::move(*parsed);
       }
       if (!value.is_object()) return fail("must be an object, or a string holding a JSON object");
       break;

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "core/base64.h"
+#include "core/bounded_json.h"
 #include "crypto/random.h"
 
 namespace berth::crypto {
@@ -82,11 +83,11 @@ Result<Jws> Jws::Parse(std::string_view token) {
       Base64Decode(token.substr(first + 1, second - first - 1), Base64Alphabet::kUrlNoPadding);
   auto signature = Base64Decode(token.substr(second + 1), Base64Alphabet::kUrlNoPadding);
   if (!header || !payload || !signature) return Unauthenticated("a token part is not base64url");
-  json parsed_header = json::parse(*header, nullptr, false);
+  json parsed_header = ParseBoundedJsonOrNull(*header);
   if (parsed_header != json::parse(kHeader))
     return Unauthenticated("the token's header must be {\"alg\":\"EdDSA\",\"typ\":\"JWT\"}");
   Jws jws;
-  jws.claims_ = json::parse(*payload, nullptr, false);
+  jws.claims_ = ParseBoundedJsonOrNull(*payload);
   if (!jws.claims_.is_object()) return Unauthenticated("the token's claims are not a JSON object");
   if (signature->size() != kSignatureBytes)
     return Unauthenticated("the token's signature is not 64 bytes");

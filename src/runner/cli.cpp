@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
-#include <regex>
 
+#include "core/pattern.h"
 #include "core/quantity.h"
 #include "core/run_result.h"
 #include "runner/flag_set.h"
@@ -163,9 +163,8 @@ void AddRunFlags(FlagSet& flags, RunOptions& o) {
   flags.Value("providers", NonEmptyString(&o.providers));
   flags.Value("config", NonEmptyString(&o.config));
   flags.Value("inputs-hash", [&o](std::string_view v) -> Result<void> {
-    static const std::regex kHash("^sha256:[0-9a-f]{64}$");
-    if (!std::regex_match(std::string(v), kHash))
-      return Invalid("must be sha256: and 64 lowercase hex digits");
+    static const Pattern kHash("sha256:[0-9a-f]{64}");
+    if (!kHash.Matches(v)) return Invalid("must be sha256: and 64 lowercase hex digits");
     o.inputs_hash = std::string(v);
     return {};
   });
@@ -189,9 +188,8 @@ void AddRunFlags(FlagSet& flags, RunOptions& o) {
   flags.Value("force-unlock", NonEmptyString(&o.force_unlock));
   flags.Value("plan-file", NonEmptyString(&o.plan_file));
   flags.Value("approved-plan", [&o](std::string_view v) -> Result<void> {
-    static const std::regex kHash("^(sha256:)?[0-9a-f]{64}$");
-    if (!std::regex_match(std::string(v), kHash))
-      return Invalid("must be a plan hash (sha256:HEX)");
+    static const Pattern kHash("(sha256:)?[0-9a-f]{64}");
+    if (!kHash.Matches(v)) return Invalid("must be a plan hash (sha256:HEX)");
     o.approved_plan = std::string(v);
     return {};
   });
@@ -200,9 +198,9 @@ void AddRunFlags(FlagSet& flags, RunOptions& o) {
   flags.Bool("plan-destroy", &o.plan_destroy);
   flags.Value("restore-from", NonEmptyString(&o.restore_from));
   flags.Value("event-object", [&o](std::string_view v) -> Result<void> {
-    static const std::regex kObject(
-        "^[A-Za-z]+/[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-.a-z0-9]*[a-z0-9])?$");
-    if (!std::regex_match(std::string(v), kObject)) return Invalid("must be KIND/NAMESPACE/NAME");
+    static const Pattern kObject(
+        "[A-Za-z]+/[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-.a-z0-9]*[a-z0-9])?");
+    if (!kObject.Matches(v)) return Invalid("must be KIND/NAMESPACE/NAME");
     o.event_object = std::string(v);
     return {};
   });
@@ -222,8 +220,8 @@ void AddRunFlags(FlagSet& flags, RunOptions& o) {
   });
   flags.Value("token-file", NonEmptyString(&o.token_file));
   flags.Value("run-id", [&o](std::string_view v) -> Result<void> {
-    static const std::regex kId("^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$");
-    if (!std::regex_match(std::string(v), kId)) return Invalid("must be a run id (a DNS label)");
+    static const Pattern kId("[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?");
+    if (!kId.Matches(v)) return Invalid("must be a run id (a DNS label)");
     o.run_id = std::string(v);
     return {};
   });

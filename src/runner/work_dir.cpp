@@ -1,8 +1,9 @@
 // Laying out the module, the environment, and the secrets to mask.
 #include "runner/work_dir.h"
 
+#include <re2/re2.h>
+
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <sstream>
 
 #include "runner/module_archive.h"
@@ -35,24 +36,26 @@ Result<void> CheckSubPath(const std::string& path) {
 // scan, not an HCL parser: tofu itself also redacts these values; this keeps them out of
 // anything the runner writes even if it did not.
 std::vector<std::string> SensitiveVariables(const fs::path& workdir) {
-  static const std::regex kVariable(R"re(variable\s+"([^"]+)"\s*\{)re");
-  static const std::regex kSensitive(R"re(\bsensitive\s*=\s*true\b)re");
+  static const re2::RE2 kVariable(R"re(variable\s+"([^"]+)"\s*\{)re");
+  static const re2::RE2 kSensitive(R"re(\bsensitive\s*=\s*true\b)re");
   std::vector<std::string> names;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(workdir, ec)) {
     if (entry.path().extension() != ".tf") continue;
     auto text = sys::ReadFile(entry.path());
     if (!text) continue;
-    for (std::sregex_iterator it(text->begin(), text->end(), kVariable), end; it != end; ++it) {
-      size_t open = static_cast<size_t>(it->position(0) + it->length(0));
+    re2::StringPiece rest(*text);
+    std::string name;
+    while (re2::RE2::FindAndConsume(&rest, kVariable, &name)) {
+      size_t open = static_cast<size_t>(rest.data() - text->data());
       int depth = 1;
       size_t i = open;
       for (; i < text->size() && depth > 0; ++i) {
         if ((*text)[i] == '{') ++depth;
         if ((*text)[i] == '}') --depth;
       }
-      std::string body = text->substr(open, i - open);
-      if (std::regex_search(body, kSensitive)) names.push_back((*it)[1].str());
+      re2::StringPiece body(text->data() + open, i - open);
+      if (re2::RE2::PartialMatch(body, kSensitive)) names.push_back(name);
     }
   }
   return names;
@@ -76,13 +79,13 @@ namespace {
 // state storage). A module without a backend gets one; a module that names its own has it
 // replaced by an override file (TF merges *_override.tf last).
 Result<void> DeclareBackend(const fs::path& workdir, const std::string& type) {
-  static const std::regex kBackend("backend\\s+\"");
+  static const re2::RE2 kBackend("backend\\s+\"");
   bool has_backend = false;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(workdir, ec)) {
     if (entry.path().extension() != ".tf") continue;
     auto text = sys::ReadFile(entry.path());
-    if (text && std::regex_search(*text, kBackend)) has_backend = true;
+    if (text && re2::RE2::PartialMatch(*text, kBackend)) has_backend = true;
   }
   fs::path file = workdir / (has_backend ? "_berth_backend_override.tf" : "_berth_backend.tf");
   return sys::WriteFileAtomic(file, "terraform {\n  backend \"" + type + "\" {}\n}\n");

@@ -66,6 +66,38 @@ TEST(ApiLimits, ATokenOverItsRateGets429WithRetryAfter) {
   EXPECT_EQ(get(*busy).status, 200);
 }
 
+TEST(ApiLimits, HostileBodiesGetA400AndBerthdGoesOn) {
+  auto dir = sys::TempDir::Create("api-hostile");
+  ASSERT_TRUE(dir);
+  auto store = store::OpenStore("sqlite:" + (dir->Path() / "db").string(), 1);
+  ASSERT_TRUE(store);
+  ASSERT_TRUE((*store)->CreateOrganization("acme"));
+  auto token = IssueToken(**store, "acme", "admin");
+  ASSERT_TRUE(token);
+  ApiWithoutRunners api(**store);
+  auto call = [&](const std::string& method, std::string body) {
+    return api.Handle(
+        {.method = method,
+         .target = "/orgs/acme/runners",
+         .headers = {{"authorization", "Bearer " + *token}, {"content-type", "application/json"}},
+         .body = std::move(body)});
+  };
+  // A free-form object a million levels deep: every recursive walk of it would overflow.
+  auto deep = call("POST", R"({"id":"deep","runner_configuration":{"type":"local","x":)" +
+                               std::string(1'000'000, '[') + std::string(1'000'000, ']') + "}}");
+  EXPECT_EQ(deep.status, 400);
+  EXPECT_NE(deep.body.find("levels deep"), std::string::npos) << deep.body.substr(0, 400);
+  // A name checked by a pattern, megabytes long: matched in linear time, refused by its rule.
+  auto long_name = call(
+      "POST", R"({"id":"long","runner_configuration":{"type":"kubernetes","job":{"namespace":"ns",)"
+              R"("service_account":")" +
+                  std::string(1 << 20, 'a') + R"(-"}}})");
+  EXPECT_EQ(long_name.status, 400);
+  EXPECT_NE(long_name.body.find("$.runner_configuration.job.service_account"), std::string::npos)
+      << long_name.body.substr(0, 400);
+  EXPECT_EQ(call("GET", "").status, 200) << "berthd answers after both";
+}
+
 TEST(HttpServer, ServesTlsFromFilesAndOnlyToClientsThatTrustIt) {
   auto dir = sys::TempDir::Create("tls");
   ASSERT_TRUE(dir);

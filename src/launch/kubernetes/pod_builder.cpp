@@ -1,8 +1,8 @@
 #include "launch/kubernetes/pod_builder.h"
 
 #include <algorithm>
-#include <regex>
 
+#include "core/run_labels.h"
 #include "core/runner_config.h"
 #include "crypto/digest.h"
 
@@ -10,9 +10,6 @@ namespace berth::launch {
 namespace {
 
 using nlohmann::json;
-
-// A label value (Kubernetes API reference, "Labels and Selectors").
-const std::regex kLabelValue("([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?");
 
 constexpr int64_t kRunnerUid = 65532;
 constexpr const char* kRunnerImageBinary = "/runner";  // where the runner image keeps it
@@ -137,7 +134,7 @@ Result<RunnerManifests> BuildRunnerManifests(const KubernetesSettings& settings,
   if (out.secret_name.size() > 63 || !IsValidId(request.run_id))
     errors.push_back({"run_id", "must be a DNS label of at most 47 characters"});
   std::string instance = "tf-runner-" + request.revision;
-  if (instance.size() > 63 || !std::regex_match(request.revision, kLabelValue))
+  if (instance.size() > 63 || !IsLabelValue(request.revision))
     errors.push_back({"revision", "must make a label value (tf-runner-<revision>, 63 at most)"});
   if (!errors.empty()) return InvalidFields("invalid run", std::move(errors));
 

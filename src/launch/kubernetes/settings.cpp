@@ -1,15 +1,14 @@
 #include "launch/kubernetes/settings.h"
 
-#include <regex>
-
 #include "core/duration.h"
+#include "core/pattern.h"
 #include "core/runner_config.h"
 
 namespace berth::launch {
 namespace {
 
 // RFC 1123 label and subdomain, as Kubernetes names them.
-const std::regex kDnsSubdomain("[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
+const Pattern kDnsSubdomain("[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
 
 class Reader {
  public:
@@ -56,9 +55,9 @@ class Reader {
     Fail(name, "must be true or false");
     return false;
   }
-  void Matches(const std::string& name, const std::string& value, const std::regex& pattern,
+  void Matches(const std::string& name, const std::string& value, const Pattern& pattern,
                const std::string& what) {
-    if (!value.empty() && (value.size() > 253 || !std::regex_match(value, pattern)))
+    if (!value.empty() && (value.size() > 253 || !pattern.Matches(value)))
       Fail(name, "must be " + what);
   }
   Result<void> Done() {

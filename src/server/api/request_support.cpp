@@ -1,5 +1,6 @@
 #include "server/api/request_support.h"
 
+#include "core/bounded_json.h"
 #include "server/api/api.h"
 
 namespace berth::server {
@@ -47,12 +48,14 @@ ParsedBody ParseJsonBody(const RouteRequest& r, bool merge_patch) {
                                 std::string("unsupported media type: send application/json") +
                                     (merge_patch ? " or application/merge-patch+json" : "")));
   }
-  json body = json::parse(r.http.body, nullptr, false);
-  if (body.is_discarded()) {
-    return refuse(ErrorResponse(Invalid("$", "must be valid JSON", "the body is not valid JSON")));
+  auto body = ParseBoundedJson(r.http.body);
+  if (!body) {
+    return refuse(ErrorResponse(
+        Invalid("$", "must be valid JSON at most " + std::to_string(kMaxJsonDepth) + " levels deep",
+                "the body is refused: " + body.error().message)));
   }
-  if (!body.is_object()) return refuse(ErrorResponse(Invalid("$", "must be an object")));
-  return ParsedBody(boost::system::in_place_value, std::move(body));
+  if (!body->is_object()) return refuse(ErrorResponse(Invalid("$", "must be an object")));
+  return ParsedBody(boost::system::in_place_value, std::move(*body));
 }
 
 Result<json> ValidateWith(const Schema& schema, json body) {

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
+#include "core/bounded_json.h"
 #include "core/run_result.h"
 #include "crypto/jws.h"
 #include "crypto/random.h"
@@ -132,8 +133,10 @@ net::ServerResponse RunGateway::PutArtifact(const RouteRequest& r,
   if (!IsArtifactName(name))
     return ErrorResponse(
         InvalidFields("invalid artifact", {{"name", "must be plan, outputs or state"}}));
-  if (name == "outputs" && json::parse(r.http.body, nullptr, false).is_discarded())
-    return ErrorResponse(InvalidFields("invalid artifact", {{"body", "outputs must be JSON"}}));
+  if (name == "outputs" && !ParseBoundedJson(r.http.body, kMaxTfDocumentDepth))
+    return ErrorResponse(InvalidFields(
+        "invalid artifact", {{"body", "outputs must be JSON at most " +
+                                          std::to_string(kMaxTfDocumentDepth) + " levels deep"}}));
   auto put = store_.DeploymentData().PutArtifact(
       d.org_id, d.id, {.name = name, .run_id = d.run_id, .content = r.http.body});
   if (!put) return ErrorResponse(put.error());

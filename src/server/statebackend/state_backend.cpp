@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "core/bounded_json.h"
 #include "core/environment_ref.h"
 #include "crypto/jws.h"
 #include "server/run_token_header.h"
@@ -71,8 +72,8 @@ net::ServerResponse StateBackend::Handle(const net::ServerRequest& request) cons
     return Reply(200, *state);
   }
   if (method == "POST") {
-    if (json::parse(request.body, nullptr, false).is_discarded())
-      return Problem(400, "the state must be JSON");
+    if (auto state = ParseBoundedJson(request.body, kMaxTfDocumentDepth); !state)
+      return Problem(400, "the state is refused: " + state.error().message);
     auto stored = states_.Put(key, request.body, QueryValue(request.target, "ID"), token->run_id);
     if (!stored) {
       if (stored.error().reason == "Locked") return Reply(423, stored.error().context);
@@ -89,7 +90,7 @@ net::ServerResponse StateBackend::Handle(const net::ServerRequest& request) cons
     return Reply(200);
   }
   if (method == "LOCK" || method == "UNLOCK") {
-    json info = json::parse(request.body, nullptr, false);
+    json info = ParseBoundedJsonOrNull(request.body);
     auto id = info.is_object() ? info.find("ID") : info.end();
     if (!info.is_object() || id == info.end() || !id->is_string() || id->get<std::string>().empty())
       return Problem(400, "the body must be a LockInfo with an ID");
