@@ -24,6 +24,11 @@ int main(int argc, char** argv) {
   options.runner_binary = berth::server::FindRunnerBesideSelf();
   app.add_option("--runner-binary", options.runner_binary,
                  "the runner program for local runs (default: the one beside berthd)");
+  app.add_flag("--insecure-local-runners", options.insecure_local_runners,
+               "run local runs without their sandbox, as berthd's user (logged at every start)");
+  app.add_option("--local-runner-uid", options.local_runner_uid,
+                 "the user a root berthd's local runs drop to")
+      ->check(CLI::Range(1, 2147483647));
   app.add_option("--max-parallel-runs", options.max_parallel_runs,
                  "local runs at once; the others wait their turn")
       ->check(CLI::PositiveNumber);

@@ -167,9 +167,9 @@ int Call(const Globals& g, const std::string& method, const std::string& path, c
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
 
-int Up(const std::string& data_dir, const std::string& listen, const std::string& providers,
-       const std::string& log_format, int verbosity) {
-  server::DaemonOptions options;
+// options: what `berth up`'s flags set directly.
+int Up(server::DaemonOptions options, const std::string& data_dir, const std::string& listen,
+       const std::string& providers, const std::string& log_format, int verbosity) {
   sys::Logger::ParseFormat(log_format, &options.log_format);  // checked by the flag
   options.verbosity = verbosity;
   options.providers = providers;
@@ -217,6 +217,9 @@ int Main(int argc, char** argv) {
   int verbosity = 0;
   up->add_option("-v,--v", verbosity, "berthd's log verbosity (1: runner traffic, transitions)")
       ->check(CLI::NonNegativeNumber);
+  server::DaemonOptions up_options;
+  up->add_flag("--insecure-local-runners", up_options.insecure_local_runners,
+               "run local runs without their sandbox, as your user (logged at every start)");
 
   std::string kind_word, id, project, runner_filter;
   BodyFlags body_flags;
@@ -326,7 +329,7 @@ int Main(int argc, char** argv) {
     int code = app.exit(e);
     return code == 0 ? kExitOk : kExitUsage;
   }
-  if (*up) return Up(g.data_dir, listen, providers, log_format, verbosity);
+  if (*up) return Up(up_options, g.data_dir, listen, providers, log_format, verbosity);
   if (*render_pod) {
     for (const std::string& label : render_labels) {
       auto eq = label.find('=');

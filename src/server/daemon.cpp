@@ -262,12 +262,19 @@ class Berthd {
         launchers_[type] = kubernetes_.get();
     }
     if (!options.runner_binary.empty()) {
-      local_ = std::make_unique<launch::LocalLauncher>(
-          launch::LocalLauncherOptions{.runner_binary = options.runner_binary,
-                                       .runs_dir = options.data_dir / "runs",
-                                       .max_parallel = options.max_parallel_runs,
-                                       .environment = LocalRunEnvironment()},
-          dispatcher_);
+      launch::LocalLauncherOptions local{.runner_binary = options.runner_binary,
+                                         .runs_dir = options.data_dir / "runs",
+                                         .max_parallel = options.max_parallel_runs,
+                                         .environment = LocalRunEnvironment(),
+                                         .insecure = options.insecure_local_runners};
+      if (!local.insecure) {
+        auto sandbox = launch::Sandbox::Probe(options.local_runner_uid);
+        if (sandbox) local.sandbox = std::move(*sandbox);
+        if (!sandbox) local.refusal = "local runs are refused: " + sandbox.error().message;
+      }
+      local_isolation_ = local.sandbox ? "sandboxed" : local.insecure ? "INSECURE" : "refused";
+      local_refusal_ = local.refusal;
+      local_ = std::make_unique<launch::LocalLauncher>(std::move(local), dispatcher_);
       launchers_["local"] = local_.get();
     }
   }
@@ -298,9 +305,16 @@ class Berthd {
         !written)
       return written.error();
     base_.server->Serve([this](const net::ServerRequest& r) { return Handle(r); });
+    if (local_isolation_ == "INSECURE") {
+      log_.Warn(
+          "local runners are NOT sandboxed (--insecure-local-runners): a module can read "
+          "and change everything berthd's user can, its admin token and database too");
+    } else if (local_isolation_ == "refused") {
+      log_.Error("local runs refused", {{"reason", local_refusal_}});
+    }
     log_.Info("serving", {{"url", base_.url},
                           {"database", base_.database_kind},
-                          {"local_runners", local_ ? "on" : "off"},
+                          {"local_runners", local_ ? local_isolation_ : "off"},
                           {"kubernetes", kubernetes_ ? "on" : "off"}});
     return {};
   }
@@ -362,6 +376,8 @@ class Berthd {
   Dispatcher dispatcher_;
   Api api_;
   std::unique_ptr<launch::LocalLauncher> local_;
+  std::string local_isolation_;  // sandboxed, INSECURE or refused
+  std::string local_refusal_;
   std::unique_ptr<launch::KubernetesLauncher> kubernetes_;
 };
 

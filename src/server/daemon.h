@@ -26,6 +26,11 @@ struct DaemonOptions {
   // The runner program for local runs; empty: berthd runs no deployments (API only).
   std::filesystem::path runner_binary;
   int max_parallel_runs = 4;
+  // Local runs execute in a sandbox (launch/local/sandbox.h); where it cannot be made they are
+  // refused, unless this lets them run unsandboxed as berthd's user (logged at every start).
+  bool insecure_local_runners = false;
+  // The user a root berthd's local runs drop to (never berthd's own).
+  uid_t local_runner_uid = 65534;
   // A provider mirror folder every local run installs providers from, offline.
   std::string providers;
   // Launch runners of the kubernetes types as Pods or Jobs, with the cluster of KUBECONFIG (or

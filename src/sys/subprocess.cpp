@@ -62,6 +62,7 @@ int DecodeStatus(int status) {
     if (setrlimit(resource, &limit) != 0) fail();
   }
   signal(SIGPIPE, SIG_DFL);
+  for (int stop : {SIGTERM, SIGINT}) signal(stop, options.ignore_stop_signals ? SIG_IGN : SIG_DFL);
   // Nothing of the parent's but stdin, stdout and stderr reaches the program: libraries open
   // descriptors without O_CLOEXEC (Asio's listening socket among them), and a runner holding
   // berthd's socket would keep its port after berthd died.
@@ -70,6 +71,9 @@ int DecodeStatus(int status) {
     getrlimit(RLIMIT_NOFILE, &open_files);
     int last = static_cast<int>(std::min<rlim_t>(open_files.rlim_cur, 65536));
     for (int fd = 3; fd < last; ++fd) fcntl(fd, F_SETFD, FD_CLOEXEC);
+  }
+  for (int fd : options.inherited_fds) {
+    if (fcntl(fd, F_SETFD, 0) != 0) fail();
   }
   execve(argv[0], argv, envp);
   ReportAndExit(error_fd);

@@ -366,5 +366,57 @@ TEST_F(BerthCli, BerthDeployPlansApprovesAppliesAndPrintsTheOutputsOnAFreshBerth
             kExitUsage);
 }
 
+// Each attack prints what it got; the sandbox (launch/local/sandbox.h) leaves it nothing.
+constexpr const char* kHostileModule = R"tf(variable "data" { type = string }
+variable "berthd" { type = string }
+resource "terraform_data" "attack" {
+  provisioner "local-exec" {
+    command = <<-EOT
+      echo "admin-token: $(cat ${var.data}/admin-token 2>&1)"
+      echo "database: $(head -c 15 ${var.data}/berth.db 2>&1)"
+      echo "runs: $(ls ${var.data}/runs 2>&1)"
+      kill -STOP ${var.berthd} 2>/dev/null && echo "berthd: stopped" || echo "berthd: out of reach"
+      echo "processes: $(ls /proc | grep -c '^[0-9]')"
+      python3 -c 'import ctypes; print("ptrace:", ctypes.CDLL(None).ptrace(0, 0, 0, 0))'
+      unshare -r true 2>/dev/null && echo "namespace: made" || echo "namespace: refused"
+      echo "whoami: $(id -u)"
+    EOT
+  }
+}
+)tf";
+
+TEST_F(BerthCli, AHostileModuleFindsNothingOfBerthdInItsSandbox) {
+  fs::path hostile = dir_->Path() / "hostile";
+  fs::create_directories(hostile);
+  ASSERT_TRUE(sys::WriteFileAtomic(hostile / "main.tf", kHostileModule));
+  auto admin_token = sys::ReadFile(fs::path(data_) / "admin-token");
+  ASSERT_TRUE(admin_token);
+  auto deployed = Berth({"deploy", hostile.string(), "--env", "dev", "--auto-approve", "--var",
+                         "data=" + data_, "--var", "berthd=" + std::to_string(up_->Pid())});
+  ASSERT_EQ(deployed.exit_code, 0) << deployed.output << Log();
+  EXPECT_TRUE(up_->Running());
+  std::string id = deployed.output.substr(deployed.output.find("deployment d-") + 11, 12);
+  auto logs = Berth({"logs", id});
+  ASSERT_EQ(logs.exit_code, 0) << logs.output;
+  const std::string& seen = logs.output;
+  // What the attacks printed (the log also shows the command that ran them).
+  auto printed = [&](const std::string& line) {
+    return seen.find("(local-exec): " + line) != std::string::npos;
+  };
+  EXPECT_EQ(seen.find(*admin_token), std::string::npos) << "the admin token leaked";
+  EXPECT_TRUE(printed("admin-token: cat: " + data_ + "/admin-token: No such file")) << seen;
+  EXPECT_TRUE(printed("database: head: cannot open")) << seen;
+  // Of the runs folder, only its own run's parts are there: not the plan run before it.
+  EXPECT_TRUE(printed("runs: " + id + "-apply\n")) << seen;
+  EXPECT_TRUE(printed("berthd: out of reach")) << seen;
+  EXPECT_TRUE(printed("ptrace: -1")) << seen;
+  EXPECT_TRUE(printed("namespace: refused")) << seen;
+  // A root berthd's runs are its dedicated user; any other berthd's, berthd's own user mapped.
+  std::string user = geteuid() == 0 ? "65534" : std::to_string(geteuid());
+  EXPECT_TRUE(printed("whoami: " + user)) << seen;
+  // berthd was neither stopped nor slowed: it answers at once.
+  EXPECT_EQ(Berth({"get", "runners"}).exit_code, 0);
+}
+
 }  // namespace
 }  // namespace berth::cli

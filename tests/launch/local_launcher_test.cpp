@@ -40,6 +40,9 @@ class LocalLauncherTest : public ::testing::Test {
     fs::create_directories(dir_->Path() / "env-module");
     ASSERT_TRUE(sys::WriteFileAtomic(dir_->Path() / "env-module/main.tf", kEnvModule));
     ASSERT_TRUE(sys::WriteFileAtomic(dir_->Path() / "slow.json", R"({"seconds": 4})"));
+    // The sandbox reads these as the run's own user, not the test's.
+    for (const char* file : {"env-module/main.tf", "slow.json"})
+      fs::permissions(dir_->Path() / file, fs::perms::others_read, fs::perm_options::add);
   }
 
   LocalLauncherOptions Options(int max_parallel = 4) {
@@ -47,6 +50,9 @@ class LocalLauncherTest : public ::testing::Test {
     options.runner_binary = BERTH_RUNNER_BIN;
     options.runs_dir = dir_->Path() / "runs";
     options.max_parallel = max_parallel;
+    auto sandbox = Sandbox::Probe(65534);
+    EXPECT_TRUE(sandbox) << sandbox.error().ToString();
+    if (sandbox) options.sandbox = std::move(*sandbox);
     for (const std::string& entry : tofu_->Environment(dir_->Path())) {
       if (!entry.starts_with("HOME=")) options.environment.push_back(entry);
     }
@@ -90,7 +96,7 @@ TEST_F(LocalLauncherTest, APlanRunsInItsOwnFolderAndSucceeds) {
   EXPECT_TRUE(outcome->succeeded) << outcome->FailureName() << ": " << outcome->message;
   EXPECT_EQ(outcome->exit_code, 0);
   EXPECT_EQ(outcome->result->op, "plan");
-  EXPECT_TRUE(fs::exists(dir_->Path() / "runs/p1/result.json"));
+  EXPECT_TRUE(fs::exists(dir_->Path() / "runs/p1/out/result.json"));
   EXPECT_FALSE(fs::exists(dir_->Path() / "runs/p1/token"));  // gone with the run
   // Launched once: a second launch of the same run is refused, not run again.
   EXPECT_EQ(launcher_->Launch(Request("p1", "plan", Example("hello"))).error().kind,
@@ -152,7 +158,7 @@ TEST_F(LocalLauncherTest, ARunnersMaxParallelAndWorkDirAct) {
     ASSERT_TRUE(outcome) << run;
     EXPECT_TRUE(outcome->succeeded) << run << ": " << outcome->FailureName() << outcome->message;
   }
-  EXPECT_TRUE(fs::exists(pool / "a2/result.json"));
+  EXPECT_TRUE(fs::exists(pool / "a2/out/result.json"));
 }
 
 TEST_F(LocalLauncherTest, CancelLetsTheRunnerStopCleanly) {
@@ -216,6 +222,27 @@ TEST_F(LocalLauncherTest, ARestartEndsARunThatFinishedMeanwhileFromItsResult) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   ASSERT_EQ(outcomes_.Count("f1"), 2u);
   EXPECT_TRUE(outcomes_.WaitFor("f1")->succeeded);
+}
+
+TEST_F(LocalLauncherTest, WithoutASandboxRunsAreRefusedWithWhyUnlessInsecureIsChosen) {
+  LocalLauncherOptions options = Options();
+  options.sandbox.reset();
+  options.refusal = "local runs are refused: no user namespaces here";
+  Start(options);
+  ASSERT_TRUE(launcher_->Launch(Request("refused", "plan", Example("hello"))));
+  auto refused = outcomes_.WaitFor("refused");
+  ASSERT_TRUE(refused);
+  EXPECT_FALSE(refused->succeeded);
+  EXPECT_NE(refused->message.find("no user namespaces here"), std::string::npos)
+      << refused->message;
+  EXPECT_FALSE(fs::exists(dir_->Path() / "runs/refused/pid")) << "nothing was started";
+
+  options.insecure = true;  // --insecure-local-runners: as berthd's own user, unsandboxed
+  Start(options);
+  ASSERT_TRUE(launcher_->Launch(Request("insecure", "plan", Example("hello"))));
+  auto ran = outcomes_.WaitFor("insecure");
+  ASSERT_TRUE(ran);
+  EXPECT_TRUE(ran->succeeded) << ran->FailureName() << ": " << ran->message;
 }
 
 }  // namespace

@@ -70,6 +70,9 @@ class DispatcherTest : public ::testing::Test {
     launch::LocalLauncherOptions options;
     options.runner_binary = BERTH_RUNNER_BIN;
     options.runs_dir = dir_->Path() / "runs";
+    auto sandbox = launch::Sandbox::Probe(65534);
+    ASSERT_TRUE(sandbox) << sandbox.error().ToString();
+    options.sandbox = std::move(*sandbox);
     for (const std::string& entry : (*tofu)->Environment(dir_->Path())) {
       if (!entry.starts_with("HOME=") && !entry.starts_with("PATH="))
         options.environment.push_back(entry);
@@ -277,11 +280,11 @@ TEST_F(DispatcherTest, ARunPastItsDeadlineIsStoppedAndItsDeploymentFailed) {
   // apply's 60 seconds are up.
   bool ended = false;
   for (int i = 0; i < 600 && !ended; ++i) {
-    ended = sys::ReadFile(dir_->Path() / "runs/late/result.json").has_value();
+    ended = sys::ReadFile(dir_->Path() / "runs/late/out/result.json").has_value();
     if (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   ASSERT_TRUE(ended);
-  auto result = json::parse(*sys::ReadFile(dir_->Path() / "runs/late/result.json"));
+  auto result = json::parse(*sys::ReadFile(dir_->Path() / "runs/late/out/result.json"));
   EXPECT_EQ(result["error"]["kind"], "Cancelled") << result.dump();
 }
 

@@ -33,6 +33,10 @@ bool IsRunnerOf(pid_t pid, const fs::path& dir) {
   return cmdline && cmdline->find(dir.string()) != std::string::npos;
 }
 
+// Where the runner writes its result: in the one folder of the run's own that it may write
+// besides its work folder, home and tmp.
+fs::path ResultPath(const fs::path& dir) { return dir / "out" / "result.json"; }
+
 // A field of the runner's configuration (validated when the runner was saved), or fallback.
 template <class T>
 T RunnerSetting(const LaunchRequest& request, const char* field, T fallback) {
@@ -111,22 +115,81 @@ void LocalLauncher::StartWaiting() {
   }
 }
 
+Result<void> LocalLauncher::MakeRunFolder(const Run& run) const {
+  const fs::path& dir = run.dir;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  fs::permissions(dir, fs::perms::owner_all, ec);
+  std::optional<uid_t> owner = options_.sandbox ? options_.sandbox->RunUid() : std::nullopt;
+  for (const char* sub : {"work", "home", "tmp", "out"}) {
+    fs::create_directories(dir / sub, ec);
+    if (!ec && owner && chown((dir / sub).c_str(), *owner, *owner) != 0)
+      ec = std::error_code(errno, std::generic_category());
+    if (ec)
+      return MakeError(ErrorKind::kUnavailable, "cannot make the run folder: " + ec.message(),
+                       dir / sub);
+  }
+  // Files only the run's user reads: its token, and its copy of berthd's kubeconfig (for
+  // kubernetes state storage), which berthd's own may not let that user read.
+  auto give = [&](const char* name, const std::string& content) -> Result<void> {
+    if (auto written = sys::WriteFileAtomic(dir / name, content); !written) return written.error();
+    if (owner && chown((dir / name).c_str(), *owner, *owner) != 0)
+      return MakeError(ErrorKind::kUnavailable, "cannot give the run its file", dir / name);
+    return {};
+  };
+  if (auto given = give("token", run.request.token); !given) return given;
+  constexpr std::string_view kKubeconfig = "KUBE_CONFIG_PATH=";
+  for (const std::string& entry : options_.environment) {
+    if (!options_.sandbox || !entry.starts_with(kKubeconfig)) continue;
+    auto text = sys::ReadFile(entry.substr(kKubeconfig.size()));
+    if (!text) return text.error();
+    if (auto given = give("kubeconfig", *text); !given) return given;
+  }
+  return {};
+}
+
+SandboxMounts LocalLauncher::MountsOf(const Run& run, const RunnerInvocation& invocation) const {
+  const fs::path& dir = run.dir;
+  SandboxMounts mounts{.read_write = {dir / "work", dir / "home", dir / "out"},
+                       .read_only = {dir / "token", dir / "kubeconfig", options_.runner_binary},
+                       .tmp = dir / "tmp",
+                       .working_dir = dir / "work"};
+  auto add = [&](const std::string& path) {
+    if (!path.empty() && fs::path(path).is_absolute()) mounts.read_only.emplace_back(path);
+  };
+  for (const std::string* path :
+       {&invocation.module, &invocation.config, &invocation.bin, &invocation.providers})
+    add(*path);
+  for (const std::string& entry : options_.environment) {
+    std::string_view name = std::string_view(entry).substr(0, entry.find('='));
+    std::string value = entry.substr(name.size() + 1);
+    if (name == "PATH") {
+      for (size_t start = 0; start <= value.size();) {
+        size_t end = std::min(value.find(':', start), value.size());
+        add(value.substr(start, end - start));
+        start = end + 1;
+      }
+    } else if (name == "TF_CLI_CONFIG_FILE") {
+      add(value);
+      auto text = sys::ReadFile(value);
+      for (const fs::path& mirror : PathsInCliConfig(text ? *text : "")) add(mirror.string());
+    }
+  }
+  return mounts;
+}
+
 Result<void> LocalLauncher::Start(Run& run) {
   const std::string& run_id = run.request.run_id;
   const fs::path& dir = run.dir;
-  std::error_code ec;
-  for (const char* sub : {"work", "home", "tmp"}) fs::create_directories(dir / sub, ec);
-  if (ec)
-    return MakeError(ErrorKind::kUnavailable, "cannot make the run folder: " + ec.message(), dir);
-  fs::permissions(dir, fs::perms::owner_all, ec);
-  if (auto written = sys::WriteFileAtomic(dir / "token", run.request.token); !written)
-    return written.error();
+  if (!options_.sandbox && !options_.insecure)
+    return MakeError(ErrorKind::kFailedPrecondition, options_.refusal);
+  if (auto made = MakeRunFolder(run); !made) return made.error();
 
   RunnerInvocation invocation = run.request.invocation;
   invocation.ns = "local";
   invocation.name = run_id;
   invocation.workdir = (dir / "work").string();
-  invocation.result = (dir / "result.json").string();
+  invocation.result = ResultPath(dir).string();
   sys::SpawnOptions spawn;
   spawn.argv = invocation.Args();
   spawn.argv.insert(spawn.argv.begin(), options_.runner_binary.string());
@@ -134,14 +197,38 @@ Result<void> LocalLauncher::Start(Run& run) {
   spawn.env = std::vector<std::string>{"HOME=" + (dir / "home").string(),
                                        "TMPDIR=" + (dir / "tmp").string(),
                                        "BERTH_TOKEN_FILE=" + (dir / "token").string()};
-  for (const std::string& entry : options_.environment) spawn.env->push_back(entry);
+  for (const std::string& entry : options_.environment) {
+    // A plugin cache every run could write is one a run could poison for the others.
+    if (options_.sandbox && entry.starts_with("TF_PLUGIN_CACHE_DIR=")) continue;
+    if (options_.sandbox && entry.starts_with("KUBE_CONFIG_PATH=")) {
+      spawn.env->push_back("KUBE_CONFIG_PATH=" + (dir / "kubeconfig").string());
+      continue;
+    }
+    spawn.env->push_back(entry);
+  }
+#if defined(__SANITIZE_ADDRESS__)
+  // A sanitized build's runner cannot check its leaks in the sandbox (LeakSanitizer needs
+  // ptrace, which the sandbox refuses); the runner's own tests check them outside.
+  if (options_.sandbox) spawn.env->push_back("LSAN_OPTIONS=detect_leaks=0");
+#endif
   spawn.working_dir = dir.string();
   spawn.output_path = (dir / "runner.log").string();
   spawn.new_process_group = true;
   spawn.die_with_parent = false;  // a berthd restart must not kill a running apply
   spawn.limits = {{RLIMIT_CORE, 0},
                   {RLIMIT_NOFILE, options_.max_open_files},
-                  {RLIMIT_FSIZE, options_.max_file_bytes}};
+                  {RLIMIT_FSIZE, options_.max_file_bytes},
+                  {RLIMIT_NPROC, options_.max_processes}};
+  sys::Fd seccomp;
+  if (options_.sandbox) {
+    auto filter = DangerousCallsFilter();
+    if (!filter) return filter.error();
+    seccomp = std::move(*filter);
+    spawn.argv = options_.sandbox->Wrap(MountsOf(run, invocation), spawn.argv, seccomp.Get());
+    spawn.inherited_fds = {seccomp.Get()};
+    // The sandbox's own processes outlive SIGTERM; the runner inside reads it and stops TF.
+    spawn.ignore_stop_signals = true;
+  }
   auto child = sys::Subprocess::Spawn(spawn);
   if (!child) return child.error();
   if (auto written = sys::WriteFileAtomic(dir / "pid", std::to_string(child->Pid())); !written) {
@@ -179,7 +266,7 @@ Result<void> LocalLauncher::Cancel(const std::string& run_id) {
 }
 
 RunOutcome LocalLauncher::Finish(const fs::path& dir, std::optional<int> exit_code) const {
-  auto result = sys::ReadFile(dir / "result.json");
+  auto result = sys::ReadFile(ResultPath(dir));
   std::string text = result ? *result : std::string();
   // A re-attached run's exit status is not ours to read: its result says how it ended.
   RunOutcome outcome = OutcomeFromResult(exit_code, text);
@@ -216,6 +303,9 @@ void LocalLauncher::Loop() {
         ++it;
         continue;
       }
+      // Whatever of the run outlived its process ends with it: in a sandbox, its PID
+      // namespace's init is in the group, and every process of the run dies with that.
+      kill(-(run.child ? run.child->Pid() : run.adopted_pid), SIGKILL);
       ended_.push_back({it->first, Finish(run.dir, code)});
       it = running_.erase(it);
     }
@@ -248,7 +338,7 @@ Result<void> LocalLauncher::Recover(const std::vector<LaunchRequest>& known) {
       continue;
     }
     std::error_code ec;
-    if (pid > 0 && fs::exists(dir / "result.json", ec)) {
+    if (pid > 0 && fs::exists(ResultPath(dir), ec)) {
       ended_.push_back({request.run_id, Finish(dir, std::nullopt)});
     } else if (pid > 0) {
       ended_.push_back({request.run_id,

@@ -1,6 +1,7 @@
 // The local launcher, berth's embedded default: each run is a `runner` child process in its
-// own folder (work folder, home, token file, result, log), with a clean environment (only what
-// the run is given), resource limits and its own process group. At most max_parallel run at
+// own folder (work folder, home, tmp, token file, result, log), in a sandbox (sandbox.h) that
+// shows it only that folder's run parts, with a clean environment (only what the run is given),
+// resource limits and its own process group. At most max_parallel run at
 // once, and at most a runner's own max_parallel of its runs; the others wait their turn in
 // order. A runner's work_dir holds its runs' folders instead of runs_dir. Cancel is SIGTERM to the
 // group (the runner stops TF cleanly and writes its result), SIGKILL after stop_timeout. A run
@@ -23,6 +24,7 @@
 #include "core/clock.h"
 #include "core/mutex.h"
 #include "launch/launcher.h"
+#include "launch/local/sandbox.h"
 #include "sys/subprocess.h"
 
 namespace berth::launch {
@@ -36,6 +38,12 @@ struct LocalLauncherOptions {
   std::chrono::seconds stop_timeout{60};
   rlim_t max_open_files = 4096;
   rlim_t max_file_bytes = rlim_t{8} << 30;  // no single file beyond 8 GiB
+  rlim_t max_processes = 1024;              // of the run's user: a fork bomb stops here
+  // Every run executes in it. Without one, runs are refused with `refusal`, unless insecure
+  // (--insecure-local-runners) lets them run as berthd's user, seeing all it sees.
+  std::optional<Sandbox> sandbox;
+  std::string refusal;
+  bool insecure = false;
 };
 
 class LocalLauncher final : public Launcher {
@@ -68,6 +76,11 @@ class LocalLauncher final : public Launcher {
   // Whether the launcher and the request's runner both have room for one more run.
   bool HasRoom(const LaunchRequest& request) const REQUIRES(mutex_);
   Result<void> Start(Run& run) REQUIRES(mutex_);
+  // The run's folder made for it: owned by the sandbox's user, the token readable by it only.
+  Result<void> MakeRunFolder(const Run& run) const;
+  // What the run's sandbox shows it: its folder's run parts, and the programs, module, inputs
+  // and provider mirrors it is given, read-only.
+  SandboxMounts MountsOf(const Run& run, const RunnerInvocation& invocation) const;
   void StartWaiting() REQUIRES(mutex_);
   void Loop();
   // The run's outcome once it has ended, from its exit status (if known) and result file.
