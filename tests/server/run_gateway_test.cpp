@@ -93,12 +93,17 @@ TEST_F(RunGatewayTest, TokensOfOtherRunsExpiredTokensAndEndedRunsAreRefused) {
   auto other = Send("POST", "/runs/v1/run-1/logs?seq=1", Token("run-2"), "forged\n");
   EXPECT_EQ(other.status, 403) << other.body;
   EXPECT_EQ(Send("GET", "/runs/v1/run-2/inputs", Token("run-2")).status, 409);  // no such run
-  ASSERT_TRUE(
-      server_->Store().Deployments().Transition("acme", "d1", S::kDispatched, S::kFailed, "test"));
+  // A deployment that failed (its deadline) while its runner stops: the runner still sends
+  // its log, until berthd has seen it end.
+  auto failed =
+      server_->Store().Deployments().Transition("acme", "d1", S::kDispatched, S::kFailed, "test");
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(Send("POST", "/runs/v1/run-1/logs?seq=1", Token("run-1"), "stopping\n").status, 200);
+  ASSERT_TRUE(MarkRunEnded(server_->Store(), *failed, "run-1"));
   auto ended = Send("POST", "/runs/v1/run-1/result", Token("run-1"), "{}");
   EXPECT_EQ(ended.status, 409) << ended.body;
   EXPECT_NE(ended.body.find("has ended"), std::string::npos) << ended.body;
-  EXPECT_TRUE(server_->Store().DeploymentData().ReadLog("acme", "d1", 0, 10)->empty());
+  EXPECT_EQ(server_->Store().DeploymentData().ReadLog("acme", "d1", 0, 10)->size(), 1u);
 }
 
 TEST_F(RunGatewayTest, ARetriedChunkIsStoredOnceAndFollowersAreWoken) {

@@ -1,7 +1,7 @@
 // berthd's state backend with the real tofu as its client: init, apply and destroy through the
 // HTTP backend protocol, every version kept, the lock held during a run and released after,
 // refused to a second run while held (tofu names the holder), and tokens of another
-// environment, expired or missing refused.
+// environment, expired, missing or kept past their run's end refused.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -55,6 +55,12 @@ class StateBackendTest : public ::testing::Test {
     ASSERT_TRUE(sys::WriteFileAtomic(dir_->Path() / "module/main.tf", kModule));
   }
 
+  // A token opens the backend only while its run goes on: this one does (one per environment).
+  void Dispatch(const std::string& run) {
+    auto dispatched = server_->DispatchRun("d-" + run, run);
+    ASSERT_TRUE(dispatched) << dispatched.error().ToString();
+  }
+
   std::string Token(const std::string& run, const std::string& scope = "acme/web/dev",
                     int64_t expires = UnixSecondsNow() + 600) {
     return server_->Token(run, scope, expires);
@@ -89,6 +95,7 @@ class StateBackendTest : public ::testing::Test {
 };
 
 TEST_F(StateBackendTest, TofuAppliesAndDestroysThroughItAndEveryVersionIsKept) {
+  Dispatch("run-1");
   std::string token = Token("run-1");
   auto init = Init(token);
   ASSERT_EQ(init.exit_code, 0) << init.output;
@@ -120,6 +127,7 @@ TEST_F(StateBackendTest, TofuAppliesAndDestroysThroughItAndEveryVersionIsKept) {
 }
 
 TEST_F(StateBackendTest, AHeldLockStopsASecondRunAndNamesItsHolder) {
+  Dispatch("run-2");
   std::string token = Token("run-2");
   ASSERT_EQ(Init(token).exit_code, 0);
   ASSERT_TRUE(store_->States().Lock(
@@ -147,11 +155,45 @@ TEST_F(StateBackendTest, RefusesTokensOfAnotherEnvironmentExpiredOrMissing) {
   EXPECT_EQ(get("Bearer " + Token("run-3", "acme/web/prod")), 403);
   EXPECT_EQ(get("Bearer " + Token("run-3", "acme/web/dev", UnixSecondsNow() - 1)), 401);
   EXPECT_EQ(get("Bearer not-a-token"), 401);
+  EXPECT_EQ(get("Bearer " + Token("run-3")), 409) << "no such run";
+  Dispatch("run-3");
   EXPECT_EQ(get("Bearer " + Token("run-3")), 204);  // no state yet
 
   auto other = Init(Token("run-4", "acme/web/prod"));
   EXPECT_NE(other.exit_code, 0);
   EXPECT_NE(other.output.find("invalid auth"), std::string::npos) << other.output;
+}
+
+TEST_F(StateBackendTest, ATokenKeptPastItsRunsEndOpensNothing) {
+  Dispatch("run-1");
+  std::string token = Token("run-1");
+  ASSERT_EQ(Init(token).exit_code, 0);
+  ASSERT_EQ(Tofu({"apply", "-auto-approve", "-input=false"}, token).exit_code, 0);
+  ASSERT_TRUE(server_->EndRun("d-run-1"));
+  auto http = net::MakeCurlHttpClient();
+  // What a module that copied the token would try once its run is over, on every verb.
+  for (const auto& [method, body] :
+       std::vector<std::pair<std::string, std::string>>{{"GET", ""},
+                                                        {"POST", R"({"version":4})"},
+                                                        {"DELETE", ""},
+                                                        {"LOCK", R"({"ID":"kept-token"})"},
+                                                        {"UNLOCK", R"({"ID":"kept-token"})"}}) {
+    auto response = http->Send({.method = method,
+                                .url = url_,
+                                .headers = {{"Authorization", "Bearer " + token}},
+                                .body = body});
+    ASSERT_TRUE(response);
+    EXPECT_EQ(response->status, 409) << method;
+    EXPECT_NE(response->body.find("run run-1 has ended (its deployment is failed)"),
+              std::string::npos)
+        << method << ": " << response->body;
+  }
+  auto inputs = http->Send({.url = server_->Url() + "/runs/v1/run-1/inputs",
+                            .headers = {{"Authorization", "Bearer " + token}}});
+  ASSERT_TRUE(inputs);
+  EXPECT_EQ(inputs->status, 409) << "the gateway refuses it too";
+  EXPECT_TRUE(store_->States().Current("acme/web/dev")) << "the state is untouched";
+  EXPECT_EQ(store_->States().Holder("acme/web/dev").error().kind, ErrorKind::kNotFound);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "core/time_format.h"
 #include "crypto/random.h"
 #include "server/dispatch/backend_config.h"
+#include "server/live_run.h"
 #include "server/metrics.h"
 #include "server/run_inputs.h"
 #include "server/runner_resolution.h"
@@ -382,6 +383,9 @@ void Dispatcher::OnRunEnd(const std::string& run_id, const launch::RunOutcome& r
   }
   auto d = store_.Deployments().GetByRun(run_id);
   if (!d || d->org_id != org) return;
+  // Its runner is gone: what still holds its token (a copy a module made) is refused from here.
+  if (auto retired = MarkRunEnded(store_, *d, run_id); !retired)
+    log_.Warn("run token not retired", {{"run", run_id}, {"error", retired.error().ToString()}});
   // The result the runner posted through the gateway is whole; a termination log is capped.
   launch::RunOutcome outcome = reported;
   if (auto posted = store_.DeploymentData().GetArtifact(org, d->id, "result:" + run_id)) {

@@ -7,6 +7,7 @@
 #include "core/run_result.h"
 #include "crypto/jws.h"
 #include "crypto/random.h"
+#include "server/live_run.h"
 #include "server/run_inputs.h"
 #include "server/run_token_header.h"
 
@@ -63,16 +64,8 @@ net::ServerResponse RunGateway::ForOwnRun(const RouteRequest& r, const Body& bod
   if (token->run_id != run)
     return ErrorResponse(403, "PermissionDenied",
                          "the token is for run " + token->run_id + ", not " + run);
-  auto d = store_.Deployments().GetByRun(run);
-  if (!d) {
-    if (d.error().kind == ErrorKind::kNotFound)
-      return ErrorResponse(409, "FailedPrecondition", "run " + run + " is no deployment's run");
-    return ErrorResponse(d.error());
-  }
-  if (d->state != DeploymentState::kDispatched && d->state != DeploymentState::kRunning)
-    return ErrorResponse(409, "FailedPrecondition",
-                         "run " + run + " has ended (its deployment is " +
-                             std::string(DeploymentStateName(d->state)) + ")");
+  auto d = LiveDeploymentOfRun(store_, run);
+  if (!d) return ErrorResponse(d.error());
   return body(*d);
 }
 

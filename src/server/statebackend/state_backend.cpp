@@ -9,6 +9,7 @@
 #include "core/bounded_json.h"
 #include "core/environment_ref.h"
 #include "crypto/jws.h"
+#include "server/live_run.h"
 #include "server/run_token_header.h"
 
 namespace berth::server {
@@ -48,8 +49,8 @@ int StatusOf(const Error& error) { return HttpStatus(error.kind); }
 
 }  // namespace
 
-StateBackend::StateBackend(store::StateStore& states, std::string public_key, Clock& clock)
-    : states_(states), public_key_(std::move(public_key)), clock_(clock) {}
+StateBackend::StateBackend(store::Store& store, std::string public_key, Clock& clock)
+    : store_(store), states_(store.States()), public_key_(std::move(public_key)), clock_(clock) {}
 
 net::ServerResponse StateBackend::Handle(const net::ServerRequest& request) const {
   // /state/v1/{org}/{project}/{env}, each an id (a DNS label); TF's query (lock IDs) follows.
@@ -63,6 +64,8 @@ net::ServerResponse StateBackend::Handle(const net::ServerRequest& request) cons
   if (!token) return Problem(401, "a run token is required: " + token.error().message);
   if (token->scope != key)
     return Problem(403, "the run's token is for " + token->scope + ", not " + key);
+  if (auto live = LiveDeploymentOfRun(store_, token->run_id); !live)
+    return Problem(StatusOf(live.error()), live.error().message);
 
   const std::string& method = request.method;
   if (method == "GET") {

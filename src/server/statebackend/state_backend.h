@@ -2,7 +2,7 @@
 // LOCK, UNLOCK) at /state/v1/{org}/{project}/{env}, one state per environment, every version
 // kept by the store. A request carries its run's token (as the Basic password, which tofu sends
 // from TF_HTTP_PASSWORD, or as a Bearer token) and may touch only the environment the token's
-// scope names.
+// scope names, and only while its run goes on.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,7 @@
 
 #include "core/clock.h"
 #include "net/http_server.h"
-#include "store/state_store.h"
+#include "store/store.h"
 
 namespace berth::server {
 
@@ -18,12 +18,14 @@ inline constexpr std::string_view kStatePathPrefix = "/state/v1/";
 
 class StateBackend {
  public:
-  // public_key: the run tokens' Ed25519 key (32 raw bytes); clock: what tokens expire by.
-  StateBackend(store::StateStore& states, std::string public_key, Clock& clock);
+  // public_key: the run tokens' Ed25519 key (32 raw bytes); clock: what tokens expire by. The
+  // store keeps the states, and says whether a token's run goes on (live_run.h).
+  StateBackend(store::Store& store, std::string public_key, Clock& clock);
   static bool Serves(const std::string& target) { return target.starts_with(kStatePathPrefix); }
   net::ServerResponse Handle(const net::ServerRequest& request) const;
 
  private:
+  store::Store& store_;
   store::StateStore& states_;
   std::string public_key_;
   Clock& clock_;

@@ -1,0 +1,22 @@
+// A run token is good only while its run is: from its launch until berthd has seen its runner
+// end. The gateway and the state backend both ask here, so that a token kept past that (by a
+// module that copied it) opens nothing, while a runner that is still stopping after its
+// deployment ended (a deadline, a cancel) can still save its state and send its log.
+#pragma once
+
+#include <string>
+
+#include "core/error.h"
+#include "store/store.h"
+
+namespace berth::server {
+
+// The deployment whose current run is run_id, until MarkRunEnded; kFailedPrecondition after
+// that, or if it is no deployment's run.
+Result<store::Deployment> LiveDeploymentOfRun(store::Store& store, const std::string& run_id);
+
+// From now on the run's token opens nothing (the dispatcher, when its launcher reports its end).
+Result<void> MarkRunEnded(store::Store& store, const store::Deployment& deployment,
+                          const std::string& run_id);
+
+}  // namespace berth::server
