@@ -245,5 +245,56 @@ TEST_F(LocalLauncherTest, WithoutASandboxRunsAreRefusedWithWhyUnlessInsecureIsCh
   EXPECT_TRUE(ran->succeeded) << ran->FailureName() << ": " << ran->message;
 }
 
+// Forks until refused; each child leaves the module's output and sleeps on.
+constexpr const char* kForkBombModule = R"tf(resource "terraform_data" "bomb" {
+  provisioner "local-exec" {
+    command = <<-EOT
+      python3 -c '
+import os, time
+n = 0
+try:
+    while n < 2000:
+        if os.fork() == 0:
+            os.close(1); os.close(2); time.sleep(600); os._exit(0)
+        n += 1
+    print("forked", n)
+except OSError:
+    print("fork refused after", n)
+'
+    EOT
+  }
+}
+)tf";
+
+TEST_F(LocalLauncherTest, AForkBombStopsAtTheProcessLimitAndDiesWithItsRun) {
+  fs::create_directories(dir_->Path() / "bomb");
+  ASSERT_TRUE(sys::WriteFileAtomic(dir_->Path() / "bomb/main.tf", kForkBombModule));
+  fs::permissions(dir_->Path() / "bomb/main.tf", fs::perms::others_read, fs::perm_options::add);
+  LocalLauncherOptions options = Options();
+  options.max_processes = 256;
+  Start(options);
+  ASSERT_TRUE(launcher_->Launch(Request("bomb", "apply", dir_->Path() / "bomb")));
+  auto outcome = outcomes_.WaitFor("bomb");
+  ASSERT_TRUE(outcome);
+  EXPECT_TRUE(outcome->succeeded) << outcome->FailureName() << ": " << outcome->message;
+  auto log = sys::ReadFile(dir_->Path() / "runs/bomb/runner.log");
+  ASSERT_TRUE(log);
+  size_t refused = log->find("(local-exec): fork refused after ");
+  ASSERT_NE(refused, std::string::npos) << *log;
+  EXPECT_LT(std::atoi(log->c_str() + refused + 33), 256) << *log;
+  // Its sleeping children ended with the run's sandbox: none is left anywhere.
+  int left = 0;
+  for (int i = 0; i < 100; ++i) {
+    left = 0;
+    for (const auto& entry : fs::directory_iterator("/proc")) {
+      auto cmdline = sys::ReadFile(entry.path() / "cmdline");
+      if (cmdline && cmdline->find("while n < 2000") != std::string::npos) ++left;
+    }
+    if (left == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(left, 0) << "processes of the fork bomb outlived its run";
+}
+
 }  // namespace
 }  // namespace berth::launch
