@@ -269,7 +269,7 @@ class Berthd {
                                          .insecure = options.insecure_local_runners};
       if (!local.insecure) {
         auto sandbox = launch::Sandbox::Probe(options.local_runner_uid);
-        if (sandbox) local.sandbox = std::move(*sandbox);
+        if (sandbox) local.sandbox = *sandbox;
         if (!sandbox) local.refusal = "local runs are refused: " + sandbox.error().message;
       }
       local_isolation_ = local.sandbox ? "sandboxed" : local.insecure ? "INSECURE" : "refused";

@@ -444,7 +444,7 @@ TEST_F(BerthCli, AHostileModuleFindsNothingOfBerthdInItsSandbox) {
   ASSERT_TRUE(url);
   std::string base = url->substr(0, url->find('\n'));
   auto http = net::MakeCurlHttpClient();
-  for (const std::string& method : {"GET", "LOCK", "POST", "DELETE"}) {
+  for (std::string method : {"GET", "LOCK", "POST", "DELETE"}) {
     auto response =
         http->Send({.method = method,
                     .url = base + "/state/v1/default/default/dev",

@@ -8,7 +8,10 @@
 namespace berth {
 namespace {
 
-std::string Nested(int depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+std::string Nested(int depth) {
+  auto n = static_cast<size_t>(depth);
+  return std::string(n, '[') + std::string(n, ']');
+}
 
 TEST(BoundedJson, ParsesUpToTheBoundAndRefusesBeyondIt) {
   EXPECT_TRUE(ParseBoundedJson(Nested(kMaxJsonDepth)));

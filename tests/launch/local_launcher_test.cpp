@@ -52,7 +52,7 @@ class LocalLauncherTest : public ::testing::Test {
     options.max_parallel = max_parallel;
     auto sandbox = Sandbox::Probe(65534);
     EXPECT_TRUE(sandbox) << sandbox.error().ToString();
-    if (sandbox) options.sandbox = std::move(*sandbox);
+    if (sandbox) options.sandbox = *sandbox;
     for (const std::string& entry : tofu_->Environment(dir_->Path())) {
       if (!entry.starts_with("HOME=")) options.environment.push_back(entry);
     }

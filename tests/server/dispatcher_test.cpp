@@ -72,7 +72,7 @@ class DispatcherTest : public ::testing::Test {
     options.runs_dir = dir_->Path() / "runs";
     auto sandbox = launch::Sandbox::Probe(65534);
     ASSERT_TRUE(sandbox) << sandbox.error().ToString();
-    options.sandbox = std::move(*sandbox);
+    options.sandbox = *sandbox;
     for (const std::string& entry : (*tofu)->Environment(dir_->Path())) {
       if (!entry.starts_with("HOME=") && !entry.starts_with("PATH="))
         options.environment.push_back(entry);

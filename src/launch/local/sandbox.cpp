@@ -105,6 +105,7 @@ std::vector<std::string> Sandbox::Wrap(const SandboxMounts& mounts,
   for (const fs::path& p : mounts.read_only) writable[p.lexically_normal()] = false;
   for (const fs::path& p : mounts.read_write) writable[p.lexically_normal()] = true;
   std::vector<fs::path> all;
+  all.reserve(writable.size());
   for (const auto& [p, _] : writable) all.push_back(p);
   for (const fs::path& folder : FoldersAbove(all))
     args.insert(args.end(), {"--perms", "0755", "--dir", folder});
