@@ -311,6 +311,10 @@ class Berthd {
           "and change everything berthd's user can, its admin token and database too");
     } else if (local_isolation_ == "refused") {
       log_.Error("local runs refused", {{"reason", local_refusal_}});
+    } else if (local_isolation_ == "sandboxed" && std::getenv("TF_PLUGIN_CACHE_DIR")) {
+      log_.Warn(
+          "TF_PLUGIN_CACHE_DIR is not passed to sandboxed local runs: a cache every run "
+          "can write is one a run can poison; give --providers a mirror instead");
     }
     log_.Info("serving", {{"url", base_.url},
                           {"database", base_.database_kind},

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <thread>
 
@@ -294,6 +296,22 @@ TEST_F(LocalLauncherTest, AForkBombStopsAtTheProcessLimitAndDiesWithItsRun) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_EQ(left, 0) << "processes of the fork bomb outlived its run";
+}
+
+TEST_F(LocalLauncherTest, ARootBerthdsRunsAreTheUserItNames) {
+  if (geteuid() != 0) GTEST_SKIP() << "only a root berthd drops runs to another user";
+  LocalLauncherOptions options = Options();
+  auto sandbox = Sandbox::Probe(54321);  // --local-runner-uid=54321
+  ASSERT_TRUE(sandbox) << sandbox.error().ToString();
+  options.sandbox = *sandbox;
+  Start(options);
+  ASSERT_TRUE(launcher_->Launch(Request("uid", "apply", dir_->Path() / "env-module")));
+  auto outcome = outcomes_.WaitFor("uid");
+  ASSERT_TRUE(outcome);
+  ASSERT_TRUE(outcome->succeeded) << outcome->FailureName() << ": " << outcome->message;
+  struct stat written {};
+  ASSERT_EQ(stat((dir_->Path() / "runs/uid/home/env.txt").c_str(), &written), 0);
+  EXPECT_EQ(written.st_uid, 54321u) << "the module wrote as this user";
 }
 
 }  // namespace

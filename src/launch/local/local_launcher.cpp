@@ -44,10 +44,39 @@ T RunnerSetting(const LaunchRequest& request, const char* field, T fallback) {
   return config.is_object() ? config.value(field, fallback) : fallback;
 }
 
+// The folders and files of berthd's environment every sandboxed run sees read-only: the
+// program folders on PATH, and the TF CLI configuration with the provider mirrors it names.
+// Read once: the environment is fixed for the launcher's life.
+std::vector<fs::path> EnvironmentMounts(const std::vector<std::string>& environment) {
+  std::vector<fs::path> mounts;
+  auto add = [&](std::string_view path) {
+    if (!path.empty() && fs::path(path).is_absolute()) mounts.emplace_back(path);
+  };
+  for (const std::string& entry : environment) {
+    std::string_view name = std::string_view(entry).substr(0, entry.find('='));
+    std::string_view value = std::string_view(entry).substr(name.size() + 1);
+    if (name == "PATH") {
+      for (size_t start = 0; start <= value.size();) {
+        size_t end = std::min(value.find(':', start), value.size());
+        add(value.substr(start, end - start));
+        start = end + 1;
+      }
+    } else if (name == "TF_CLI_CONFIG_FILE") {
+      add(value);
+      auto text = sys::ReadFile(std::string(value));
+      for (const fs::path& mirror : PathsInCliConfig(text ? *text : "")) add(mirror.string());
+    }
+  }
+  return mounts;
+}
+
 }  // namespace
 
 LocalLauncher::LocalLauncher(LocalLauncherOptions options, RunObserver& observer)
-    : options_(std::move(options)), observer_(observer) {
+    : options_(std::move(options)),
+      environment_mounts_(options_.sandbox ? EnvironmentMounts(options_.environment)
+                                           : std::vector<fs::path>{}),
+      observer_(observer) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -154,27 +183,12 @@ SandboxMounts LocalLauncher::MountsOf(const Run& run, const RunnerInvocation& in
                        .read_only = {dir / "token", dir / "kubeconfig", options_.runner_binary},
                        .tmp = dir / "tmp",
                        .working_dir = dir / "work"};
-  auto add = [&](const std::string& path) {
-    if (!path.empty() && fs::path(path).is_absolute()) mounts.read_only.emplace_back(path);
-  };
   for (const std::string* path :
-       {&invocation.module, &invocation.config, &invocation.bin, &invocation.providers})
-    add(*path);
-  for (const std::string& entry : options_.environment) {
-    std::string_view name = std::string_view(entry).substr(0, entry.find('='));
-    std::string value = entry.substr(name.size() + 1);
-    if (name == "PATH") {
-      for (size_t start = 0; start <= value.size();) {
-        size_t end = std::min(value.find(':', start), value.size());
-        add(value.substr(start, end - start));
-        start = end + 1;
-      }
-    } else if (name == "TF_CLI_CONFIG_FILE") {
-      add(value);
-      auto text = sys::ReadFile(value);
-      for (const fs::path& mirror : PathsInCliConfig(text ? *text : "")) add(mirror.string());
-    }
+       {&invocation.module, &invocation.config, &invocation.bin, &invocation.providers}) {
+    if (!path->empty() && fs::path(*path).is_absolute()) mounts.read_only.emplace_back(*path);
   }
+  mounts.read_only.insert(mounts.read_only.end(), environment_mounts_.begin(),
+                          environment_mounts_.end());
   return mounts;
 }
 

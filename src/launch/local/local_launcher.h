@@ -78,8 +78,8 @@ class LocalLauncher final : public Launcher {
   Result<void> Start(Run& run) REQUIRES(mutex_);
   // The run's folder made for it: owned by the sandbox's user, the token readable by it only.
   Result<void> MakeRunFolder(const Run& run) const;
-  // What the run's sandbox shows it: its folder's run parts, and the programs, module, inputs
-  // and provider mirrors it is given, read-only.
+  // What the run's sandbox shows it: its folder's run parts, its module and inputs, and
+  // environment_mounts_, read-only.
   SandboxMounts MountsOf(const Run& run, const RunnerInvocation& invocation) const;
   void StartWaiting() REQUIRES(mutex_);
   void Loop();
@@ -87,6 +87,7 @@ class LocalLauncher final : public Launcher {
   RunOutcome Finish(const std::filesystem::path& dir, std::optional<int> exit_code) const;
 
   const LocalLauncherOptions options_;
+  const std::vector<std::filesystem::path> environment_mounts_;  // read-only in every sandbox
   RunObserver& observer_;
   mutable Mutex mutex_;
   std::condition_variable_any wake_;

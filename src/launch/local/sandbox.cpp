@@ -25,7 +25,7 @@ constexpr const char* kSetpriv = "/usr/bin/setpriv";  // util-linux: on every De
 // The system's read-only folders; a merged-/usr system has some as links, which bwrap follows.
 constexpr const char* kSystemFolders[] = {"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64"};
 
-// Namespaces, the system, /proc and /dev, and a process that dies when the sandbox does.
+// Namespaces, the system's read-only folders, /proc and /dev, no capabilities.
 std::vector<std::string> BaseArgs(bool privileged) {
   // Not --die-with-parent: that would tie the run to berthd, and a run outlives a berthd
   // restart. The launcher ends the sandbox's process group instead.
