@@ -18,6 +18,13 @@ int main(int argc, char** argv) {
   CLI::App app{"berthd: the berth control plane"};
   app.add_option("--data-dir", data_dir, "folder for the SQLite database and the admin token");
   app.add_option("--database", options.database, "postgres://... (default: SQLite in --data-dir)");
+  app.add_option("--encryption-key-file", options.encryption_key_file,
+                 "the keys that seal secrets in the database (default: DATA_DIR/encryption-keys, "
+                 "made at the first start; berthds sharing a database share it)");
+  auto* rotate = app.add_subcommand(
+      "rotate-keys",
+      "seal every secret in the database with a new key and drop the keys nothing uses");
+  rotate->fallthrough();
   app.add_option("--listen", options.listen, "ADDRESS:PORT to serve the API on");
   app.add_option("--tls-cert", options.tls_cert_file, "PEM certificate chain for HTTPS");
   app.add_option("--tls-key", options.tls_key_file, "PEM private key for HTTPS");
@@ -26,6 +33,9 @@ int main(int argc, char** argv) {
                  "the runner program for local runs (default: the one beside berthd)");
   app.add_flag("--insecure-local-runners", options.insecure_local_runners,
                "run local runs without their sandbox, as berthd's user (logged at every start)");
+  app.add_flag("--reset-admin-token", options.reset_admin_token,
+               "revoke the admin token in --data-dir and write a new one there (one lost or "
+               "leaked)");
   app.add_option("--local-runner-uid", options.local_runner_uid,
                  "the user a root berthd's local runs drop to")
       ->check(CLI::Range(1, 2147483647));
@@ -60,6 +70,21 @@ int main(int argc, char** argv) {
   berth::sys::Logger::ParseFormat(log_format, &options.log_format);  // checked by the flag
   options.data_dir = data_dir;
   options.run_deadline = std::chrono::seconds(run_deadline_seconds);
+  if (*rotate) {
+    auto rotated = berth::server::RotateKeys(options);
+    if (!rotated) {
+      std::fprintf(stderr, "berthd rotate-keys: %s\n", rotated.error().ToString().c_str());
+      return 1;
+    }
+    std::printf("sealed %lld values with the new key %s (was %s)\n",
+                static_cast<long long>(rotated->resealed), rotated->new_key.c_str(),
+                rotated->old_key.c_str());
+    if (rotated->kept_old_keys)
+      std::printf(
+          "a running berthd wrote meanwhile: the old keys stay in the key file; run "
+          "rotate-keys again once every berthd has restarted\n");
+    return 0;
+  }
   signal(SIGTERM, OnSignal);
   signal(SIGINT, OnSignal);
   auto ran =

@@ -17,6 +17,7 @@
 #include "cli/connection.h"
 #include "cli/deploy.h"
 #include "cli/render.h"
+#include "cli/token.h"
 #include "net/http_client.h"
 #include "server/daemon.h"
 #include "sys/files.h"
@@ -220,6 +221,9 @@ int Main(int argc, char** argv) {
   server::DaemonOptions up_options;
   up->add_flag("--insecure-local-runners", up_options.insecure_local_runners,
                "run local runs without their sandbox, as your user (logged at every start)");
+  up->add_flag("--reset-admin-token", up_options.reset_admin_token,
+               "revoke the admin token in the data folder and write a new one (one lost or "
+               "leaked)");
 
   std::string kind_word, id, project, runner_filter;
   BodyFlags body_flags;
@@ -319,9 +323,26 @@ int Main(int argc, char** argv) {
   }
   state_unlock->add_option("--reason", reason, "why (kept in the state's history)")->required();
 
+  TokenOptions token_options;
+  auto* token = app.add_subcommand("token", "API tokens: create (shown once), list, revoke");
+  token->require_subcommand(1);
+  auto* token_create = token->add_subcommand("create", "make a token; prints its secret once");
+  token_create
+      ->add_option("--scope", token_options.scopes,
+                   "read, deploy, approve, configure or admin (repeatable, or comma-separated)")
+      ->required()
+      ->delimiter(',');
+  token_create->add_option("--expires", token_options.expires,
+                           "how long it lives, such as 720h (default: until revoked)");
+  token_create->add_option("--description", token_options.description, "what it is for");
+  auto* token_list = token->add_subcommand("list", "every token: id, scopes, expiry, maker");
+  auto* token_revoke = token->add_subcommand("revoke", "revoke a token at once");
+  token_revoke->add_option("id", id, "the token's id")->required();
+  for (auto* cmd : {token_create, token_list, token_revoke}) cmd->fallthrough();
+
   // --org, --data-dir and -o work after the subcommand too.
   for (auto* cmd : {up, create, get, update, remove, refresh, deploy, logs, approve, cancel,
-                    outputs, deployment, state})
+                    outputs, deployment, state, token})
     cmd->fallthrough();
   try {
     app.parse(argc, argv);
@@ -347,6 +368,9 @@ int Main(int argc, char** argv) {
   if (*cancel) return CancelDeployment(g, id);
   if (*outputs) return ShowOutputs(g, id, sensitive);
   if (*deployment) return ShowDeployment(g, id);
+  if (*token_create) return CreateToken(g, token_options);
+  if (*token_list) return ListTokens(g);
+  if (*token_revoke) return RevokeToken(g, id);
   if (*state) {
     std::string path = "/projects/" + project + "/envs/" + id + "/state";
     if (*state_show) return Call(g, "GET", path, nullptr, nullptr, false);

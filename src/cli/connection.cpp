@@ -105,4 +105,22 @@ Result<net::HttpResponse> SendToOrg(const Connection& c, net::HttpRequest reques
   return net::MakeCurlHttpClient()->Send(request);
 }
 
+Answer Send(const Connection& c, const std::string& method, const std::string& path,
+            std::string body, const std::string& content_type) {
+  net::HttpRequest request{.method = method};
+  request.headers = {{"Accept", "application/json"}};
+  if (!body.empty()) {
+    request.headers.emplace_back("Content-Type", content_type);
+    request.body = std::move(body);
+  }
+  request.timeout = std::chrono::minutes(5);
+  auto response = SendToOrg(c, std::move(request), path);
+  if (!response) {
+    std::fprintf(stderr, "error: %s\n", response.error().ToString().c_str());
+    return {kExitUnavailable, {}, {}};
+  }
+  if (response->status >= 300) return {ReportError(response->body, response->status), {}, {}};
+  return {kExitOk, nlohmann::json::parse(response->body, nullptr, false), response->headers};
+}
+
 }  // namespace berth::cli

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -34,5 +36,15 @@ int ReportError(const std::string& body, int status);
 // returned as the exit code.
 Result<net::HttpResponse> SendToOrg(const Connection& c, net::HttpRequest request,
                                     const std::string& path);
+
+// A call's JSON answer, or the exit code (the error printed).
+struct Answer {
+  int exit_code = 0;
+  nlohmann::json body;
+  std::map<std::string, std::string> headers;
+};
+// SendToOrg with a body of content_type (none when empty), its answer read as JSON.
+Answer Send(const Connection& c, const std::string& method, const std::string& path,
+            std::string body = {}, const std::string& content_type = "application/json");
 
 }  // namespace berth::cli

@@ -18,32 +18,6 @@ using nlohmann::json;
 
 constexpr std::chrono::hours kFollowFor{24};
 
-// A call's JSON answer, or the exit code (the error printed).
-struct Answer {
-  int exit_code = kExitOk;
-  json body;
-  std::map<std::string, std::string> headers;
-};
-
-Answer Send(const Connection& c, const std::string& method, const std::string& path,
-            std::string body = {}, const std::string& content_type = "application/json") {
-  net::HttpRequest request{.method = method};
-  if (!body.empty()) {
-    request.headers.emplace_back("Content-Type", content_type);
-    request.body = std::move(body);
-  }
-  request.timeout = std::chrono::minutes(5);
-  auto response = SendToOrg(c, std::move(request), path);
-  if (!response) {
-    std::fprintf(stderr, "error: %s\n", response.error().ToString().c_str());
-    return {kExitUnavailable, {}, {}};
-  }
-  if (response->status >= 300) {
-    return {ReportError(response->body, response->status), {}, {}};
-  }
-  return {kExitOk, json::parse(response->body, nullptr, false), response->headers};
-}
-
 // Prints (or, when quiet, only reads) the deployment's log from position after; with follow,
 // until nothing more will come. The position it read up to, or the exit code as a negative
 // number.

@@ -84,7 +84,9 @@ Result<DeploymentSpec> DeploymentSpec::FromStored(const json& stored) {
     return MakeError(ErrorKind::kInternal, "a stored deployment spec is not an object");
   json request = stored;
   json labels = request.value("labels", json::object());
+  json created_by = request.value("created_by", json(""));
   request.erase("labels");
+  request.erase("created_by");
   auto spec = FromRequest(request);
   if (!spec)
     return MakeError(ErrorKind::kInternal,
@@ -94,6 +96,9 @@ Result<DeploymentSpec> DeploymentSpec::FromStored(const json& stored) {
     return MakeError(ErrorKind::kInternal,
                      "stored deployment labels are not valid: " + parsed.error().message);
   spec->labels = std::move(*parsed);
+  if (!created_by.is_string())
+    return MakeError(ErrorKind::kInternal, "a stored deployment's created_by is not a string");
+  spec->created_by = created_by.get<std::string>();
   return spec;
 }
 
@@ -107,7 +112,8 @@ json DeploymentSpec::ToJson() const {
           {"plan_only", plan_only},
           {"approval", {{"required", approval_required}}},
           {"allow_destroy", allow_destroy},
-          {"labels", LabelsJson(labels)}};
+          {"labels", LabelsJson(labels)},
+          {"created_by", created_by}};
 }
 
 std::vector<std::string> DeploymentSpec::VariableNames() const {

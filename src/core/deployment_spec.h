@@ -27,11 +27,14 @@ struct DeploymentSpec {
   bool allow_destroy = false;
   // The project's and environment's labels when it was created: later edits do not change it.
   Labels labels;
+  // The API token that asked for it (set by the server, like labels).
+  std::string created_by;
 
   // A request body ($.op, $.source, ...): unknown fields, wrong types and contradictions are
-  // errors naming every field. Labels are not the caller's to give: they are snapshotted.
+  // errors naming every field. Labels and created_by are not the caller's to give: the server sets
+  // them.
   static Result<DeploymentSpec> FromRequest(const nlohmann::json& body);
-  // What ToJson wrote (labels included).
+  // What ToJson wrote (labels and created_by included).
   static Result<DeploymentSpec> FromStored(const nlohmann::json& stored);
   nlohmann::json ToJson() const;
 

@@ -8,6 +8,7 @@
 #include "core/ed25519_key.h"
 #include "core/enum_names.h"
 #include "core/pattern.h"
+#include "core/quantity.h"
 
 namespace berth {
 namespace {
@@ -97,6 +98,42 @@ Schema AbsolutePath(std::string doc) {
 Schema KubernetesType(std::string_view name, Field cluster) {
   return Schema::Object(
       {Required("type", TypeField(name)), std::move(cluster), Required("job", Job())});
+}
+
+// Bytes as a Kubernetes quantity ("512Mi", "10Gi"): whole, at least min.
+Schema ByteQuantity(int64_t min, std::string doc) {
+  return std::move(Schema::String()
+                       .MaxLength(32)
+                       .Require([min](const nlohmann::json& v) -> std::optional<std::string> {
+                         auto q = Quantity::Parse(v.get<std::string>());
+                         std::optional<int64_t> bytes = q ? q->AsInt64() : std::nullopt;
+                         if (!bytes || *bytes < min)
+                           return "must be a whole number of bytes of at least " +
+                                  std::to_string(min) + ", as a quantity such as 512Mi or 10Gi";
+                         return std::nullopt;
+                       })
+                       .Doc(std::move(doc)));
+}
+
+// What one local run may use (launch/local/run_limits.h enforces them).
+Schema LocalRunLimits() {
+  return Schema::Object({
+      Optional("memory", ByteQuantity(64 << 20,
+                                      "memory of all the run's processes together, beyond which "
+                                      "the kernel kills one (needs cgroups: a root berthd)")),
+      Optional("cpu_seconds",
+               std::move(
+                   Schema::Integer()
+                       .Range(1, 7 * 24 * 3600)
+                       .Doc("CPU time of all the run's processes together, beyond which the run is "
+                            "stopped (needs cgroups: a root berthd)"))),
+      Optional("disk", ByteQuantity(16 << 20,
+                                    "what the run's folder (work, home, tmp) may hold, beyond "
+                                    "which the run is stopped; no single file may be larger")),
+      Optional("processes",
+               std::move(Schema::Integer().Range(8, 65536).Doc(
+                   "processes and threads of the run at once (needs cgroups: a root berthd)"))),
+  });
 }
 
 Schema Build(RunnerType type) {
@@ -193,6 +230,7 @@ Schema Build(RunnerType type) {
           Optional("work_dir",
                    AbsolutePath("where this runner's run folders are made (default: runs/ in "
                                 "berthd's data folder)")),
+          Optional("limits", LocalRunLimits()),
       });
   }
   return Schema::Object({});

@@ -37,9 +37,10 @@ enum class RunnerEnd {
   kImagePullFailed,
   kConfigError,  // the kubelet could not create its container
   kUnschedulable,
-  kLost,       // nobody knows how it ended: its Pod or process vanished
-  kCancelled,  // stopped before it wrote a result
-  kFailed,     // exited without a (valid) result
+  kLost,           // nobody knows how it ended: its Pod or process vanished
+  kCancelled,      // stopped before it wrote a result
+  kFailed,         // exited without a (valid) result
+  kLimitExceeded,  // stopped for going over its runner's limits (CPU time, disk)
 };
 std::string_view RunnerEndName(RunnerEnd end);
 
@@ -76,6 +77,7 @@ struct LaunchEvent {
 };
 inline constexpr std::string_view kImageOverrideIgnored = "ImageOverrideIgnored";
 inline constexpr std::string_view kUntrackedRunnerStopped = "UntrackedRunnerStopped";
+inline constexpr std::string_view kLimitExceeded = "LimitExceeded";
 
 // Who hears what a launcher says about its runs (the dispatcher), from a launcher thread: each
 // run's end, once, and the events before it.

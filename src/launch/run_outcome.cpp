@@ -7,7 +7,7 @@
 namespace berth::launch {
 namespace {
 
-constexpr EnumNames<RunnerEnd, 11> kRunnerEndNames{{
+constexpr EnumNames<RunnerEnd, 12> kRunnerEndNames{{
     {RunnerEnd::kConnectionFailed, "RunnerConnectionFailed"},
     {RunnerEnd::kQuotaExhausted, "RunnerQuotaExhausted"},
     {RunnerEnd::kOomKilled, "OOMKilled"},
@@ -19,6 +19,7 @@ constexpr EnumNames<RunnerEnd, 11> kRunnerEndNames{{
     {RunnerEnd::kLost, "RunnerLost"},
     {RunnerEnd::kCancelled, "Cancelled"},
     {RunnerEnd::kFailed, "RunnerFailed"},
+    {RunnerEnd::kLimitExceeded, "LimitExceeded"},
 }};
 
 }  // namespace

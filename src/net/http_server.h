@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/error.h"
 
@@ -45,7 +46,20 @@ struct ServerOptions {
   std::string tls_key_file;
   bool allow_plain_http = false;
   size_t max_body_bytes = 1 << 20;  // larger bodies get 413
+  // A request's own body limit, from its method and target, read once its headers are in
+  // (a state or a bundle may be larger than an API body); null: max_body_bytes for all.
+  std::function<size_t(std::string_view method, std::string_view target)> body_limit;
+  size_t max_target_bytes = 8 * 1024;   // a longer path and query gets 414
+  size_t max_header_bytes = 16 * 1024;  // the request line and headers together; 431 beyond
+  // A request's headers (and a body up to 1 MiB) must arrive within read_timeout, a larger body
+  // within body_timeout; an idle keep-alive connection is closed after read_timeout, and so is
+  // one whose client stops reading a response (a followed log included).
   std::chrono::seconds read_timeout{30};
+  std::chrono::seconds body_timeout{300};
+  // Connections open at once, in total and from one client address; beyond, a new connection
+  // is answered 503 and closed.
+  int max_connections = 4096;
+  int max_connections_per_client = 256;
   int io_threads = 2;      // socket work
   int worker_threads = 8;  // handlers (they may block on the store)
 };

@@ -7,6 +7,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include "net/http_server.h"
@@ -122,27 +124,70 @@ class BeastServer final : public HttpServer {
       auto [ec, socket] = co_await acceptor_.async_accept(asio::make_strand(io_), kAsTuple);
       if (ec) {
         if (!acceptor_.is_open()) co_return;
+        // Out of descriptors: accepting again at once would spin. Wait for some to close.
+        if (ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space) {
+          asio::steady_timer pause(acceptor_.get_executor(), std::chrono::milliseconds(100));
+          co_await pause.async_wait(kAsTuple);
+        }
         continue;
       }
+      boost::system::error_code peer_ec;
+      auto peer = socket.remote_endpoint(peer_ec);
+      auto slot = TakeSlot(peer_ec ? std::string() : peer.address().to_string());
       auto strand = socket.get_executor();
-      if (ssl_) {
-        asio::co_spawn(strand, ServeTls(std::move(socket)), asio::detached);
+      if (!slot) {
+        asio::co_spawn(strand, Refuse(std::move(socket)), asio::detached);
+      } else if (ssl_) {
+        asio::co_spawn(strand, ServeTls(std::move(socket), std::move(slot)), asio::detached);
       } else {
-        asio::co_spawn(strand, Serve(beast::tcp_stream(std::move(socket))), asio::detached);
+        asio::co_spawn(strand, Serve(beast::tcp_stream(std::move(socket)), std::move(slot)),
+                       asio::detached);
       }
     }
   }
 
-  asio::awaitable<void> ServeTls(tcp::socket socket) {
+  // A connection's place among those open: given back when the connection ends.
+  using Slot = std::shared_ptr<void>;
+  Slot TakeSlot(const std::string& client) {
+    std::lock_guard lock(connections_mutex_);
+    int& from_client = per_client_[client];
+    if (open_connections_ >= options_.max_connections ||
+        from_client >= options_.max_connections_per_client) {
+      if (from_client == 0) per_client_.erase(client);
+      return nullptr;
+    }
+    ++open_connections_;
+    ++from_client;
+    // Not null (a null Slot is a refusal); the deleter gives the place back.
+    return Slot(static_cast<void*>(this), [this, client](void*) {
+      std::lock_guard lock(connections_mutex_);
+      --open_connections_;
+      if (--per_client_[client] == 0) per_client_.erase(client);
+    });
+  }
+
+  // Too many connections: a short answer, written without reading the request (TLS or not).
+  asio::awaitable<void> Refuse(tcp::socket socket) {
+    static constexpr std::string_view kBusy =
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nRetry-After: 1\r\n"
+        "Connection: close\r\n\r\n";
+    beast::tcp_stream stream(std::move(socket));
+    stream.expires_after(std::chrono::seconds(5));
+    co_await asio::async_write(stream, asio::buffer(kBusy), kAsTuple);
+    boost::system::error_code ignored;
+    stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  }
+
+  asio::awaitable<void> ServeTls(tcp::socket socket, Slot slot) {
     beast::ssl_stream<beast::tcp_stream> stream(beast::tcp_stream(std::move(socket)), *ssl_);
     beast::get_lowest_layer(stream).expires_after(options_.read_timeout);
     auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server, kAsTuple);
     if (ec) co_return;
-    co_await Serve(std::move(stream));
+    co_await Serve(std::move(stream), std::move(slot));
   }
 
   template <class Stream>
-  asio::awaitable<void> Serve(Stream stream) {
+  asio::awaitable<void> Serve(Stream stream, Slot slot) {
     beast::flat_buffer buffer;
     std::string remote;
     {
@@ -152,21 +197,48 @@ class BeastServer final : public HttpServer {
     }
     for (;;) {
       http::request_parser<http::string_body> parser;
-      parser.body_limit(options_.max_body_bytes);
-      parser.header_limit(16 * 1024);
+      parser.header_limit(static_cast<std::uint32_t>(options_.max_header_bytes));
+      // The route's limit is known once the headers are: none until then (Beast would hold a
+      // Content-Length to its default when the headers end).
+      parser.body_limit(boost::none);
       beast::get_lowest_layer(stream).expires_after(options_.read_timeout);
+      auto refuse = [&](int status, std::string message) -> asio::awaitable<void> {
+        auto out = ToBeast(PlainError(status, std::move(message)), 11, false);
+        beast::get_lowest_layer(stream).expires_after(options_.read_timeout);
+        co_await http::async_write(stream, out, kAsTuple);
+      };
+      auto [header_ec, header_bytes] =
+          co_await http::async_read_header(stream, buffer, parser, kAsTuple);
+      (void)header_bytes;
+      if (header_ec == http::error::header_limit) {
+        co_await refuse(431, "the request line and headers are larger than " +
+                                 std::to_string(options_.max_header_bytes) + " bytes");
+        break;
+      }
+      if (header_ec) break;  // closed, timed out, or not HTTP
+      const auto& head = parser.get();
+      if (head.target().size() > options_.max_target_bytes) {
+        co_await refuse(414, "the request target is longer than " +
+                                 std::to_string(options_.max_target_bytes) + " bytes");
+        break;
+      }
+      size_t limit = options_.body_limit ? options_.body_limit(head.method_string(), head.target())
+                                         : options_.max_body_bytes;
+      auto too_large = [&]() {
+        return refuse(413, "the request body is larger than " + std::to_string(limit) +
+                               " bytes, this route's limit");
+      };
+      if (parser.content_length() && *parser.content_length() > limit) {
+        co_await too_large();
+        break;
+      }
+      parser.body_limit(limit);  // a chunked body is counted as it comes
+      if (limit > (size_t{1} << 20))
+        beast::get_lowest_layer(stream).expires_after(options_.body_timeout);
       auto [ec, bytes] = co_await http::async_read(stream, buffer, parser, kAsTuple);
       (void)bytes;
       if (ec == http::error::body_limit) {
-        auto out = ToBeast(PlainError(413, "the request body is larger than " +
-                                               std::to_string(options_.max_body_bytes) + " bytes"),
-                           11, false);
-        co_await http::async_write(stream, out, kAsTuple);
-        break;
-      }
-      if (ec == http::error::header_limit) {
-        auto out = ToBeast(PlainError(431, "the request headers are too large"), 11, false);
-        co_await http::async_write(stream, out, kAsTuple);
+        co_await too_large();
         break;
       }
       if (ec) break;  // closed, timed out, or not HTTP
@@ -219,7 +291,8 @@ class BeastServer final : public HttpServer {
     for (const auto& [name, value] : response.headers) head.set(name, value);
     head.chunked(true);
     http::response_serializer<http::empty_body> serializer{head};
-    beast::get_lowest_layer(stream).expires_never();
+    // Each write must finish within read_timeout: a client that stops reading is let go.
+    beast::get_lowest_layer(stream).expires_after(options_.read_timeout);
     auto [head_ec, head_bytes] = co_await http::async_write_header(stream, serializer, kAsTuple);
     (void)head_bytes;
     if (head_ec) co_return false;
@@ -227,6 +300,7 @@ class BeastServer final : public HttpServer {
     std::optional<std::string> chunk = std::move(response.body);
     while (chunk && !stopped_) {
       if (!chunk->empty()) {
+        beast::get_lowest_layer(stream).expires_after(options_.read_timeout);
         auto [ec, n] =
             co_await asio::async_write(stream, http::make_chunk(asio::buffer(*chunk)), kAsTuple);
         (void)n;
@@ -243,6 +317,7 @@ class BeastServer final : public HttpServer {
           },
           asio::use_awaitable);
     }
+    beast::get_lowest_layer(stream).expires_after(options_.read_timeout);
     auto [last_ec, last_n] = co_await asio::async_write(stream, http::make_chunk_last(), kAsTuple);
     (void)last_n;
     co_return !last_ec;
@@ -250,6 +325,10 @@ class BeastServer final : public HttpServer {
 
   ServerOptions options_;
   Handler handler_;
+  // Before io_: connections the context still holds give their places back as it goes.
+  std::mutex connections_mutex_;
+  int open_connections_ = 0;
+  std::map<std::string, int> per_client_;
   asio::io_context io_;
   asio::thread_pool workers_;
   tcp::acceptor acceptor_;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/bounded_json.h"
 #include "runner/module_archive.h"
 #include "sys/files.h"
 
@@ -32,18 +33,53 @@ Result<void> CheckSubPath(const std::string& path) {
   return {};
 }
 
-// Names of variables declared with `sensitive = true` in the module's .tf files. A light
-// scan, not an HCL parser: tofu itself also redacts these values; this keeps them out of
-// anything the runner writes even if it did not.
+// The variables a .tf.json file declares sensitive: {"variable": {"NAME": {"sensitive": true}}},
+// where JSON syntax also lets the top level, the variable block and a variable's body be lists
+// of such objects.
+void SensitiveInTfJson(const std::string& text, std::vector<std::string>& names) {
+  auto doc = ParseBoundedJson(text);
+  if (!doc) return;
+  auto objects = [](const nlohmann::json& v) {
+    std::vector<const nlohmann::json*> out;
+    if (v.is_object()) out.push_back(&v);
+    if (v.is_array()) {
+      for (const auto& item : v) {
+        if (item.is_object()) out.push_back(&item);
+      }
+    }
+    return out;
+  };
+  for (const auto* top : objects(*doc)) {
+    if (!top->contains("variable")) continue;
+    for (const auto* block : objects((*top)["variable"])) {
+      for (const auto& [name, declaration] : block->items()) {
+        for (const auto* body : objects(declaration)) {
+          auto sensitive = body->find("sensitive");
+          if (sensitive != body->end() && *sensitive == true) names.push_back(name);
+        }
+      }
+    }
+  }
+}
+
+// Names of variables declared with `sensitive = true` in the module's .tf files (a light scan,
+// not an HCL parser) and .tf.json files. tofu itself also redacts these values; this keeps them
+// out of anything the runner writes even where it did not (a nonsensitive(), a provider).
 std::vector<std::string> SensitiveVariables(const fs::path& workdir) {
   static const re2::RE2 kVariable(R"re(variable\s+"([^"]+)"\s*\{)re");
   static const re2::RE2 kSensitive(R"re(\bsensitive\s*=\s*true\b)re");
   std::vector<std::string> names;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(workdir, ec)) {
-    if (entry.path().extension() != ".tf") continue;
+    std::string file = entry.path().filename().string();
+    bool hcl = file.ends_with(".tf"), json = file.ends_with(".tf.json");
+    if (!hcl && !json) continue;
     auto text = sys::ReadFile(entry.path());
     if (!text) continue;
+    if (json) {
+      SensitiveInTfJson(*text, names);
+      continue;
+    }
     re2::StringPiece rest(*text);
     std::string name;
     while (re2::RE2::FindAndConsume(&rest, kVariable, &name)) {
@@ -172,15 +208,13 @@ Result<void> LoadSecrets(const RunOptions& options, const WorkDir& dir,
   if (options.config.empty()) return {};
   auto config = sys::ReadFile(options.config);
   if (!config) return config.error();
-  auto values = nlohmann::json::parse(*config, nullptr, false);
-  if (values.is_discarded() || !values.is_object()) {
+  auto values = ParseBoundedJson(*config);
+  if (!values || !values->is_object()) {
     return MakeError(ErrorKind::kInvalidArgument, "--config: not a JSON object of variables",
                      options.config);
   }
   for (const auto& name : SensitiveVariables(dir.workdir)) {
-    if (!values.contains(name)) continue;
-    const auto& v = values[name];
-    masker.Add(v.is_string() ? v.get<std::string>() : v.dump());
+    if (values->contains(name)) masker.AddValue((*values)[name]);
   }
   return {};
 }

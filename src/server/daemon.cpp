@@ -9,6 +9,7 @@
 #include "core/base64.h"
 #include "core/time_format.h"
 #include "crypto/jws.h"
+#include "crypto/key_ring.h"
 #include "kube/kube_config.h"
 #include "launch/kubernetes/kubernetes_launcher.h"
 #include "launch/local/local_launcher.h"
@@ -59,18 +60,75 @@ Result<std::pair<std::string, int>> SplitListen(const std::string& listen) {
   }
 }
 
-// The first start makes organization `default` and an admin token, written where only the
-// owner can read it. Later starts change nothing.
-// The admin token's secret when this start made the organization (the first start).
-Result<std::optional<std::string>> Bootstrap(store::Store& store, const fs::path& data_dir) {
-  auto created = store.CreateOrganization("default");
-  if (!created) return created.error();
-  if (!*created) return std::optional<std::string>();  // its tokens are whoever made it's
-  auto secret = IssueToken(store, "default", "admin token made at the first start");
+// The admin token berthd makes has this id: a reset replaces it, whatever its secret was.
+constexpr const char* kAdminTokenId = "tok-admin";
+
+fs::path PendingAdminTokenPath(const fs::path& data_dir) {
+  return data_dir / "admin-token.pending";
+}
+
+// A token file's secret, without the newline written after it.
+Result<std::string> ReadSecret(const fs::path& path) {
+  auto secret = sys::ReadFile(path);
+  if (secret) {
+    while (!secret->empty() && secret->back() == '\n') secret->pop_back();
+  }
+  return secret;
+}
+
+// A secret is written to admin-token.pending before the store knows it, and the store's
+// transaction decides whether it is the admin token: a start that died in between left a file
+// that the next start moves into place (the store took it) or removes (it did not).
+Result<void> SettlePendingAdminToken(store::Store& store, const fs::path& data_dir) {
+  fs::path pending = PendingAdminTokenPath(data_dir);
+  std::error_code ec;
+  if (!fs::exists(pending, ec)) return {};
+  auto secret = ReadSecret(pending);
   if (!secret) return secret.error();
-  if (auto written = sys::WriteFileAtomic(AdminTokenPath(data_dir), *secret + "\n"); !written)
+  auto found = store.FindToken(HashToken(*secret));
+  if (!found && found.error().kind != ErrorKind::kNotFound) return found.error();
+  if (found)
+    fs::rename(pending, AdminTokenPath(data_dir), ec);
+  else
+    fs::remove(pending, ec);
+  if (ec) return MakeError(ErrorKind::kInternal, "cannot settle the admin token: " + ec.message());
+  return {};
+}
+
+// The first start makes organization `default` and its admin token, written where only the
+// owner can read it; later starts change nothing, unless asked to reset the admin token (lost
+// or leaked): then the token in the file, if any, is revoked and a new one takes its place.
+// The admin token's secret when this start made the organization (the first start).
+Result<std::optional<std::string>> Bootstrap(store::Store& store, const fs::path& data_dir,
+                                             bool reset_admin_token) {
+  if (auto settled = SettlePendingAdminToken(store, data_dir); !settled) return settled.error();
+  std::string secret = NewTokenSecret();
+  if (auto written = sys::WriteFileAtomic(PendingAdminTokenPath(data_dir), secret + "\n"); !written)
     return written.error();
-  return std::optional<std::string>(*secret);
+  store::ApiToken admin{.id = kAdminTokenId,
+                        .org_id = "default",
+                        .description = "admin token made at the first start"};
+  auto made = store.CreateOrganizationWithToken(admin, HashToken(secret));
+  if (!made) return made.error();
+  if (!*made && reset_admin_token) {
+    if (auto old = ReadSecret(AdminTokenPath(data_dir))) {
+      auto found = store.FindToken(HashToken(*old));
+      if (found && found->id != kAdminTokenId) {
+        if (auto revoked = store.DeleteToken(found->org_id, found->id); !revoked)
+          return revoked.error();
+      }
+    }
+    admin.description = "admin token reset with --reset-admin-token";
+    if (auto put = store.PutToken(admin, HashToken(secret)); !put) return put.error();
+  }
+  if (!*made && !reset_admin_token) {
+    std::error_code ec;
+    fs::remove(PendingAdminTokenPath(data_dir), ec);
+    return std::optional<std::string>();  // its tokens are whoever made it's
+  }
+  if (auto settled = SettlePendingAdminToken(store, data_dir); !settled) return settled.error();
+  if (!*made) return std::optional<std::string>();
+  return std::optional<std::string>(secret);
 }
 
 // What an embedded berthd starts with, so that `berth deploy DIR --env E` works at once: a
@@ -163,7 +221,31 @@ struct Foundations {
   std::string database_kind;                      // "sqlite" or "postgres", for the log
   std::unique_ptr<kube::KubeClient> kube_client;  // null without --kubernetes
   std::optional<launch::KubernetesSettings> kube_settings;
+  // Control groups for local runs' limits, or why there are none (with local runs only).
+  std::optional<launch::CgroupHost> cgroups;
+  std::string cgroups_refusal;
 };
+
+// What one request may send: an API body 1 MiB (docs/api.md); a state, a plan or a module
+// bundle 64 MiB.
+size_t BodyLimit(std::string_view method, std::string_view target) {
+  constexpr size_t kApiBody = size_t{1} << 20, kFileBody = size_t{64} << 20;
+  std::string path(target.substr(0, target.find('?')));
+  bool file = StateBackend::Serves(path) ||
+              (RunGateway::Serves(path) && path.find("/artifacts/") != std::string::npos) ||
+              (method == "POST" && path.starts_with("/orgs/") && path.ends_with("/bundles"));
+  return file ? kFileBody : kApiBody;
+}
+
+std::string DatabaseUrl(const DaemonOptions& options) {
+  return options.database.empty() ? "sqlite:" + (options.data_dir / "berth.db").string()
+                                  : options.database;
+}
+
+fs::path EncryptionKeyFile(const DaemonOptions& options) {
+  return options.encryption_key_file.empty() ? options.data_dir / "encryption-keys"
+                                             : options.encryption_key_file;
+}
 
 Result<Foundations> LayFoundations(const DaemonOptions& options) {
   std::error_code ec;
@@ -172,12 +254,12 @@ Result<Foundations> LayFoundations(const DaemonOptions& options) {
     return MakeError(ErrorKind::kFailedPrecondition, "--data-dir: " + ec.message(),
                      options.data_dir);
   fs::permissions(options.data_dir, fs::perms::owner_all, ec);
-  std::string database = options.database.empty()
-                             ? "sqlite:" + (options.data_dir / "berth.db").string()
-                             : options.database;
-  auto store = store::OpenStore(database, 8);
+  std::string database = DatabaseUrl(options);
+  auto keys = crypto::KeyRing::OpenOrCreate(EncryptionKeyFile(options));
+  if (!keys) return keys.error();
+  auto store = store::OpenStore(database, 8, *keys);
   if (!store) return store.error();
-  auto first_admin_token = Bootstrap(**store, options.data_dir);
+  auto first_admin_token = Bootstrap(**store, options.data_dir, options.reset_admin_token);
   if (!first_admin_token) return first_admin_token.error();
   auto signer = LoadOrCreateRunTokenSigner(**store, options.data_dir);
   if (!signer) return signer.error();
@@ -189,8 +271,7 @@ Result<Foundations> LayFoundations(const DaemonOptions& options) {
                                      .tls_cert_file = options.tls_cert_file,
                                      .tls_key_file = options.tls_key_file,
                                      .allow_plain_http = options.allow_plain_http,
-                                     // a state file; the API's own bodies are small
-                                     .max_body_bytes = 64 << 20});
+                                     .body_limit = BodyLimit});
   if (!server) return server.error();
   bool tls = !options.tls_cert_file.empty();
   std::string host =
@@ -203,6 +284,11 @@ Result<Foundations> LayFoundations(const DaemonOptions& options) {
                 .server = std::move(*server),
                 .url = std::move(url),
                 .database_kind = database.starts_with("postgres") ? "postgres" : "sqlite"};
+  if (!options.runner_binary.empty()) {
+    auto cgroups = launch::CgroupHost::Probe();
+    if (cgroups) f.cgroups = std::move(*cgroups);
+    if (!cgroups) f.cgroups_refusal = cgroups.error().ToString();
+  }
   if (options.kubernetes) {
     kube::Environment env = kube::CurrentEnvironment();
     auto config = kube::KubeConfig::Load(env, {});
@@ -242,6 +328,9 @@ class Berthd {
         dispatcher_(*base_.store, launchers_, base_.signer,
                     DispatcherOptions{
                         .url = options.advertise_url.empty() ? base_.url : options.advertise_url,
+                        // No longer than the run may last, and the little a stopping runner
+                        // needs to save its state and send the rest of its log.
+                        .token_lifetime = options.run_deadline + std::chrono::minutes(5),
                         .run_deadline = options.run_deadline,
                         .providers = options.providers,
                         .metrics = &metrics_,
@@ -253,7 +342,8 @@ class Berthd {
                         .burst = options.rate_limit * 2,
                         .allow_server_paths = options.embedded,
                         .queued = &dispatch_feed_,
-                        .logs = &log_feed_}) {
+                        .logs = &log_feed_,
+                        .local_limits_refusal = base_.cgroups_refusal}) {
     if (base_.kube_client) {
       kubernetes_ = std::make_unique<launch::KubernetesLauncher>(
           *base_.kube_client, std::move(*base_.kube_settings), SystemClock::Instance(),
@@ -274,6 +364,9 @@ class Berthd {
       }
       local_isolation_ = local.sandbox ? "sandboxed" : local.insecure ? "INSECURE" : "refused";
       local_refusal_ = local.refusal;
+      local.cgroups = base_.cgroups;
+      local.cgroups_refusal = base_.cgroups_refusal;
+      local_limits_ = base_.cgroups ? "all" : "disk only";
       local_ = std::make_unique<launch::LocalLauncher>(std::move(local), dispatcher_);
       launchers_["local"] = local_.get();
     }
@@ -319,6 +412,7 @@ class Berthd {
     log_.Info("serving", {{"url", base_.url},
                           {"database", base_.database_kind},
                           {"local_runners", local_ ? local_isolation_ : "off"},
+                          {"local_run_limits", local_ ? local_limits_ : "off"},
                           {"kubernetes", kubernetes_ ? "on" : "off"}});
     return {};
   }
@@ -382,6 +476,7 @@ class Berthd {
   std::unique_ptr<launch::LocalLauncher> local_;
   std::string local_isolation_;  // sandboxed, INSECURE or refused
   std::string local_refusal_;
+  std::string local_limits_;  // which runner limits local runs can have: all, or disk only
   std::unique_ptr<launch::KubernetesLauncher> kubernetes_;
 };
 
@@ -396,6 +491,24 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
   on_ready(berthd.Url(), AdminTokenPath(options.data_dir));
   berthd.DispatchUntil(stop);
   return {};
+}
+
+Result<RotationReport> RotateKeys(const DaemonOptions& options) {
+  auto keys = crypto::KeyRing::OpenOrCreate(EncryptionKeyFile(options));
+  if (!keys) return keys.error();
+  auto store = store::OpenStore(DatabaseUrl(options), 1, *keys);
+  if (!store) return store.error();
+  RotationReport report{.old_key = (*keys)->CurrentKeyId()};
+  if (auto added = (*keys)->AddCurrentKey(); !added) return added.error();
+  report.new_key = (*keys)->CurrentKeyId();
+  auto resealed = (*store)->Reseal(**keys);
+  if (!resealed) return resealed.error();
+  report.resealed = resealed->resealed;
+  report.kept_old_keys = resealed->changed_meanwhile;
+  if (!report.kept_old_keys) {
+    if (auto kept = (*keys)->KeepOnly(resealed->keys_in_use); !kept) return kept.error();
+  }
+  return report;
 }
 
 }  // namespace berth::server

@@ -18,6 +18,9 @@ namespace berth::server {
 struct DaemonOptions {
   std::filesystem::path data_dir;  // SQLite database, admin token, the URL file
   std::string database;            // empty: sqlite under data_dir; or postgres://...
+  // The keys that seal secrets at rest (crypto/key_ring.h); empty: DATA_DIR/encryption-keys,
+  // made at the first start. berthds sharing a database must share this file.
+  std::filesystem::path encryption_key_file;
   std::string listen = "127.0.0.1:8480";
   std::string tls_cert_file;
   std::string tls_key_file;
@@ -43,6 +46,8 @@ struct DaemonOptions {
   // An embedded berthd (`berth up`): one person is both caller and server, so deployments may
   // name module folders on this machine.
   bool embedded = false;
+  // Revoke the admin token in the data folder (if the store knows it) and write a new one.
+  bool reset_admin_token = false;
   // berthd's own log on stderr: --log-format=text|json, -v=N.
   sys::Logger::Format log_format = sys::Logger::Format::kText;
   int verbosity = 0;
@@ -61,5 +66,16 @@ std::filesystem::path FindRunnerBesideSelf();
 Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& stop,
                        const std::function<void(const std::string& url,
                                                 const std::filesystem::path& token)>& on_ready);
+
+// `berthd rotate-keys`: a new key seals from now on, every sealed value (and every one written
+// before encryption at rest) is sealed again with it, and the keys nothing uses any more leave
+// the key file. A value a running berthd rewrote meanwhile keeps the old keys in the file (run
+// it again once that berthd has restarted).
+struct RotationReport {
+  std::string old_key, new_key;
+  int64_t resealed = 0;
+  bool kept_old_keys = false;
+};
+Result<RotationReport> RotateKeys(const DaemonOptions& options);
 
 }  // namespace berth::server

@@ -108,6 +108,12 @@ constexpr Migration kMigrations[] = {
      "CREATE TABLE state_history (state_key TEXT NOT NULL, position BIGINT NOT NULL, "
      "action TEXT NOT NULL, actor TEXT NOT NULL, detail TEXT NOT NULL, at BIGINT NOT NULL, "
      "PRIMARY KEY (state_key, position));"},
+    // API tokens beyond the first: what each may do, until when, and who made it. Tokens from
+    // before are the admin tokens they were.
+    {9,
+     "ALTER TABLE api_tokens ADD COLUMN scopes TEXT NOT NULL DEFAULT 'admin';"
+     "ALTER TABLE api_tokens ADD COLUMN expires_at BIGINT NOT NULL DEFAULT 0;"
+     "ALTER TABLE api_tokens ADD COLUMN created_by TEXT NOT NULL DEFAULT '';"},
 };
 
 #undef BERTH_RECORD_COLUMNS

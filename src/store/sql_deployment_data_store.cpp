@@ -3,13 +3,16 @@
 #include "core/base64.h"
 #include "core/time_format.h"
 #include "crypto/digest.h"
+#include "store/sealing.h"
 
 namespace berth::store {
 namespace {
 
+constexpr std::string_view kArtifactContext = "deployment_artifacts.content";
+
 class SqlDeploymentDataStore final : public DeploymentDataStore {
  public:
-  explicit SqlDeploymentDataStore(Pool& pool) : pool_(pool) {}
+  SqlDeploymentDataStore(Pool& pool, const crypto::KeyRing* keys) : pool_(pool), keys_(keys) {}
 
   Result<Bundle> PutBundle(const std::string& org, const std::string& content) override {
     Bundle b{.org_id = org, .sha256 = crypto::Sha256Hex(content), .content = content};
@@ -145,7 +148,8 @@ class SqlDeploymentDataStore final : public DeploymentDataStore {
         "deployment_id, name) DO UPDATE SET run_id = excluded.run_id, sha256 = excluded.sha256, "
         "size = excluded.size, content = excluded.content, at = excluded.at",
         {org, deployment, a.name, a.run_id, crypto::Sha256Hex(a.content),
-         static_cast<int64_t>(a.content.size()), Base64Encode(a.content), UnixMillisNow()});
+         static_cast<int64_t>(a.content.size()),
+         SealValue(keys_, Base64Encode(a.content), kArtifactContext), UnixMillisNow()});
     if (!n) return n.error();
     return {};
   }
@@ -160,7 +164,9 @@ class SqlDeploymentDataStore final : public DeploymentDataStore {
     if (!rows) return rows.error();
     if (rows->empty())
       return MakeError(ErrorKind::kNotFound, "deployment " + deployment + " has no " + name);
-    auto content = Base64Decode(rows->front().Text(2));
+    auto opened = OpenValue(keys_, rows->front().Text(2), kArtifactContext);
+    if (!opened) return opened.error();
+    auto content = Base64Decode(*opened);
     if (!content) return content.error();
     return Artifact{name, rows->front().Text(0), rows->front().Text(1), std::move(*content),
                     rows->front().Int(3)};
@@ -168,12 +174,14 @@ class SqlDeploymentDataStore final : public DeploymentDataStore {
 
  private:
   Pool& pool_;
+  const crypto::KeyRing* keys_;
 };
 
 }  // namespace
 
-std::unique_ptr<DeploymentDataStore> MakeSqlDeploymentDataStore(Pool& pool) {
-  return std::make_unique<SqlDeploymentDataStore>(pool);
+std::unique_ptr<DeploymentDataStore> MakeSqlDeploymentDataStore(Pool& pool,
+                                                                const crypto::KeyRing* keys) {
+  return std::make_unique<SqlDeploymentDataStore>(pool, keys);
 }
 
 }  // namespace berth::store

@@ -6,8 +6,14 @@
 #include "store/deployment_data_store.h"
 #include "store/pool.h"
 
+namespace berth::crypto {
+class KeyRing;
+}
+
 namespace berth::store {
 
-std::unique_ptr<DeploymentDataStore> MakeSqlDeploymentDataStore(Pool& pool);
+// keys: what seals its secret columns (store/sealing.h); null: plaintext.
+std::unique_ptr<DeploymentDataStore> MakeSqlDeploymentDataStore(Pool& pool,
+                                                                const crypto::KeyRing* keys);
 
 }  // namespace berth::store

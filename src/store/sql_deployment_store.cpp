@@ -2,7 +2,9 @@
 
 #include <chrono>
 
+#include "core/bounded_json.h"
 #include "core/time_format.h"
+#include "store/sealing.h"
 
 namespace berth::store {
 namespace {
@@ -23,7 +25,9 @@ json TransitionEntry(DeploymentState state, int64_t at, const std::string& reaso
 }
 
 // A row as a deployment; a spec berthd cannot read back is an internal error naming it.
-Result<Deployment> FromRow(const SqlRow& r) {
+constexpr std::string_view kSpecContext = "deployments.spec";
+
+Result<Deployment> FromRow(const SqlRow& r, const crypto::KeyRing* keys) {
   Deployment d;
   d.org_id = r.Text(0);
   d.project_id = r.Text(1);
@@ -31,7 +35,9 @@ Result<Deployment> FromRow(const SqlRow& r) {
   d.id = r.Text(3);
   d.sequence = r.Int(4);
   d.state = ParseDeploymentState(r.Text(5)).value_or(DeploymentState::kFailed);
-  auto spec = DeploymentSpec::FromStored(json::parse(r.Text(6), nullptr, false));
+  auto stored = OpenValue(keys, r.Text(6), kSpecContext);
+  if (!stored) return MakeError(stored.error().kind, stored.error().message, "deployment " + d.id);
+  auto spec = DeploymentSpec::FromStored(ParseBoundedJsonOrNull(*stored));
   if (!spec) return MakeError(ErrorKind::kInternal, spec.error().message, "deployment " + d.id);
   d.spec = std::move(*spec);
   d.transitions = json::parse(r.Text(7), nullptr, false);
@@ -43,10 +49,10 @@ Result<Deployment> FromRow(const SqlRow& r) {
 }
 
 template <class Rows>
-Result<std::vector<Deployment>> FromRows(const Rows& rows) {
+Result<std::vector<Deployment>> FromRows(const Rows& rows, const crypto::KeyRing* keys) {
   std::vector<Deployment> list;
   for (const auto& row : rows) {
-    auto d = FromRow(row);
+    auto d = FromRow(row, keys);
     if (!d) return d.error();
     list.push_back(std::move(*d));
   }
@@ -55,7 +61,7 @@ Result<std::vector<Deployment>> FromRows(const Rows& rows) {
 
 class SqlDeploymentStore final : public DeploymentStore {
  public:
-  explicit SqlDeploymentStore(Pool& pool) : pool_(pool) {}
+  SqlDeploymentStore(Pool& pool, const crypto::KeyRing* keys) : pool_(pool), keys_(keys) {}
 
   Result<Deployment> Create(Deployment d) override {
     constexpr int kAttempts = 5;  // two creates in one environment race for a sequence number
@@ -75,7 +81,8 @@ class SqlDeploymentStore final : public DeploymentStore {
       auto n = c->Execute(std::string("INSERT INTO deployments (") + kColumns +
                               ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, $9, $10, $11)",
                           {d.org_id, d.project_id, d.env_id, d.id, d.sequence,
-                           std::string(DeploymentStateName(d.state)), d.spec.ToJson().dump(),
+                           std::string(DeploymentStateName(d.state)),
+                           SealValue(keys_, d.spec.ToJson().dump(), kSpecContext),
                            d.transitions.dump(), d.run_id, d.created_at, d.updated_at});
       if (!n && n.error().kind == ErrorKind::kAlreadyExists && attempt + 1 < kAttempts) {
         if (Get(d.org_id, d.id))
@@ -98,7 +105,7 @@ class SqlDeploymentStore final : public DeploymentStore {
         {org, id});
     if (!rows) return rows.error();
     if (rows->empty()) return MakeError(ErrorKind::kNotFound, "no deployment " + id);
-    return FromRow(rows->front());
+    return FromRow(rows->front(), keys_);
   }
 
   Result<Deployment> GetByRun(const std::string& run_id) override {
@@ -108,7 +115,7 @@ class SqlDeploymentStore final : public DeploymentStore {
         {run_id});
     if (!rows) return rows.error();
     if (rows->empty()) return MakeError(ErrorKind::kNotFound, "no deployment runs " + run_id);
-    return FromRow(rows->front());
+    return FromRow(rows->front(), keys_);
   }
 
   Result<std::vector<Deployment>> ListForEnvironment(const std::string& org,
@@ -120,7 +127,7 @@ class SqlDeploymentStore final : public DeploymentStore {
                              "env_id = $3 ORDER BY sequence DESC LIMIT $4",
                          {org, project, env, int64_t{limit}});
     if (!rows) return rows.error();
-    return FromRows(*rows);
+    return FromRows(*rows, keys_);
   }
 
   Result<Deployment> Transition(const std::string& org, const std::string& id, DeploymentState from,
@@ -138,7 +145,7 @@ class SqlDeploymentStore final : public DeploymentStore {
         {org, id});
     if (!rows) return rows.error();
     if (rows->empty()) return MakeError(ErrorKind::kNotFound, "no deployment " + id);
-    auto read = FromRow(rows->front());
+    auto read = FromRow(rows->front(), keys_);
     if (!read) return read.error();
     Deployment d = std::move(*read);
     if (d.state != from)
@@ -177,7 +184,7 @@ class SqlDeploymentStore final : public DeploymentStore {
             "ORDER BY d.created_at, d.sequence LIMIT $1",
         {int64_t{limit}});
     if (!rows) return rows.error();
-    return FromRows(*rows);
+    return FromRows(*rows, keys_);
   }
 
   Result<std::vector<Deployment>> Holding() override {
@@ -186,7 +193,7 @@ class SqlDeploymentStore final : public DeploymentStore {
                          " FROM deployments WHERE state IN ('dispatched', 'running', "
                          "'waiting_approval') ORDER BY created_at");
     if (!rows) return rows.error();
-    return FromRows(*rows);
+    return FromRows(*rows, keys_);
   }
 
   Result<std::vector<std::pair<DeploymentState, int64_t>>> CountByState() override {
@@ -215,12 +222,13 @@ class SqlDeploymentStore final : public DeploymentStore {
 
  private:
   Pool& pool_;
+  const crypto::KeyRing* keys_;
 };
 
 }  // namespace
 
-std::unique_ptr<DeploymentStore> MakeSqlDeploymentStore(Pool& pool) {
-  return std::make_unique<SqlDeploymentStore>(pool);
+std::unique_ptr<DeploymentStore> MakeSqlDeploymentStore(Pool& pool, const crypto::KeyRing* keys) {
+  return std::make_unique<SqlDeploymentStore>(pool, keys);
 }
 
 }  // namespace berth::store

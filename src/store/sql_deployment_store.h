@@ -6,8 +6,13 @@
 #include "store/deployment_store.h"
 #include "store/pool.h"
 
+namespace berth::crypto {
+class KeyRing;
+}
+
 namespace berth::store {
 
-std::unique_ptr<DeploymentStore> MakeSqlDeploymentStore(Pool& pool);
+// keys: what seals its secret columns (store/sealing.h); null: plaintext.
+std::unique_ptr<DeploymentStore> MakeSqlDeploymentStore(Pool& pool, const crypto::KeyRing* keys);
 
 }  // namespace berth::store

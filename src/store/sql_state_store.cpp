@@ -6,9 +6,12 @@
 
 #include "core/time_format.h"
 #include "crypto/digest.h"
+#include "store/sealing.h"
 
 namespace berth::store {
 namespace {
+
+constexpr std::string_view kContentContext = "state_versions.content";
 
 Error Locked(const std::string& key, const std::string& holder_info) {
   Error error = MakeError(ErrorKind::kConflict, "the state of " + key + " is locked", holder_info);
@@ -18,7 +21,7 @@ Error Locked(const std::string& key, const std::string& holder_info) {
 
 class SqlStateStore final : public StateStore {
  public:
-  explicit SqlStateStore(Pool& pool) : pool_(pool) {}
+  SqlStateStore(Pool& pool, const crypto::KeyRing* keys) : pool_(pool), keys_(keys) {}
 
   Result<std::string> Current(const std::string& key) override {
     auto c = pool_.Borrow();
@@ -28,7 +31,7 @@ class SqlStateStore final : public StateStore {
     if (!rows) return rows.error();
     if (rows->empty() || rows->front().IsNull(0))
       return MakeError(ErrorKind::kNotFound, "no state for " + key);
-    return rows->front().Text(0);
+    return OpenValue(keys_, rows->front().Text(0), kContentContext);
   }
 
   Result<StateVersion> Put(const std::string& key, const std::string& content,
@@ -63,7 +66,7 @@ class SqlStateStore final : public StateStore {
     if (rows->empty() || rows->front().IsNull(0))
       return MakeError(ErrorKind::kNotFound,
                        "no state version " + std::to_string(version) + " for " + key);
-    return rows->front().Text(0);
+    return OpenValue(keys_, rows->front().Text(0), kContentContext);
   }
 
   Result<void> Lock(const std::string& key, const StateLock& lock) override {
@@ -159,7 +162,8 @@ class SqlStateStore final : public StateStore {
     version.run_id = run_id;
     version.created_at = UnixMillisNow();
     version.deleted = content == nullptr;
-    SqlValue stored = content ? SqlValue(*content) : SqlValue(nullptr);
+    SqlValue stored =
+        content ? SqlValue(SealValue(keys_, *content, kContentContext)) : SqlValue(nullptr);
     auto n = c->Execute(
         "INSERT INTO state_versions (state_key, version, content, sha256, size, run_id, "
         "created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
@@ -172,12 +176,13 @@ class SqlStateStore final : public StateStore {
   }
 
   Pool& pool_;
+  const crypto::KeyRing* keys_;
 };
 
 }  // namespace
 
-std::unique_ptr<StateStore> MakeSqlStateStore(Pool& pool) {
-  return std::make_unique<SqlStateStore>(pool);
+std::unique_ptr<StateStore> MakeSqlStateStore(Pool& pool, const crypto::KeyRing* keys) {
+  return std::make_unique<SqlStateStore>(pool, keys);
 }
 
 }  // namespace berth::store

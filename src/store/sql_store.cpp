@@ -4,8 +4,10 @@
 
 #include "core/mutex.h"
 #include "core/time_format.h"
+#include "crypto/key_ring.h"
 #include "store/migrations.h"
 #include "store/pool.h"
+#include "store/sealing.h"
 #include "store/sql.h"
 #include "store/sql_deployment_data_store.h"
 #include "store/sql_deployment_store.h"
@@ -48,13 +50,52 @@ SqlValue Value(const std::optional<std::string>& v) {
   return *v;
 }
 
+constexpr std::string_view kTokenColumns =
+    "SELECT org_id, id, description, created_at, scopes, expires_at, created_by FROM api_tokens";
+
+Result<void> InsertToken(SqlConnection& c, const ApiToken& token, const std::string& secret_hash) {
+  std::string scopes;
+  for (const std::string& name : token.scopes.Names()) scopes += (scopes.empty() ? "" : ",") + name;
+  auto n = c.Execute(
+      "INSERT INTO api_tokens (org_id, id, secret_hash, description, created_at, scopes, "
+      "expires_at, created_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+      {token.org_id, token.id, secret_hash, token.description,
+       token.created_at != 0 ? token.created_at : UnixMillisNow(), scopes, token.expires_at,
+       token.created_by});
+  if (!n) return n.error();
+  return {};
+}
+
+Result<ApiToken> TokenFrom(const SqlRow& r) {
+  std::vector<std::string> names;
+  std::string stored = r.Text(4);
+  for (size_t start = 0; start <= stored.size();) {
+    size_t comma = std::min(stored.find(',', start), stored.size());
+    names.push_back(stored.substr(start, comma - start));
+    start = comma + 1;
+  }
+  auto scopes = Scopes::Parse(names, "scopes");
+  if (!scopes)
+    return MakeError(ErrorKind::kInternal, "token " + r.Text(1) + " has unknown scopes " + stored);
+  return ApiToken{.id = r.Text(1),
+                  .org_id = r.Text(0),
+                  .description = r.Text(2),
+                  .created_at = r.Int(3),
+                  .scopes = *scopes,
+                  .expires_at = r.Int(5),
+                  .created_by = r.Text(6)};
+}
+
+constexpr std::string_view kSharedSecretContext = "shared_secrets.value";
+
 class SqlStore final : public Store {
  public:
-  explicit SqlStore(std::unique_ptr<Pool> pool)
+  SqlStore(std::unique_ptr<Pool> pool, std::shared_ptr<crypto::KeyRing> keys)
       : pool_(std::move(pool)),
-        states_(MakeSqlStateStore(*pool_)),
-        deployments_(MakeSqlDeploymentStore(*pool_)),
-        deployment_data_(MakeSqlDeploymentDataStore(*pool_)) {}
+        keys_(std::move(keys)),
+        states_(MakeSqlStateStore(*pool_, keys_.get())),
+        deployments_(MakeSqlDeploymentStore(*pool_, keys_.get())),
+        deployment_data_(MakeSqlDeploymentDataStore(*pool_, keys_.get())) {}
 
   StateStore& States() override { return *states_; }
   DeploymentStore& Deployments() override { return *deployments_; }
@@ -75,13 +116,74 @@ class SqlStore final : public Store {
     auto n = c->Execute(
         "INSERT INTO shared_secrets (name, value, created_at) VALUES ($1, $2, $3) ON CONFLICT "
         "(name) DO NOTHING",
-        {name, candidate, UnixMillisNow()});
+        {name, SealValue(keys_.get(), candidate, kSharedSecretContext), UnixMillisNow()});
     if (!n) return n.error();
     auto rows = c->Query("SELECT value FROM shared_secrets WHERE name = $1", {name});
     if (!rows) return rows.error();
     if (rows->empty())
       return MakeError(ErrorKind::kInternal, "shared secret " + name + " vanished");
-    return rows->front().Text(0);
+    return OpenValue(keys_.get(), rows->front().Text(0), kSharedSecretContext);
+  }
+
+  Result<ResealReport> Reseal(const crypto::KeyRing& keys) override {
+    auto c = pool_->Borrow();
+    ResealReport report;
+    std::string current = keys.CurrentKeyId();
+    for (const SealedColumn& column : SealedColumns()) {
+      std::string key_list;
+      for (const auto& k : column.key_columns)
+        key_list += (key_list.empty() ? "" : ", ") + std::string(k.name);
+      // The rows' keys first, then one value at a time: a state can be large.
+      auto rows = c->Query("SELECT " + key_list + " FROM " + std::string(column.table) + " WHERE " +
+                           std::string(column.column) + " IS NOT NULL");
+      if (!rows) return rows.error();
+      // "a = $1 AND b = $2", numbered from first
+      auto match = [&](size_t first) {
+        std::string where;
+        for (size_t i = 0; i < column.key_columns.size(); ++i)
+          where += (i ? " AND " : "") + std::string(column.key_columns[i].name) + " = $" +
+                   std::to_string(i + first);
+        return where;
+      };
+      for (const auto& row : *rows) {
+        std::vector<SqlValue> key;
+        for (size_t i = 0; i < column.key_columns.size(); ++i) {
+          if (column.key_columns[i].integer)
+            key.emplace_back(row.Int(i));
+          else
+            key.emplace_back(row.Text(i));
+        }
+        auto value = c->Query("SELECT " + std::string(column.column) + " FROM " +
+                                  std::string(column.table) + " WHERE " + match(1),
+                              key);
+        if (!value) return value.error();
+        if (value->empty() || value->front().IsNull(0)) continue;  // gone meanwhile
+        std::string stored = value->front().Text(0);
+        std::string id = crypto::KeyRing::KeyIdOf(stored);
+        if (id == current) {
+          report.keys_in_use.insert(id);
+          continue;
+        }
+        auto plain = keys.Open(stored, column.Context());
+        if (!plain) return plain.error();
+        key.insert(key.begin(), keys.Seal(*plain, column.Context()));
+        // Only if it did not change meanwhile: a newer value is sealed with a key berthd holds.
+        key.emplace_back(stored);
+        auto updated = c->Execute("UPDATE " + std::string(column.table) + " SET " +
+                                      std::string(column.column) + " = $1 WHERE " + match(2) +
+                                      " AND " + std::string(column.column) + " = $" +
+                                      std::to_string(column.key_columns.size() + 2),
+                                  key);
+        if (!updated) return updated.error();
+        if (*updated == 1) {
+          ++report.resealed;
+          report.keys_in_use.insert(current);
+        } else {
+          report.changed_meanwhile = true;
+        }
+      }
+    }
+    return report;
   }
 
   Result<bool> OrganizationExists(const std::string& id) override {
@@ -91,25 +193,64 @@ class SqlStore final : public Store {
     return !rows->empty();
   }
 
+  Result<bool> CreateOrganizationWithToken(const ApiToken& token,
+                                           const std::string& secret_hash) override {
+    auto c = pool_->Borrow();
+    auto tx = Transaction::Begin(*c);
+    if (!tx) return tx.error();
+    auto n = c->Execute(
+        "INSERT INTO organizations (id, created_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING",
+        {token.org_id, UnixMillisNow()});
+    if (!n) return n.error();
+    if (*n == 0) return false;  // rolled back: nothing was written
+    if (auto inserted = InsertToken(*c, token, secret_hash); !inserted) return inserted.error();
+    if (auto committed = tx->Commit(); !committed) return committed.error();
+    return true;
+  }
+
   Result<void> CreateToken(const ApiToken& token, const std::string& secret_hash) override {
     auto c = pool_->Borrow();
-    auto n = c->Execute(
-        "INSERT INTO api_tokens (org_id, id, secret_hash, description, created_at) "
-        "VALUES ($1, $2, $3, $4, $5)",
-        {token.org_id, token.id, secret_hash, token.description, UnixMillisNow()});
-    if (!n) return n.error();
-    return {};
+    return InsertToken(*c, token, secret_hash);
+  }
+
+  Result<void> PutToken(const ApiToken& token, const std::string& secret_hash) override {
+    auto c = pool_->Borrow();
+    auto tx = Transaction::Begin(*c);
+    if (!tx) return tx.error();
+    auto removed = c->Execute("DELETE FROM api_tokens WHERE org_id = $1 AND id = $2",
+                              {token.org_id, token.id});
+    if (!removed) return removed.error();
+    if (auto inserted = InsertToken(*c, token, secret_hash); !inserted) return inserted.error();
+    return tx->Commit();
   }
 
   Result<ApiToken> FindToken(const std::string& secret_hash) override {
     auto c = pool_->Borrow();
-    auto rows = c->Query(
-        "SELECT org_id, id, description, created_at FROM api_tokens WHERE secret_hash = $1",
-        {secret_hash});
+    auto rows = c->Query(std::string(kTokenColumns) + " WHERE secret_hash = $1", {secret_hash});
     if (!rows) return rows.error();
     if (rows->empty()) return MakeError(ErrorKind::kNotFound, "no such token");
-    const auto& r = rows->front();
-    return ApiToken{r.Text(1), r.Text(0), r.Text(2), r.Int(3)};
+    return TokenFrom(rows->front());
+  }
+
+  Result<std::vector<ApiToken>> ListTokens(const std::string& org) override {
+    auto c = pool_->Borrow();
+    auto rows = c->Query(std::string(kTokenColumns) + " WHERE org_id = $1 ORDER BY id", {org});
+    if (!rows) return rows.error();
+    std::vector<ApiToken> out;
+    for (const auto& row : *rows) {
+      auto token = TokenFrom(row);
+      if (!token) return token.error();
+      out.push_back(std::move(*token));
+    }
+    return out;
+  }
+
+  Result<void> DeleteToken(const std::string& org, const std::string& id) override {
+    auto c = pool_->Borrow();
+    auto n = c->Execute("DELETE FROM api_tokens WHERE org_id = $1 AND id = $2", {org, id});
+    if (!n) return n.error();
+    if (*n == 0) return MakeError(ErrorKind::kNotFound, "no token " + id);
+    return {};
   }
 
   Result<Record> Create(Record record) override {
@@ -297,6 +438,7 @@ class SqlStore final : public Store {
   }
 
   std::unique_ptr<Pool> pool_;
+  std::shared_ptr<crypto::KeyRing> keys_;
   std::unique_ptr<StateStore> states_;
   std::unique_ptr<DeploymentStore> deployments_;
   std::unique_ptr<DeploymentDataStore> deployment_data_;
@@ -320,7 +462,8 @@ std::string_view KindName(Kind kind) {
   return "object";
 }
 
-Result<std::unique_ptr<Store>> OpenStore(const std::string& url, int pool_size) {
+Result<std::unique_ptr<Store>> OpenStore(const std::string& url, int pool_size,
+                                         std::shared_ptr<crypto::KeyRing> keys) {
   bool postgres = url.starts_with("postgres://") || url.starts_with("postgresql://");
   std::string path = url.starts_with("sqlite:") ? url.substr(7) : url;
   auto open = [&]() { return postgres ? OpenPostgres(url) : OpenSqlite(path); };
@@ -334,7 +477,7 @@ Result<std::unique_ptr<Store>> OpenStore(const std::string& url, int pool_size) 
     if (!c) return c.error();
     pool->Add(std::move(*c));
   }
-  return std::unique_ptr<Store>(std::make_unique<SqlStore>(std::move(pool)));
+  return std::unique_ptr<Store>(std::make_unique<SqlStore>(std::move(pool), std::move(keys)));
 }
 
 }  // namespace berth::store

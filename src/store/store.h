@@ -13,13 +13,19 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "core/token_scopes.h"
 #include "store/deployment_data_store.h"
 #include "store/deployment_store.h"
 #include "store/state_store.h"
+
+namespace berth::crypto {
+class KeyRing;
+}
 
 namespace berth::store {
 
@@ -56,6 +62,9 @@ struct ApiToken {
   std::string org_id;
   std::string description;
   int64_t created_at = 0;
+  Scopes scopes = Scopes::Of({Scope::kAdmin});
+  int64_t expires_at = 0;  // Unix ms; 0: never
+  std::string created_by;  // the token that made it; empty for berthd's own
 };
 
 class Store {
@@ -65,8 +74,16 @@ class Store {
   // Organizations and their API tokens (only a hash of each secret is kept).
   virtual Result<bool> CreateOrganization(const std::string& id) = 0;  // false: it existed
   virtual Result<bool> OrganizationExists(const std::string& id) = 0;
+  // The organization and its first token in one transaction: both or neither. false: the
+  // organization existed, and nothing was written.
+  virtual Result<bool> CreateOrganizationWithToken(const ApiToken& token,
+                                                   const std::string& secret_hash) = 0;
   virtual Result<void> CreateToken(const ApiToken& token, const std::string& secret_hash) = 0;
-  virtual Result<ApiToken> FindToken(const std::string& secret_hash) = 0;  // kNotFound
+  // Creates the token, or gives the one with its id a new secret (and its other fields).
+  virtual Result<void> PutToken(const ApiToken& token, const std::string& secret_hash) = 0;
+  virtual Result<ApiToken> FindToken(const std::string& secret_hash) = 0;               // kNotFound
+  virtual Result<std::vector<ApiToken>> ListTokens(const std::string& org) = 0;         // by id
+  virtual Result<void> DeleteToken(const std::string& org, const std::string& id) = 0;  // kNotFound
 
   // Records. Create: kAlreadyExists, or kFailedPrecondition when a referenced object (the
   // project, the runner, the environment type) is missing. Update and Delete with
@@ -87,6 +104,16 @@ class Store {
   // (of berthd processes starting at once on one database, the first one's candidate wins).
   virtual Result<std::string> EnsureSharedSecret(const std::string& name,
                                                  const std::string& candidate) = 0;
+  // Seals every value of the secret columns (store/sealing.h) that keys' current key did not
+  // seal, plaintext ones too; says how many it sealed and which keys the values use now.
+  struct ResealReport {
+    int64_t resealed = 0;
+    std::set<std::string> keys_in_use;
+    // A value was rewritten while it was being resealed (a berthd at work): with which key is
+    // not known, so no key may be dropped yet.
+    bool changed_meanwhile = false;
+  };
+  virtual Result<ResealReport> Reseal(const crypto::KeyRing& keys) = 0;
   // The TF states of berthd's own backend.
   virtual StateStore& States() = 0;
   // Deployments of environments.
@@ -97,7 +124,9 @@ class Store {
 
 // Opens the database named by url: a path or sqlite:PATH for SQLite, postgres:// or
 // postgresql:// for PostgreSQL; applies pending migrations first. pool_size connections are
-// opened (SQLite in WAL mode serves readers in parallel with one writer).
-Result<std::unique_ptr<Store>> OpenStore(const std::string& url, int pool_size = 4);
+// opened (SQLite in WAL mode serves readers in parallel with one writer). keys seal the secret
+// columns (store/sealing.h); without them values are written in clear (tests of the store).
+Result<std::unique_ptr<Store>> OpenStore(const std::string& url, int pool_size = 4,
+                                         std::shared_ptr<crypto::KeyRing> keys = nullptr);
 
 }  // namespace berth::store

@@ -41,6 +41,11 @@ int DecodeStatus(int status) {
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail();
     if (getppid() != parent) _exit(127);  // the parent is already gone
   }
+  for (const std::string& procs : options.join_cgroups) {
+    int fd = open(procs.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || write(fd, "0", 1) != 1) fail();
+    close(fd);
+  }
   if (options.new_process_group && setpgid(0, 0) != 0) fail();
   if (output_fd >= 0) {
     if (dup2(output_fd, STDOUT_FILENO) < 0 || dup2(output_fd, STDERR_FILENO) < 0) fail();

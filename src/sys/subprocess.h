@@ -26,6 +26,9 @@ struct SpawnOptions {
   std::optional<uid_t> run_as_uid;  // drop to this user (and its gid) first
   std::optional<gid_t> run_as_gid;
   std::vector<std::pair<int, rlim_t>> limits;  // setrlimit(resource, soft = hard = value)
+  // Control groups the child joins before anything else (their cgroup.procs files): its every
+  // descendant is then in them from its first instruction.
+  std::vector<std::string> join_cgroups;
   // Descriptors of ours the program inherits at the same numbers (all others are closed).
   std::vector<int> inherited_fds;
   // SIGTERM and SIGINT ignored from the start (they are otherwise at their defaults): for a

@@ -370,6 +370,121 @@ TEST_F(BerthCli, BerthDeployPlansApprovesAppliesAndPrintsTheOutputsOnAFreshBerth
             kExitUsage);
 }
 
+// Separation of duties with the real tofu: the CI's deploy token queues an apply that stops at
+// its plan (it asked for no approval), cannot approve it, and a reviewer's approve token
+// applies exactly that plan. Revoked, the CI's token opens nothing.
+TEST_F(BerthCli, ADeployTokenStopsAtItsPlanAndOnlyAnApproveTokenAppliesIt) {
+  std::string hello = (testenv::SourceDir() / "examples/hello").string();
+  ASSERT_EQ(Berth({"deploy", hello, "--env", "dev", "--var", "name=admin"}).exit_code, 0) << Log();
+  auto token = [&](std::vector<std::string> flags) {
+    std::vector<std::string> args = {"token", "create", "-o", "json"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    auto made = Berth(args);
+    EXPECT_EQ(made.exit_code, 0) << made.output;
+    return json::parse(made.output, nullptr, false);
+  };
+  json ci = token({"--scope", "deploy", "--description", "ci"});
+  json reviewer = token({"--scope", "approve,read", "--expires", "1h"});
+  ASSERT_TRUE(ci.is_object() && reviewer.is_object());
+  EXPECT_EQ(reviewer["scopes"], json({"read", "approve"}));
+  auto url = sys::ReadFile(fs::path(data_) / "berthd.url");
+  ASSERT_TRUE(url);
+  auto as = [&](const json& t) {
+    return std::vector<std::string>{"BERTH_API_URL=" + url->substr(0, url->size() - 1),
+                                    "BERTH_TOKEN=" + t["secret"].get<std::string>(),
+                                    "HOME=" + dir_->Path().string(), "PATH=/usr/bin:/bin"};
+  };
+
+  auto waiting = Berth({"deploy", hello, "--env", "dev", "--var", "name=ci"}, as(ci));
+  ASSERT_EQ(waiting.exit_code, 0) << waiting.output << Log();
+  size_t hint = waiting.output.find("berth approve d-");
+  ASSERT_NE(hint, std::string::npos) << waiting.output;
+  std::string id = waiting.output.substr(hint + 14, 12);
+  size_t hash_at = waiting.output.find("--plan-hash ", hint) + 12;
+  std::string hash = waiting.output.substr(hash_at, waiting.output.find('\n', hash_at) - hash_at);
+
+  auto refused = Berth({"approve", id, "--plan-hash", hash}, as(ci));
+  EXPECT_EQ(refused.exit_code, kExitRefused) << refused.output;
+  EXPECT_NE(refused.output.find("needs scope approve"), std::string::npos) << refused.output;
+  auto approved = Berth({"approve", id, "--plan-hash", hash}, as(reviewer));
+  ASSERT_EQ(approved.exit_code, 0) << approved.output;
+  EXPECT_EQ(Berth({"logs", "-f", id}, as(reviewer)).exit_code, 0);
+  auto shown = Berth({"deployment", id, "-o", "json"}, as(reviewer));
+  ASSERT_EQ(shown.exit_code, 0) << shown.output;
+  json d = json::parse(shown.output);
+  EXPECT_EQ(d["state"], "succeeded") << shown.output;
+  EXPECT_EQ(d["created_by"], ci["id"]);
+  EXPECT_EQ(d["approval"]["required"], true);
+
+  auto listed = Berth({"token", "list"});
+  EXPECT_NE(listed.output.find(ci["id"].get<std::string>()), std::string::npos) << listed.output;
+  EXPECT_EQ(listed.output.find(ci["secret"].get<std::string>()), std::string::npos);
+  ASSERT_EQ(Berth({"token", "revoke", ci["id"]}).exit_code, 0);
+  EXPECT_EQ(Berth({"deployment", id}, as(ci)).exit_code, kExitRefused);
+}
+
+// Every shape of secret, through a real tofu run by `berth deploy`: a variable declared
+// sensitive in .tf.json, a sensitive map and list printed element by element, and a PEM key
+// printed line by line. None reaches the deploy's output, the stored log, the deployment (its
+// result and events) or its outputs; the lines that held them are there, masked.
+TEST_F(BerthCli, EveryShapeOfSecretIsMaskedInWhatBerthdKeeps) {
+  fs::path module = dir_->Path() / "shapes";
+  fs::create_directories(module);
+  ASSERT_TRUE(sys::WriteFileAtomic(
+      module / "variables.tf.json",
+      R"({"variable": {"json_token": {"type": "string", "sensitive": true}}})"));
+  ASSERT_TRUE(sys::WriteFileAtomic(module / "shapes.tf", R"tf(
+variable "creds" {
+  type      = map(string)
+  sensitive = true
+}
+variable "ports" {
+  type      = list(string)
+  sensitive = true
+}
+variable "pem" {
+  type      = string
+  sensitive = true
+}
+resource "terraform_data" "shapes" {
+  input = nonsensitive("json ${var.json_token} user ${var.creds["user"]} port ${var.ports[1]}")
+}
+resource "terraform_data" "pem" {
+  input = nonsensitive(var.pem)
+}
+output "creds" {
+  value     = var.creds
+  sensitive = true
+}
+)tf"));
+  const std::vector<std::string> secrets = {"jtok-5e6f7a8b9c",
+                                            "svc-admin-7731",
+                                            "pw-99xx88yy",
+                                            "port-b-2222",
+                                            "MIIBVgIBADANBgkqhkiG9w0BAQEF",
+                                            "AASCAUAwggE8AgEAAkEAq7BFUpkG"};
+  json vars = {{"json_token", secrets[0]},
+               {"creds", {{"user", secrets[1]}, {"password", secrets[2]}}},
+               {"ports", {"port-a-1111", secrets[3]}},
+               {"pem", "-----BEGIN TEST KEY-----\n" + secrets[4] + "\n" + secrets[5] +
+                           "\n-----END TEST KEY-----\n"}};
+  fs::path var_file = dir_->Path() / "vars.json";
+  ASSERT_TRUE(sys::WriteFileAtomic(var_file, vars.dump()));
+
+  auto deployed = Berth({"deploy", module.string(), "--env", "dev", "--var-file", var_file.string(),
+                         "--auto-approve"});
+  ASSERT_EQ(deployed.exit_code, 0) << deployed.output << Log();
+  std::string id = deployed.output.substr(deployed.output.find("deployment d-") + 11, 12);
+  auto logs = Berth({"logs", id});
+  EXPECT_NE(logs.output.find("json *** user *** port ***"), std::string::npos) << logs.output;
+  for (const auto& shown : {deployed, logs, Berth({"deployment", id, "-o", "json"}),
+                            Berth({"outputs", id, "-o", "json"})}) {
+    EXPECT_EQ(shown.exit_code, 0) << shown.output;
+    for (const std::string& secret : secrets)
+      EXPECT_EQ(shown.output.find(secret), std::string::npos) << secret << " in\n" << shown.output;
+  }
+}
+
 // Each attack prints what it got; the sandbox (launch/local/sandbox.h) leaves it nothing.
 constexpr const char* kHostileModule = R"tf(variable "data" { type = string }
 variable "berthd" { type = string }

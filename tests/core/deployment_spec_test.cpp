@@ -20,6 +20,7 @@ TEST(DeploymentSpec, ARequestIsTypedAndItsStoredFormReadsBackTheSame) {
   EXPECT_FALSE(spec->PlanOnly());
   EXPECT_EQ(spec->VariableNames(), (std::vector<std::string>{"count", "name"}));
   spec->labels = {{"team", "payments"}};
+  spec->created_by = "tok-ci";
   auto stored = DeploymentSpec::FromStored(spec->ToJson());
   ASSERT_TRUE(stored) << stored.error().message;
   EXPECT_EQ(*stored, *spec);
@@ -42,6 +43,7 @@ TEST(DeploymentSpec, EveryBadFieldIsNamed) {
        "$.approval.required"},
       {{{"op", "destroy"}, {"source", {{"path", "/m"}}}, {"plan_only", true}}, "$.plan_only"},
       {{{"op", "plan"}, {"source", {{"path", "/m"}}}, {"labels", {{"a", "b"}}}}, "$.labels"},
+      {{{"op", "plan"}, {"source", {{"path", "/m"}}}, {"created_by", "tok-me"}}, "$.created_by"},
   };
   for (const Case& c : cases) {
     auto spec = DeploymentSpec::FromRequest(c.body);

@@ -298,6 +298,102 @@ TEST_F(LocalLauncherTest, AForkBombStopsAtTheProcessLimitAndDiesWithItsRun) {
   EXPECT_EQ(left, 0) << "processes of the fork bomb outlived its run";
 }
 
+// A module that takes what it can: memory, CPU time or disk, as its local-exec is told.
+constexpr const char* kGreedyModule = R"tf(variable "take" { type = string }
+resource "terraform_data" "greedy" {
+  provisioner "local-exec" {
+    command = var.take
+  }
+}
+)tf";
+
+class LocalRunLimitsTest : public LocalLauncherTest {
+ protected:
+  void SetUp() override {
+    LocalLauncherTest::SetUp();
+    fs::create_directories(dir_->Path() / "greedy");
+    ASSERT_TRUE(sys::WriteFileAtomic(dir_->Path() / "greedy/main.tf", kGreedyModule));
+    fs::permissions(dir_->Path() / "greedy/main.tf", fs::perms::others_read, fs::perm_options::add);
+  }
+  // Runs the greedy module with take as its command, under limits; its outcome.
+  std::optional<RunOutcome> Take(const std::string& run_id, const std::string& take,
+                                 const nlohmann::json& limits, bool with_cgroups = true) {
+    LocalLauncherOptions options = Options();
+    if (with_cgroups) {
+      auto cgroups = CgroupHost::Probe();
+      EXPECT_TRUE(cgroups) << cgroups.error().ToString();
+      if (cgroups) options.cgroups = *cgroups;
+    } else {
+      options.cgroups_refusal = "no control groups in this test";
+    }
+    Start(options);
+    fs::path vars = dir_->Path() / (run_id + ".json");
+    EXPECT_TRUE(sys::WriteFileAtomic(vars, nlohmann::json{{"take", take}}.dump()));
+    fs::permissions(vars, fs::perms::others_read, fs::perm_options::add);
+    LaunchRequest request = Request(run_id, "apply", dir_->Path() / "greedy");
+    request.invocation.config = vars.string();
+    request.runner_id = "greedy";
+    request.runner_configuration = {{"type", "local"}, {"limits", limits}};
+    EXPECT_TRUE(launcher_->Launch(request));
+    return outcomes_.WaitFor(run_id);
+  }
+  void SkipUnlessRoot() {
+    if (geteuid() != 0) GTEST_SKIP() << "control groups are a root berthd's";
+  }
+};
+
+TEST_F(LocalRunLimitsTest, ARunThatExhaustsItsMemoryIsKilledByTheKernelAndSaysSo) {
+  SkipUnlessRoot();
+  auto outcome =
+      Take("memory", "python3 -c 'b = bytearray(2 << 30); print(len(b))'", {{"memory", "384Mi"}});
+  ASSERT_TRUE(outcome);
+  EXPECT_FALSE(outcome->succeeded);
+  EXPECT_TRUE(outcome->EndedAs(RunnerEnd::kOomKilled)) << outcome->FailureName();
+  EXPECT_NE(outcome->message.find("limits.memory"), std::string::npos) << outcome->message;
+  EXPECT_EQ(sys::ReadFile(dir_->Path() / "runs/memory/runner.log")->find("2147483648"),
+            std::string::npos)
+      << "the allocation went through";
+}
+
+TEST_F(LocalRunLimitsTest, ARunPastItsCpuTimeIsStoppedAndSaysWhichLimit) {
+  SkipUnlessRoot();
+  auto outcome = Take("cpu", "python3 -c 'while True: pass'", {{"cpu_seconds", 2}});
+  ASSERT_TRUE(outcome);
+  EXPECT_FALSE(outcome->succeeded);
+  EXPECT_TRUE(outcome->EndedAs(RunnerEnd::kLimitExceeded)) << outcome->FailureName();
+  EXPECT_NE(outcome->message.find("limits.cpu_seconds"), std::string::npos) << outcome->message;
+  auto warnings = outcomes_.Warnings("cpu");
+  ASSERT_FALSE(warnings.empty());
+  EXPECT_TRUE(warnings.back().starts_with(std::string(kLimitExceeded) + ": ")) << warnings.back();
+}
+
+TEST_F(LocalRunLimitsTest, ARunThatFillsItsDiskIsStoppedAndNoFileOutgrowsTheLimit) {
+  auto outcome = Take("disk",
+                      "i=0; while [ $i -lt 200 ]; do head -c 4194304 /dev/zero > fill-$i; "
+                      "i=$((i+1)); sleep 0.2; done; head -c 200000000 /dev/zero > one-big-file",
+                      {{"disk", "32Mi"}});
+  ASSERT_TRUE(outcome);
+  EXPECT_FALSE(outcome->succeeded);
+  EXPECT_TRUE(outcome->EndedAs(RunnerEnd::kLimitExceeded)) << outcome->FailureName();
+  EXPECT_NE(outcome->message.find("limits.disk"), std::string::npos) << outcome->message;
+  std::error_code ec;
+  EXPECT_FALSE(fs::exists(dir_->Path() / "runs/disk/work/fill-150", ec)) << "it wrote on";
+}
+
+// What cannot be held is refused, not ignored: without control groups a memory limit stops
+// the run before it starts, naming the limit and why.
+TEST_F(LocalRunLimitsTest, ALimitThisBerthdCannotHoldIsRefusedNamingIt) {
+  auto outcome = Take("refused", "echo ran", {{"memory", "1Gi"}}, false);
+  ASSERT_TRUE(outcome);
+  EXPECT_FALSE(outcome->succeeded);
+  EXPECT_NE(outcome->message.find("sets limits.memory, which this berthd cannot enforce: no "
+                                  "control groups in this test"),
+            std::string::npos)
+      << outcome->message;
+  std::error_code ec;
+  EXPECT_FALSE(fs::exists(dir_->Path() / "runs/refused/runner.log", ec)) << "the runner ran";
+}
+
 TEST_F(LocalLauncherTest, ARootBerthdsRunsAreTheUserItNames) {
   if (geteuid() != 0) GTEST_SKIP() << "only a root berthd drops runs to another user";
   LocalLauncherOptions options = Options();

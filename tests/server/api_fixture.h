@@ -1,6 +1,6 @@
 // A berthd API in a test, without sockets: SQLite in a temporary folder, organization `acme`
 // with a token, project `web`, environment type `development` and environment `web/dev`, and a
-// Call that sends a request as that token.
+// Call that sends a request as that (admin) token; CallAs sends it as another.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -43,8 +43,12 @@ class ApiFixture : public ::testing::Test {
 
   net::ServerResponse Call(const std::string& method, const std::string& target,
                            const std::string& body = "") {
+    return CallAs(token_, method, target, body);
+  }
+  net::ServerResponse CallAs(const std::string& token, const std::string& method,
+                             const std::string& target, const std::string& body = "") {
     net::ServerRequest request{.method = method, .target = target, .body = body};
-    request.headers = {{"authorization", "Bearer " + token_}};
+    request.headers = {{"authorization", "Bearer " + token}};
     if (!body.empty()) request.headers["content-type"] = "application/json";
     return api_->Handle(request);
   }

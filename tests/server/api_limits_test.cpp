@@ -2,6 +2,7 @@
 // TLS from files, and plain HTTP refused off loopback.
 #include <gtest/gtest.h>
 
+#include "api_fixture.h"
 #include "api_without_runners.h"
 #include "core/clock.h"
 #include "crypto/x509.h"
@@ -96,6 +97,33 @@ TEST(ApiLimits, HostileBodiesGetA400AndBerthdGoesOn) {
   EXPECT_NE(long_name.body.find("$.runner_configuration.job.service_account"), std::string::npos)
       << long_name.body.substr(0, 400);
   EXPECT_EQ(call("GET", "").status, 200) << "berthd answers after both";
+}
+
+// A local runner's memory, CPU time or process limit on a berthd without control groups is
+// refused when saved, naming each field and why; a disk limit (held without them) is saved.
+class RunnerLimitsApi : public ApiFixture {
+ protected:
+  ApiOptions Options() override { return {.local_limits_refusal = "berthd is not root"}; }
+  net::ServerResponse Create(const std::string& id, const std::string& limits) {
+    return Call("POST", "/orgs/acme/runners",
+                R"({"id":")" + id + R"(","runner_configuration":{"type":"local","limits":)" +
+                    limits + R"(},"state_storage_configuration":{"type":"berth"}})");
+  }
+};
+
+TEST_F(RunnerLimitsApi, LimitsThisBerthdCannotHoldAreRefusedWhenSaved) {
+  auto refused = Create("held", R"({"memory":"1Gi","cpu_seconds":60,"disk":"1Gi"})");
+  EXPECT_EQ(refused.status, 409) << refused.body;
+  for (const char* field : {"limits.memory", "limits.cpu_seconds"})
+    EXPECT_NE(refused.body.find(std::string("$.runner_configuration.") + field), std::string::npos)
+        << refused.body;
+  EXPECT_NE(refused.body.find("berthd is not root"), std::string::npos) << refused.body;
+  EXPECT_EQ(refused.body.find("limits.disk"), std::string::npos) << refused.body;
+  EXPECT_EQ(Create("disk", R"({"disk":"1Gi"})").status, 201);
+  auto bad = Create("bad", R"({"memory":"lots","processes":2})");
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_NE(bad.body.find("$.runner_configuration.limits.memory"), std::string::npos);
+  EXPECT_NE(bad.body.find("$.runner_configuration.limits.processes"), std::string::npos);
 }
 
 TEST(HttpServer, ServesTlsFromFilesAndOnlyToClientsThatTrustIt) {

@@ -15,9 +15,11 @@
 #include <thread>
 
 #include "cli/bundle.h"
+#include "core/base64.h"
 #include "net/http_client.h"
 #include "sys/files.h"
 #include "sys/subprocess.h"
+#include "tar_builder.h"
 #include "test_tools.h"
 
 namespace berth::server {
@@ -52,8 +54,7 @@ class BerthdE2e : public ::testing::Test {
     url_ = "http://127.0.0.1:" + std::to_string(port);
     StartBerthd();
     if (HasFatalFailure()) return;
-    token_ = *sys::ReadFile(data_ / "admin-token");
-    token_.pop_back();
+    token_ = AdminToken();
     for (const auto& [path, body] : std::vector<std::pair<std::string, std::string>>{
              {"/runners", R"({"id":"here","runner_configuration":{"type":"local"},)"
                           R"("state_storage_configuration":{"type":"berth"}})"},
@@ -89,6 +90,13 @@ class BerthdE2e : public ::testing::Test {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     ASSERT_TRUE(fs::exists(data_ / "berthd.url"));
+  }
+
+  std::string AdminToken() const {
+    auto token = sys::ReadFile(data_ / "admin-token");
+    if (!token || token->empty()) return "";
+    token->pop_back();  // its newline
+    return *token;
   }
 
   void StopBerthd() {
@@ -241,6 +249,115 @@ TEST_F(BerthdE2e, AnApprovedPlanIsAppliedExactlyAndNoOtherHashOrStalePlanIs) {
 }
 
 // /metrics as Prometheus reads it: the exposition goes through prometheus_client's own parser.
+// Secrets at rest: after a real apply with a secret variable, a sensitive output and a state
+// holding both, neither the database file nor its write-ahead log holds the secret.
+// `berthd rotate-keys` seals everything with a new key and drops the old one, and berthd
+// started again reads all of it.
+TEST_F(BerthdE2e, TheDatabaseFileHoldsNoSecretAndRotateKeysKeepsItAllReadable) {
+  const std::string secret = "tok-at-rest-81f3c2";
+  std::string id = Deploy(testenv::SourceDir() / "examples/secret",
+                          {{"op", "apply"}, {"variables", {{"token", secret}}}});
+  json done = WaitFor(id, {"succeeded", "failed"});
+  ASSERT_EQ(done["state"], "succeeded") << done.dump(2);
+  auto database_holds_secret = [&] {
+    std::string bytes;
+    for (const char* file : {"berth.db", "berth.db-wal"}) {
+      if (auto content = sys::ReadFile(data_ / file)) bytes += *content;
+    }
+    EXPECT_GT(bytes.size(), 0u);
+    return bytes.find(secret) != std::string::npos;
+  };
+  auto readable = [&] {
+    auto outputs = Call("GET", "/deployments/" + id + "/outputs?sensitive=true");
+    EXPECT_EQ(json::parse(outputs.body)["outputs"]["token"]["value"], secret) << outputs.body;
+    auto state = Call("GET", "/projects/web/envs/dev/state/versions/1");
+    EXPECT_NE(state.body.find(secret), std::string::npos) << state.body;
+  };
+  readable();
+  EXPECT_FALSE(database_holds_secret());
+
+  StopBerthd();
+  auto keys_before = *sys::ReadFile(data_ / "encryption-keys");
+  sys::SpawnOptions rotate;
+  rotate.argv = {BERTHD_BIN, "rotate-keys", "--data-dir=" + data_.string()};
+  auto rotated = sys::RunToCompletion(rotate);
+  ASSERT_TRUE(rotated);
+  ASSERT_EQ(rotated->exit_code, 0) << rotated->output;
+  EXPECT_NE(rotated->output.find("sealed "), std::string::npos) << rotated->output;
+  auto keys_after = *sys::ReadFile(data_ / "encryption-keys");
+  std::string old_key = keys_before.substr(keys_before.rfind('\n', keys_before.size() - 2) + 1);
+  old_key = old_key.substr(0, old_key.find(' '));
+  EXPECT_EQ(keys_after.find(old_key), std::string::npos) << keys_after;
+  StartBerthd();
+  readable();
+  EXPECT_FALSE(database_holds_secret());
+}
+
+// A hostile bundle sent straight to the API (no `berth deploy` would pack it): a link to its
+// own folder, then a file whose path climbs out through it. The runner refuses the archive;
+// the deployment fails saying why, and nothing was written outside the run's folder.
+TEST_F(BerthdE2e, ABundleThatClimbsOutThroughASymlinkChainIsRefused) {
+  std::string bundle = berth::testing::TarBuilder()
+                           .File("main.tf", "")
+                           .Symlink("s", ".")
+                           .File("s/s/s/../../../escaped-by-bundle", "x")
+                           .TarGz();
+  auto uploaded = Call("POST", "/bundles", bundle, "application/gzip");
+  ASSERT_EQ(uploaded.status, 201) << uploaded.body;
+  json spec = {{"op", "apply"}, {"source", {{"bundle", json::parse(uploaded.body)["id"]}}}};
+  auto created = Call("POST", "/projects/web/envs/dev/deployments", spec.dump());
+  ASSERT_EQ(created.status, 201) << created.body;
+  std::string id = json::parse(created.body)["id"];
+  json done = WaitFor(id, {"succeeded", "failed"});
+  ASSERT_EQ(done["state"], "failed") << done.dump(2);
+  std::string error = done["result"]["error"].dump();
+  EXPECT_TRUE(error.find("below a symbolic link") != std::string::npos ||
+              error.find("\\\"..\\\"") != std::string::npos)
+      << error;
+  for (const auto& entry : fs::recursive_directory_iterator(dir_->Path()))
+    EXPECT_NE(entry.path().filename(), "escaped-by-bundle") << entry.path();
+}
+
+// A lost or leaked admin token: --reset-admin-token revokes the one in the data folder and
+// writes a new one; the organization's other tokens are untouched.
+TEST_F(BerthdE2e, AResetAdminTokenRevokesTheOldOneAndKeepsTheOthers) {
+  const std::string old = token_;
+  auto made = Call("POST", "/tokens", R"({"scopes":["read"]})");
+  ASSERT_EQ(made.status, 201) << made.body;
+  const std::string reader = json::parse(made.body)["secret"];
+  StopBerthd();
+  berthd_flags_ = {"--reset-admin-token"};
+  StartBerthd();
+  token_ = AdminToken();
+  EXPECT_NE(token_, old);
+  EXPECT_EQ(Call("GET", "/tokens").status, 200);
+  token_ = old;
+  EXPECT_EQ(Call("GET", "/projects").status, 401);
+  token_ = reader;
+  EXPECT_EQ(Call("GET", "/projects").status, 200);
+}
+
+// The admin token's secret is written beside the data before the store takes it: a start that
+// died after the store took it finds its file put in place at the next start; one that died
+// before finds it dropped.
+TEST_F(BerthdE2e, AnAdminTokenLeftPendingByACrashIsTakenUpOrDropped) {
+  auto made = Call("POST", "/tokens", R"({"scopes":["admin"]})");
+  ASSERT_EQ(made.status, 201) << made.body;
+  const std::string taken = json::parse(made.body)["secret"];
+  KillBerthd();
+  fs::remove(data_ / "admin-token");
+  ASSERT_TRUE(sys::WriteFileAtomic(data_ / "admin-token.pending", taken + "\n"));
+  StartBerthd();
+  EXPECT_EQ(AdminToken(), taken);
+  EXPECT_FALSE(fs::exists(data_ / "admin-token.pending"));
+
+  KillBerthd();
+  ASSERT_TRUE(sys::WriteFileAtomic(data_ / "admin-token.pending", "berth_never_stored\n"));
+  StartBerthd();
+  EXPECT_FALSE(fs::exists(data_ / "admin-token.pending"));
+  EXPECT_EQ(AdminToken(), taken);
+}
+
 TEST_F(BerthdE2e, MetricsCountRequestsRunsAndDeploymentsInThePrometheusTextFormat) {
   std::string id = Deploy(Hello(), {{"op", "apply"}, {"variables", {{"name", "metrics"}}}});
   ASSERT_EQ(WaitFor(id, {"succeeded", "failed"})["state"], "succeeded") << Log(id);
@@ -406,15 +523,50 @@ TEST_F(BerthdE2e, ARunnerThatDiesFailsItsDeployment) {
   EXPECT_EQ(done["result"]["error"]["kind"], "RunnerFailed") << done.dump(2);
 }
 
-TEST_F(BerthdE2e, ARunPastItsDeadlineIsStoppedAndItsDeploymentFailed) {
+// A module that takes the state lock and would never let go: its apply ignores every stop
+// signal and loops. The run's deadline ends it, its lock goes with it, and the environment's
+// next deployment runs.
+TEST_F(BerthdE2e, ARunThatHoldsTheLockAndNeverExitsEndsAtItsDeadlineAndFreesTheLock) {
   StopBerthd();
-  berthd_flags_ = {"--run-deadline-seconds=2"};
+  berthd_flags_ = {"--run-deadline-seconds=3"};
   StartBerthd();
-  std::string id = Deploy(Slow(), {{"op", "apply"}, {"variables", {{"seconds", 120}}}});
+  fs::path module = dir_->Path() / "holder";
+  fs::create_directories(module);
+  ASSERT_TRUE(sys::WriteFileAtomic(module / "main.tf", R"tf(
+resource "terraform_data" "hold" {
+  provisioner "local-exec" {
+    command = "trap '' INT TERM HUP; echo holding; while true; do sleep 1; done"
+  }
+}
+)tf"));
+  std::string id = Deploy(module, {{"op", "apply"}});
+  // Its token lives no longer than its deadline and a margin to save its state.
+  std::optional<std::string> token;
+  for (int i = 0; i < 200 && !token; ++i) {
+    std::error_code ec;  // no runs folder until the first run
+    for (const auto& run : fs::directory_iterator(data_ / "runs", ec)) {
+      if (auto t = sys::ReadFile(run.path() / "token"); t && !t->empty()) token = *t;
+    }
+    if (!token) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(token);
+  size_t dot = token->find('.');
+  auto claims_text = Base64Decode(token->substr(dot + 1, token->find('.', dot + 1) - dot - 1),
+                                  Base64Alphabet::kUrlNoPadding);
+  ASSERT_TRUE(claims_text);
+  json claims = json::parse(*claims_text);
+  EXPECT_EQ(claims["exp"].get<int64_t>() - claims["iat"].get<int64_t>(), 3 + 300) << claims;
   json done = WaitFor(id, {"succeeded", "failed", "cancelled"});
   ASSERT_EQ(done["state"], "failed") << done.dump(2);
   EXPECT_NE(done["transitions"].back().value("reason", "").find("deadline"), std::string::npos)
       << done.dump(2);
+  EXPECT_NE(Log(id).find("(local-exec): holding"), std::string::npos) << Log(id);
+  json state = json::parse(Call("GET", "/projects/web/envs/dev/state").body);
+  EXPECT_TRUE(state["lock"].is_null()) << state.dump(2);
+  // (It replaces what the holder left, tainted.)
+  std::string next = Deploy(
+      Hello(), {{"op", "apply"}, {"allow_destroy", true}, {"variables", {{"name", "after"}}}});
+  EXPECT_EQ(WaitFor(next, {"succeeded", "failed"})["state"], "succeeded") << Log(next);
 }
 
 }  // namespace

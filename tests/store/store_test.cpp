@@ -9,6 +9,8 @@
 #include <set>
 #include <thread>
 
+#include "core/base64.h"
+#include "crypto/key_ring.h"
 #include "postgres_test_server.h"
 #include "store/migrations.h"
 #include "store/sql.h"
@@ -119,6 +121,44 @@ TEST_P(StoreTest, OrganizationsAndTokens) {
   EXPECT_EQ(store_->FindToken("hash-2").error().kind, ErrorKind::kNotFound);
   EXPECT_EQ(store_->CreateToken({"again", "acme", "", 0}, "hash-1").error().kind,
             ErrorKind::kAlreadyExists);
+}
+
+TEST_P(StoreTest, TokensKeepTheirScopesExpiryAndMakerAndAreRevoked) {
+  ApiToken ci{.id = "ci",
+              .org_id = "acme",
+              .description = "pipeline",
+              .scopes = Scopes::Of({Scope::kDeploy, Scope::kRead}),
+              .expires_at = 1234,
+              .created_by = "admin"};
+  ASSERT_TRUE(store_->CreateToken(ci, "hash-ci"));
+  auto found = store_->FindToken("hash-ci");
+  ASSERT_TRUE(found) << found.error().ToString();
+  EXPECT_EQ(found->scopes, ci.scopes);
+  EXPECT_EQ(found->expires_at, 1234);
+  EXPECT_EQ(found->created_by, "admin");
+  // A new secret for the same id: the old one opens nothing.
+  ci.scopes = Scopes::Of({Scope::kRead});
+  ASSERT_TRUE(store_->PutToken(ci, "hash-ci-2"));
+  EXPECT_EQ(store_->FindToken("hash-ci").error().kind, ErrorKind::kNotFound);
+  EXPECT_EQ(store_->FindToken("hash-ci-2")->scopes, ci.scopes);
+  auto listed = store_->ListTokens("acme");
+  ASSERT_TRUE(listed);
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ(listed->front().id, "ci");
+  ASSERT_TRUE(store_->DeleteToken("acme", "ci"));
+  EXPECT_EQ(store_->FindToken("hash-ci-2").error().kind, ErrorKind::kNotFound);
+  EXPECT_EQ(store_->DeleteToken("acme", "ci").error().kind, ErrorKind::kNotFound);
+}
+
+// The first token comes with its organization or not at all.
+TEST_P(StoreTest, AnOrganizationAndItsFirstTokenAreMadeTogether) {
+  ApiToken first{.id = "tok-admin", .org_id = "beta"};
+  ASSERT_TRUE(*store_->CreateOrganizationWithToken(first, "hash-beta"));
+  EXPECT_TRUE(*store_->OrganizationExists("beta"));
+  EXPECT_EQ(store_->FindToken("hash-beta")->org_id, "beta");
+  // Made already: nothing is written, the second secret opens nothing.
+  EXPECT_FALSE(*store_->CreateOrganizationWithToken(first, "hash-beta-2"));
+  EXPECT_EQ(store_->FindToken("hash-beta-2").error().kind, ErrorKind::kNotFound);
 }
 
 TEST_P(StoreTest, RecordsAreCreatedReadUpdatedAndDeleted) {
@@ -553,6 +593,79 @@ TEST_P(DeploymentStoreTest, ArtifactsAndBundlesKeepBinaryContentExactly) {
   EXPECT_EQ(first->id, again->id);
   EXPECT_EQ(data.GetBundle("acme", first->id)->content, binary);
   EXPECT_EQ(data.GetBundle("other", first->id).error().kind, ErrorKind::kNotFound);
+}
+
+// Secrets at rest: what berthd seals is ciphertext in the database (read here with plain SQL),
+// reads back as it was written, stays bound to its column, and is sealed again with a new key
+// by Reseal, with a value written before encryption at rest.
+TEST_P(DeploymentStoreTest, SecretColumnsAreSealedAtRestAndResealedWithANewKey) {
+  ASSERT_TRUE(store_->EnsureSharedSecret("legacy", "legacy-secret-1"));  // before: plaintext
+  auto keys_dir = sys::TempDir::Create("store-keys");
+  ASSERT_TRUE(keys_dir);
+  auto keys = crypto::KeyRing::OpenOrCreate(keys_dir->Path() / "keys");
+  ASSERT_TRUE(keys) << keys.error().ToString();
+  store_.reset();
+  auto sealed = OpenStore(url_, 2, *keys);
+  ASSERT_TRUE(sealed) << sealed.error().ToString();
+  store_ = std::move(*sealed);
+
+  Deployment d{.org_id = "acme", .project_id = "web", .env_id = "dev", .id = "d1"};
+  d.spec = {
+      .op = DeploymentOp::kApply, .source_path = "/m", .variables = {{"password", "dep-secret-2"}}};
+  ASSERT_TRUE(store_->Deployments().Create(d));
+  auto& data = store_->DeploymentData();
+  ASSERT_TRUE(data.PutArtifact("acme", "d1", {.name = "plan", .content = "plan-secret-3"}));
+  ASSERT_TRUE(store_->States().Put("acme/web/dev", R"({"pw":"state-secret-4"})", "", "r1"));
+  ASSERT_TRUE(store_->EnsureSharedSecret("seed", "seed-secret-5"));
+
+  auto read_back = [&] {
+    EXPECT_EQ(store_->Deployments().Get("acme", "d1")->spec.variables["password"], "dep-secret-2");
+    EXPECT_EQ(data.GetArtifact("acme", "d1", "plan")->content, "plan-secret-3");
+    EXPECT_EQ(*store_->States().Current("acme/web/dev"), R"({"pw":"state-secret-4"})");
+    EXPECT_EQ(*store_->EnsureSharedSecret("seed", "another"), "seed-secret-5");
+    EXPECT_EQ(*store_->EnsureSharedSecret("legacy", "another"), "legacy-secret-1");
+  };
+  auto raw = GetParam() == Backend::kSqlite ? OpenSqlite(url_.substr(7)) : OpenPostgres(url_);
+  ASSERT_TRUE(raw);
+  // Every sealed column's values, as the database holds them.
+  auto on_disk = [&] {
+    std::string all;
+    for (const char* query :
+         {"SELECT spec FROM deployments", "SELECT content FROM deployment_artifacts",
+          "SELECT content FROM state_versions", "SELECT value FROM shared_secrets"}) {
+      auto rows = (*raw)->Query(query);
+      EXPECT_TRUE(rows);
+      for (const auto& row : *rows) all += row.Text(0) + "\n";
+    }
+    return all;
+  };
+  read_back();
+  std::string before = on_disk();
+  for (const char* secret : {"dep-secret-2", "state-secret-4", "seed-secret-5"})
+    EXPECT_EQ(before.find(secret), std::string::npos) << secret << " in\n" << before;
+  EXPECT_EQ(before.find(Base64Encode("plan-secret-3")), std::string::npos) << before;
+  EXPECT_NE(before.find("legacy-secret-1"), std::string::npos);  // not sealed yet
+
+  // A sealed value moved to another column does not open there.
+  auto spec = (*raw)->Query("SELECT spec FROM deployments");
+  ASSERT_TRUE((*raw)->Execute("UPDATE shared_secrets SET value = $1 WHERE name = 'seed'",
+                              {spec->front().Text(0)}));
+  EXPECT_FALSE(store_->EnsureSharedSecret("seed", "x"));
+  ASSERT_TRUE((*raw)->Execute("DELETE FROM shared_secrets WHERE name = 'seed'"));
+  ASSERT_TRUE(store_->EnsureSharedSecret("seed", "seed-secret-5"));
+
+  std::string old_key = (*keys)->CurrentKeyId();
+  ASSERT_TRUE((*keys)->AddCurrentKey());
+  auto resealed = store_->Reseal(**keys);
+  ASSERT_TRUE(resealed) << resealed.error().ToString();
+  EXPECT_GE(resealed->resealed, 5);  // the four above, the legacy one, the run-token seed if any
+  EXPECT_EQ(resealed->keys_in_use, std::set<std::string>{(*keys)->CurrentKeyId()});
+  EXPECT_FALSE(resealed->changed_meanwhile);
+  std::string after = on_disk();
+  EXPECT_EQ(after.find("legacy-secret-1"), std::string::npos) << after;
+  EXPECT_EQ(after.find(old_key), std::string::npos) << after;
+  read_back();
+  EXPECT_EQ(store_->Reseal(**keys)->resealed, 0);  // nothing left to do
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, DeploymentStoreTest,

@@ -229,10 +229,24 @@ Result<void> LocalLauncher::Start(Run& run) {
   spawn.output_path = (dir / "runner.log").string();
   spawn.new_process_group = true;
   spawn.die_with_parent = false;  // a berthd restart must not kill a running apply
+  run.limits = RunLimits::FromRunner(run.request.runner_configuration);
+  rlim_t file_bytes = options_.max_file_bytes;
+  if (run.limits.disk_bytes)
+    file_bytes = std::min(file_bytes, static_cast<rlim_t>(*run.limits.disk_bytes));
   spawn.limits = {{RLIMIT_CORE, 0},
                   {RLIMIT_NOFILE, options_.max_open_files},
-                  {RLIMIT_FSIZE, options_.max_file_bytes},
+                  {RLIMIT_FSIZE, file_bytes},
                   {RLIMIT_NPROC, options_.max_processes}};
+  if (std::string needs = run.limits.NeedingCgroup(); !needs.empty()) {
+    if (!options_.cgroups)
+      return MakeError(ErrorKind::kFailedPrecondition,
+                       "runner " + run.request.runner_id + " sets " + needs +
+                           ", which this berthd cannot enforce: " + options_.cgroups_refusal);
+    auto group = options_.cgroups->Create(run_id, run.limits);
+    if (!group) return group.error();
+    for (const fs::path& procs : group->ProcsFiles()) spawn.join_cgroups.push_back(procs.string());
+    run.cgroup = std::move(*group);
+  }
   sys::Fd seccomp;
   if (options_.sandbox) {
     auto filter = DangerousCallsFilter();
@@ -289,6 +303,54 @@ RunOutcome LocalLauncher::Finish(const fs::path& dir, std::optional<int> exit_co
   return outcome;
 }
 
+void LocalLauncher::CheckLimits(Run& run, std::chrono::steady_clock::time_point now) {
+  if (run.cancelling || now < run.next_limit_check) return;
+  if (!run.limits.cpu_seconds && !run.limits.disk_bytes) return;
+  run.next_limit_check = now + std::chrono::milliseconds(500);
+  std::chrono::seconds grace = options_.stop_timeout;
+  if (run.limits.cpu_seconds && run.cgroup) {
+    if (auto used = run.cgroup->CpuSeconds(); used && *used > double(*run.limits.cpu_seconds))
+      run.limit_hit = "its processes used more than limits.cpu_seconds (" +
+                      std::to_string(*run.limits.cpu_seconds) + " s of CPU time)";
+  }
+  if (run.limit_hit.empty() && run.limits.disk_bytes &&
+      DiskUsage(run.dir) > *run.limits.disk_bytes) {
+    run.limit_hit = "its folder held more than limits.disk (" +
+                    std::to_string(*run.limits.disk_bytes) + " bytes)";
+    // Every second of grace is more written: the runner gets a short one to save its state.
+    grace = std::min(grace, std::chrono::seconds(10));
+  }
+  if (run.limit_hit.empty()) return;
+  observer_.OnRunEvent(run.request.run_id,
+                       {std::string(kLimitExceeded), "stopping the run: " + run.limit_hit});
+  run.cancelling = true;
+  run.kill_at = now + grace;
+  if (run.child)
+    run.child->Signal(SIGTERM);
+  else
+    kill(-run.adopted_pid, SIGTERM);
+}
+
+RunOutcome LocalLauncher::FinishRun(Run& run, std::optional<int> exit_code) {
+  RunOutcome outcome = Finish(run.dir, exit_code);
+  if (run.cgroup) {
+    run.cgroup->KillAll();  // what left the process group goes too
+    if (run.cgroup->OomKills() > 0 && !outcome.succeeded) {
+      outcome.failure = RunnerEnd::kOomKilled;
+      outcome.message = "a process of the run went over limits.memory (" +
+                        std::to_string(*run.limits.memory_bytes) +
+                        " bytes) and the kernel killed it: " + outcome.message;
+    }
+    if (!run.cgroup->Remove()) leftover_cgroups_.push_back(*run.cgroup);
+  }
+  if (!run.limit_hit.empty()) {
+    outcome.succeeded = false;
+    outcome.failure = RunnerEnd::kLimitExceeded;
+    outcome.message = "stopped: " + run.limit_hit;
+  }
+  return outcome;
+}
+
 void LocalLauncher::Loop() {
   MutexLock lock(mutex_);
   while (!stopping_) {
@@ -307,6 +369,7 @@ void LocalLauncher::Loop() {
       } else {
         done = !Alive(run.adopted_pid);
       }
+      if (!done) CheckLimits(run, now);
       if (!done && run.kill_at && now >= *run.kill_at) {
         if (run.child)
           run.child->Signal(SIGKILL);
@@ -320,9 +383,13 @@ void LocalLauncher::Loop() {
       // Whatever of the run outlived its process ends with it: in a sandbox, its PID
       // namespace's init is in the group, and every process of the run dies with that.
       kill(-(run.child ? run.child->Pid() : run.adopted_pid), SIGKILL);
-      ended_.push_back({it->first, Finish(run.dir, code)});
+      ended_.push_back({it->first, FinishRun(run, code)});
       it = running_.erase(it);
     }
+    std::erase_if(leftover_cgroups_, [](const RunCgroup& group) {
+      group.KillAll();
+      return group.Remove();
+    });
     StartWaiting();
     std::vector<std::pair<std::string, RunOutcome>> ended;
     ended.swap(ended_);
@@ -349,6 +416,9 @@ Result<void> LocalLauncher::Recover(const std::vector<LaunchRequest>& known) {
       run.dir = dir;
       run.request = request;
       run.adopted_pid = pid;
+      run.limits = RunLimits::FromRunner(request.runner_configuration);
+      if (options_.cgroups && !run.limits.NeedingCgroup().empty())
+        run.cgroup = options_.cgroups->Existing(request.run_id);
       continue;
     }
     std::error_code ec;

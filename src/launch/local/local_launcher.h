@@ -24,6 +24,7 @@
 #include "core/clock.h"
 #include "core/mutex.h"
 #include "launch/launcher.h"
+#include "launch/local/run_limits.h"
 #include "launch/local/sandbox.h"
 #include "sys/subprocess.h"
 
@@ -44,6 +45,10 @@ struct LocalLauncherOptions {
   std::optional<Sandbox> sandbox;
   std::string refusal;
   bool insecure = false;
+  // Where runs get control groups (run_limits.h); without, a run whose runner sets a limit
+  // that needs one is refused with cgroups_refusal.
+  std::optional<CgroupHost> cgroups;
+  std::string cgroups_refusal;
 };
 
 class LocalLauncher final : public Launcher {
@@ -69,6 +74,10 @@ class LocalLauncher final : public Launcher {
     pid_t adopted_pid = -1;                // re-attached after a restart
     bool cancelling = false;
     std::optional<std::chrono::steady_clock::time_point> kill_at;
+    RunLimits limits;
+    std::optional<RunCgroup> cgroup;
+    std::string limit_hit;  // which limit stopped it, as the outcome says
+    std::chrono::steady_clock::time_point next_limit_check{};
   };
 
   // The run's folder: under its runner's work_dir, else runs_dir.
@@ -82,6 +91,10 @@ class LocalLauncher final : public Launcher {
   // environment_mounts_, read-only.
   SandboxMounts MountsOf(const Run& run, const RunnerInvocation& invocation) const;
   void StartWaiting() REQUIRES(mutex_);
+  // Stops a run past its CPU time or disk limit (memory and processes are the kernel's).
+  void CheckLimits(Run& run, std::chrono::steady_clock::time_point now) REQUIRES(mutex_);
+  // Its outcome, saying which limit ended it; and its control group gone.
+  RunOutcome FinishRun(Run& run, std::optional<int> exit_code) REQUIRES(mutex_);
   void Loop();
   // The run's outcome once it has ended, from its exit status (if known) and result file.
   RunOutcome Finish(const std::filesystem::path& dir, std::optional<int> exit_code) const;
@@ -94,6 +107,7 @@ class LocalLauncher final : public Launcher {
   std::map<std::string, Run> running_ GUARDED_BY(mutex_);
   std::deque<LaunchRequest> waiting_ GUARDED_BY(mutex_);
   std::vector<std::pair<std::string, RunOutcome>> ended_ GUARDED_BY(mutex_);  // to report
+  std::vector<RunCgroup> leftover_cgroups_ GUARDED_BY(mutex_);                // removed once empty
   bool stopping_ GUARDED_BY(mutex_) = false;
   std::thread thread_;
 };

@@ -16,11 +16,13 @@
 #include "core/time_format.h"
 #include "crypto/digest.h"
 #include "crypto/random.h"
+#include "launch/kubernetes/pod_relaxations.h"
 #include "launch/kubernetes/runner_pod_config.h"
 #include "server/api/deployment_routes.h"
 #include "server/api/openapi.h"
 #include "server/api/request_support.h"
 #include "server/api/state_routes.h"
+#include "server/api/token_routes.h"
 #include "server/runner_resolution.h"
 
 namespace berth::server {
@@ -50,16 +52,43 @@ Schema DisplayNameSchema() {
 }
 
 // A Kubernetes runner's job is read here as its launcher will read it (pod_template fields
-// included): what is saved can be launched.
-Result<void> CheckLaunchable(const RunnerSpec& spec) {
+// included): what is saved can be launched. A Pod weaker than the hardened default is an
+// admin's to define.
+Result<void> CheckLaunchable(const RunnerSpec& spec, const Caller& caller) {
   if (!std::string_view(RunnerTypeName(spec.type)).starts_with("kubernetes")) return {};
   auto pod = launch::RunnerPodConfig::Parse(spec.runner_configuration);
-  if (pod) return {};
-  Error error = pod.error();
-  for (FieldError& field : error.fields)
-    field.path =
-        "$.runner_configuration" + field.path.substr(1);  // "$.job..." from the body's root
-  return InvalidFields("invalid runner " + spec.id, std::move(error.fields));
+  if (!pod) {
+    Error error = pod.error();
+    for (FieldError& field : error.fields)
+      field.path =
+          "$.runner_configuration" + field.path.substr(1);  // "$.job..." from the body's root
+    return InvalidFields("invalid runner " + spec.id, std::move(error.fields));
+  }
+  if (caller.scopes.Holds(Scope::kAdmin)) return {};
+  FieldErrors relaxed =
+      launch::PodRelaxations(pod->template_spec, "$.runner_configuration.job.pod_template.spec");
+  if (relaxed.empty()) return {};
+  Error error = InvalidFields("runner " + spec.id + " relaxes the hardened Pod: needs scope admin",
+                              std::move(relaxed));
+  error.kind = ErrorKind::kPermissionDenied;
+  return error;
+}
+
+// A local runner's limits that need control groups, on a berthd that cannot make them: refused
+// when saved rather than ignored at run time.
+Result<void> CheckLimitsEnforceable(const RunnerSpec& spec, const std::string& refusal) {
+  if (spec.type != RunnerType::kLocal || refusal.empty()) return {};
+  const json limits = spec.runner_configuration.value("limits", json::object());
+  FieldErrors fields;
+  for (const char* name : {"memory", "cpu_seconds", "processes"}) {
+    if (limits.contains(name))
+      fields.push_back({std::string("$.runner_configuration.limits.") + name,
+                        "cannot be enforced by this berthd: " + refusal});
+  }
+  if (fields.empty()) return {};
+  Error error = InvalidFields("invalid runner " + spec.id, std::move(fields));
+  error.kind = ErrorKind::kFailedPrecondition;
+  return error;
 }
 
 json Common(const Record& r) {
@@ -71,7 +100,7 @@ json Common(const Record& r) {
   return out;
 }
 
-std::vector<ResourceType> ResourceTypes() {
+std::vector<ResourceType> ResourceTypes(const ApiOptions& options) {
   std::vector<ResourceType> types;
   auto simple = [](Kind kind) {
     return [kind](store::Store&, const Caller& caller, const std::string& project,
@@ -157,12 +186,15 @@ std::vector<ResourceType> ResourceTypes() {
        }});
 
   types.push_back({Kind::kRunner, "runners", false,
-                   [](store::Store&, const Caller& caller, const std::string&,
-                      const std::string& id, json body) -> Result<Record> {
+                   [refusal = options.local_limits_refusal](
+                       store::Store&, const Caller& caller, const std::string&,
+                       const std::string& id, json body) -> Result<Record> {
                      auto spec = ParseRunnerSpec(id, std::move(body));
                      if (!spec) return spec.error();
-                     if (auto launchable = CheckLaunchable(*spec); !launchable)
+                     if (auto launchable = CheckLaunchable(*spec, caller); !launchable)
                        return launchable.error();
+                     if (auto enforceable = CheckLimitsEnforceable(*spec, refusal); !enforceable)
+                       return enforceable.error();
                      Record r;
                      r.kind = Kind::kRunner;
                      r.org_id = caller.org;
@@ -246,13 +278,16 @@ class ApiHandlers {
     router.Add("GET", "/openapi.json", [](const RouteRequest&) {
       return JsonResponse(200, std::string(OpenApiDocument()));
     });
-    for (const auto& type : ResourceTypes()) AddResource(router, type);
+    for (const auto& type : ResourceTypes(options)) AddResource(router, type);
     router.Add("POST", "/orgs/{org}/projects/{project}/envs/{env}/actions/refresh_runner",
                [this](const RouteRequest& r) {
-                 return authorized_(r, [&](const Caller& c) { return RefreshRunner(r, c); });
+                 return authorized_(r, Scope::kConfigure,
+                                    [&](const Caller& c) { return RefreshRunner(r, c); });
                });
     states_ = std::make_unique<StateRoutes>(router, store, authorized_);
     deployments_ = std::make_unique<DeploymentRoutes>(router, store, authorized_, control, options);
+    tokens_ = std::make_unique<TokenRoutes>(
+        router, store, authorized_, options.clock ? *options.clock : SystemClock::Instance());
   }
 
  private:
@@ -297,7 +332,7 @@ class ApiHandlers {
     };
 
     router.Add("GET", base, [=, this](const RouteRequest& r) {
-      return authorized_(r, [&](const Caller& c) {
+      return authorized_(r, Scope::kRead, [&](const Caller& c) {
         store::ListQuery query;
         query.after = r.query.count("after") ? r.query.at("after") : "";
         if (r.query.count("limit")) {
@@ -324,7 +359,7 @@ class ApiHandlers {
     });
 
     router.Add("POST", base, [=, this](const RouteRequest& r) {
-      return authorized_(r, [&](const Caller& c) {
+      return authorized_(r, Scope::kConfigure, [&](const Caller& c) {
         auto body = ParseJsonBody(r);
         if (!body) return body.error();
         std::string id;
@@ -349,7 +384,7 @@ class ApiHandlers {
     });
 
     router.Add("GET", item, [=, this](const RouteRequest& r) {
-      return authorized_(r, [&](const Caller& c) {
+      return authorized_(r, Scope::kRead, [&](const Caller& c) {
         auto record = store_.Get(type.kind, c.org, project_of(r), r.params.at("id"));
         if (!record) return ErrorResponse(record.error());
         return WithEtag(JsonResponse(200, Dump(type.render(*record))), record->version);
@@ -357,7 +392,7 @@ class ApiHandlers {
     });
 
     auto update = [=, this](const RouteRequest& r, bool patch) {
-      return authorized_(r, [&](const Caller& c) {
+      return authorized_(r, Scope::kConfigure, [&](const Caller& c) {
         bool malformed = false;
         auto expected = IfMatch(r, malformed);
         if (malformed) return ErrorResponse(Invalid("If-Match", "must be an ETag such as \"3\""));
@@ -402,7 +437,7 @@ class ApiHandlers {
     router.Add("PATCH", item, [update](const RouteRequest& r) { return update(r, true); });
 
     router.Add("DELETE", item, [=, this](const RouteRequest& r) {
-      return authorized_(r, [&](const Caller& c) {
+      return authorized_(r, Scope::kConfigure, [&](const Caller& c) {
         bool malformed = false;
         auto expected = IfMatch(r, malformed);
         if (malformed) return ErrorResponse(Invalid("If-Match", "must be an ETag such as \"3\""));
@@ -476,16 +511,27 @@ class ApiHandlers {
   TokenGuard authorized_;
   std::unique_ptr<StateRoutes> states_;
   std::unique_ptr<DeploymentRoutes> deployments_;
+  std::unique_ptr<TokenRoutes> tokens_;
 };
 
 std::string HashToken(const std::string& secret) { return crypto::Sha256Hex(secret); }
 
-Result<std::string> IssueToken(store::Store& store, const std::string& org,
-                               const std::string& description) {
-  std::string secret = "berth_" + crypto::RandomToken(32);
-  store::ApiToken token{"tok-" + crypto::RandomId(), org, description, 0};
+std::string NewTokenSecret() { return "berth_" + crypto::RandomToken(32); }
+
+Result<std::pair<store::ApiToken, std::string>> IssueToken(store::Store& store,
+                                                           store::ApiToken token) {
+  std::string secret = NewTokenSecret();
+  if (token.id.empty()) token.id = "tok-" + crypto::RandomId();
+  if (token.created_at == 0) token.created_at = UnixMillisNow();
   if (auto created = store.CreateToken(token, HashToken(secret)); !created) return created.error();
-  return secret;
+  return std::pair{std::move(token), std::move(secret)};
+}
+
+Result<std::string> IssueToken(store::Store& store, const std::string& org,
+                               const std::string& description, Scopes scopes) {
+  auto issued = IssueToken(store, {.org_id = org, .description = description, .scopes = scopes});
+  if (!issued) return issued.error();
+  return std::move(issued->second);
 }
 
 Api::Api(store::Store& store, DeploymentControl& control, const ApiOptions& options)

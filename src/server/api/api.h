@@ -27,6 +27,9 @@ struct ApiOptions {
   ChangeFeed* queued = nullptr;
   // Log followers wait on it for new chunks and ends; null: they poll.
   ChangeFeed* logs = nullptr;
+  // Why local runs cannot have memory, CPU time or process limits here (no control groups);
+  // empty: they can. A runner that sets one is then refused when saved.
+  std::string local_limits_refusal;
 };
 
 class ApiHandlers;
@@ -48,8 +51,15 @@ class Api {
 
 // Tokens: "berth_" and 32 random bytes; the store keeps only their SHA-256.
 std::string HashToken(const std::string& secret);
-// Creates a token for org and returns its secret (shown once).
+// Creates the token (with a new id when it has none) and returns it as stored, with its secret
+// (shown once).
+Result<std::pair<store::ApiToken, std::string>> IssueToken(store::Store& store,
+                                                           store::ApiToken token);
+// A token for org with these scopes: its secret.
 Result<std::string> IssueToken(store::Store& store, const std::string& org,
-                               const std::string& description);
+                               const std::string& description,
+                               Scopes scopes = Scopes::Of({Scope::kAdmin}));
+// A new token secret: "berth_" and 32 random bytes.
+std::string NewTokenSecret();
 
 }  // namespace berth::server

@@ -21,10 +21,6 @@ constexpr std::chrono::milliseconds kFollowWait{1000};
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-std::string At(int64_t ms) {
-  return FormatRfc3339(std::chrono::system_clock::time_point(std::chrono::milliseconds(ms)), 3);
-}
-
 json DeploymentJson(const store::Deployment& d) {
   const json stored = d.spec.ToJson();
   json out = {{"id", d.id},
@@ -38,11 +34,12 @@ json DeploymentJson(const store::Deployment& d) {
               {"plan_only", d.spec.plan_only},
               {"approval", stored["approval"]},
               {"labels", stored["labels"]},
+              {"created_by", d.spec.created_by.empty() ? json(nullptr) : json(d.spec.created_by)},
               {"run_id", d.run_id.empty() ? json(nullptr) : json(d.run_id)},
               {"transitions", d.transitions},
               {"result", d.result},
-              {"created_at", At(d.created_at)},
-              {"updated_at", At(d.updated_at)}};
+              {"created_at", ApiTime(d.created_at)},
+              {"updated_at", ApiTime(d.updated_at)}};
   if (d.state == S::kWaitingApproval) out["plan"] = d.result.value("plan", json::object());
   // Which TF ran, and its version (the seed's status.binary), once a run has said.
   if (d.result.is_object() && d.result.contains("run") && d.result["run"].contains("binary"))
@@ -83,24 +80,25 @@ DeploymentRoutes::DeploymentRoutes(Router& router, store::Store& store,
                                    const TokenGuard& authorized, DeploymentControl& control,
                                    const ApiOptions& options)
     : store_(store), authorized_(authorized), control_(control), options_(options) {
-  auto add = [&](const std::string& method, const std::string& path,
+  auto add = [&](const std::string& method, const std::string& path, Scope needed,
                  net::ServerResponse (DeploymentRoutes::*handler)(const RouteRequest&,
                                                                   const Caller&) const) {
-    router.Add(method, path, [this, handler](const RouteRequest& r) {
-      return authorized_(r, [&](const Caller& c) { return (this->*handler)(r, c); });
+    router.Add(method, path, [this, needed, handler](const RouteRequest& r) {
+      return authorized_(r, needed, [&](const Caller& c) { return (this->*handler)(r, c); });
     });
   };
   const std::string env_deployments = "/orgs/{org}/projects/{project}/envs/{env}/deployments";
   const std::string one = "/orgs/{org}/deployments/{id}";
-  add("POST", "/orgs/{org}/bundles", &DeploymentRoutes::UploadBundle);
-  add("POST", env_deployments, &DeploymentRoutes::Create);
-  add("GET", env_deployments, &DeploymentRoutes::List);
-  add("GET", one, &DeploymentRoutes::Get);
-  add("POST", one + "/cancel", &DeploymentRoutes::Cancel);
-  add("POST", one + "/approve", &DeploymentRoutes::Approve);
-  add("GET", one + "/logs", &DeploymentRoutes::Logs);
-  add("GET", one + "/outputs", &DeploymentRoutes::Outputs);
-  add("GET", one + "/artifacts/{name}", &DeploymentRoutes::Artifact);
+  add("POST", "/orgs/{org}/bundles", Scope::kDeploy, &DeploymentRoutes::UploadBundle);
+  add("POST", env_deployments, Scope::kDeploy, &DeploymentRoutes::Create);
+  add("GET", env_deployments, Scope::kRead, &DeploymentRoutes::List);
+  add("GET", one, Scope::kRead, &DeploymentRoutes::Get);
+  add("POST", one + "/cancel", Scope::kDeploy, &DeploymentRoutes::Cancel);
+  add("POST", one + "/approve", Scope::kApprove, &DeploymentRoutes::Approve);
+  add("GET", one + "/logs", Scope::kRead, &DeploymentRoutes::Logs);
+  add("GET", one + "/outputs", Scope::kRead, &DeploymentRoutes::Outputs);
+  // Plans and states hold secrets in clear: for those who may deploy, as sensitive outputs.
+  add("GET", one + "/artifacts/{name}", Scope::kDeploy, &DeploymentRoutes::Artifact);
 }
 
 net::ServerResponse DeploymentRoutes::UploadBundle(const RouteRequest& r, const Caller& c) const {
@@ -150,6 +148,9 @@ net::ServerResponse DeploymentRoutes::Create(const RouteRequest& r, const Caller
                       .env_id = r.params.at("env"),
                       .id = "d-" + crypto::RandomId()};
   d.spec = std::move(*spec);
+  d.spec.created_by = c.token_id;
+  // Separation of duties: a token that may not approve may not skip approval either.
+  if (!c.scopes.Allow(Scope::kApprove)) d.spec.approval_required = true;
   auto env = store_.Get(store::Kind::kEnvironment, c.org, d.project_id, d.env_id);
   if (!env) return ErrorResponse(env.error());
   // The labels it runs with are those of now: a later edit does not change a queued run.
@@ -191,8 +192,8 @@ net::ServerResponse DeploymentRoutes::Get(const RouteRequest& r, const Caller& c
                              {"reason", e.reason},
                              {"message", e.message},
                              {"count", e.count},
-                             {"first_at", At(e.first_at)},
-                             {"last_at", At(e.last_at)}});
+                             {"first_at", ApiTime(e.first_at)},
+                             {"last_at", ApiTime(e.last_at)}});
   }
   return JsonResponse(200, Dump(out));
 }
@@ -258,12 +259,14 @@ net::ServerResponse DeploymentRoutes::Logs(const RouteRequest& r, const Caller& 
 }
 
 net::ServerResponse DeploymentRoutes::Outputs(const RouteRequest& r, const Caller& c) const {
+  auto shown = r.query.find("sensitive");
+  bool reveal = shown != r.query.end() && shown->second == "true";
+  if (reveal && !c.scopes.Allow(Scope::kDeploy))
+    return ScopeDenied(c, Scope::kDeploy, "sensitive outputs");
   const std::string& id = r.params.at("id");
   if (auto d = store_.Deployments().Get(c.org, id); !d) return ErrorResponse(d.error());
   auto artifact = store_.DeploymentData().GetArtifact(c.org, id, "outputs");
   if (!artifact) return ErrorResponse(artifact.error());
-  auto shown = r.query.find("sensitive");
-  bool reveal = shown != r.query.end() && shown->second == "true";
   json doc = json::parse(artifact->content, nullptr, false);
   json outputs = json::object();
   if (!doc.is_object()) doc = json::object();

@@ -1,25 +1,33 @@
 #include "server/api/request_support.h"
 
 #include "core/bounded_json.h"
+#include "core/time_format.h"
 #include "server/api/api.h"
 
 namespace berth::server {
 
 using nlohmann::json;
 
-net::ServerResponse TokenGuard::operator()(const RouteRequest& r, const Body& body) const {
-  auto header = r.http.headers.find("authorization");
-  if (header == r.http.headers.end() || !header->second.starts_with("Bearer ")) {
-    auto response = ErrorResponse(401, "Unauthenticated", "a bearer token is required");
-    response.headers["WWW-Authenticate"] = "Bearer";
+net::ServerResponse TokenGuard::operator()(const RouteRequest& r, Scope needed,
+                                           const Body& body) const {
+  auto unauthenticated = [](const std::string& message, const std::string& challenge) {
+    auto response = ErrorResponse(401, "Unauthenticated", message);
+    response.headers["WWW-Authenticate"] = challenge;
     return response;
-  }
+  };
+  auto header = r.http.headers.find("authorization");
+  if (header == r.http.headers.end() || !header->second.starts_with("Bearer "))
+    return unauthenticated("a bearer token is required", "Bearer");
   auto token = store_.FindToken(HashToken(header->second.substr(7)));
   if (!token) {
     if (token.error().kind != ErrorKind::kNotFound) return ErrorResponse(token.error());
-    auto response = ErrorResponse(401, "Unauthenticated", "the token is not valid");
-    response.headers["WWW-Authenticate"] = "Bearer error=\"invalid_token\"";
-    return response;
+    return unauthenticated("the token is not valid", "Bearer error=\"invalid_token\"");
+  }
+  if (token->expires_at != 0 && clock_.WallMillis() >= token->expires_at) {
+    return unauthenticated(
+        "the token expired at " + FormatRfc3339(std::chrono::system_clock::time_point(
+                                      std::chrono::milliseconds(token->expires_at))),
+        "Bearer error=\"invalid_token\"");
   }
   if (auto wait = limiter_.Take(token->id)) {
     auto response = ErrorResponse(
@@ -32,7 +40,23 @@ net::ServerResponse TokenGuard::operator()(const RouteRequest& r, const Body& bo
   if (token->org_id != org) {
     return ErrorResponse(403, "PermissionDenied", "the token is not valid for organization " + org);
   }
-  return body(Caller{org, token->id});
+  Caller caller{org, token->id, token->scopes};
+  if (!caller.scopes.Allow(needed))
+    return ScopeDenied(caller, needed, r.http.method + " " + r.path);
+  return body(caller);
+}
+
+net::ServerResponse ScopeDenied(const Caller& caller, Scope needed, const std::string& what) {
+  std::string held;
+  for (const std::string& name : caller.scopes.Names()) held += (held.empty() ? "" : ", ") + name;
+  return ErrorResponse(403, "PermissionDenied",
+                       what + " needs scope " + std::string(ScopeName(needed)) +
+                           " (or admin); token " + caller.token_id + " has " + held);
+}
+
+std::string ApiTime(int64_t unix_millis) {
+  return FormatRfc3339(
+      std::chrono::system_clock::time_point(std::chrono::milliseconds(unix_millis)), 3);
 }
 
 ParsedBody ParseJsonBody(const RouteRequest& r, bool merge_patch) {

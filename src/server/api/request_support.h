@@ -9,31 +9,37 @@
 
 #include "core/clock.h"
 #include "core/schema.h"
+#include "core/token_scopes.h"
 #include "server/api/rate_limiter.h"
 #include "server/api/router.h"
 #include "store/store.h"
 
 namespace berth::server {
 
-// The organization, from a valid token for it.
+// The organization, from a valid token for it, and what that token may do.
 struct Caller {
   std::string org;
   std::string token_id;
+  Scopes scopes;
 };
 
 class TokenGuard {
  public:
   using Body = std::function<net::ServerResponse(const Caller&)>;
   TokenGuard(store::Store& store, double rate, double burst, Clock& clock)
-      : store_(store), limiter_(rate, burst, clock) {}
-  // body(caller), or 401 without a valid token, 429 beyond its rate, 403 for another
-  // organization's objects.
-  net::ServerResponse operator()(const RouteRequest& r, const Body& body) const;
+      : store_(store), clock_(clock), limiter_(rate, burst, clock) {}
+  // body(caller), or 401 without a valid, unexpired token, 429 beyond its rate, 403 for another
+  // organization's objects or a token without a scope that allows `needed`.
+  net::ServerResponse operator()(const RouteRequest& r, Scope needed, const Body& body) const;
 
  private:
   store::Store& store_;
+  Clock& clock_;
   mutable RateLimiter limiter_;
 };
+
+// 403 naming what the token lacks.
+net::ServerResponse ScopeDenied(const Caller& caller, Scope needed, const std::string& what);
 
 // A request's JSON object body, or the response that refuses it (415 for another media type,
 // 400 for anything that is not a JSON object).
@@ -42,6 +48,9 @@ ParsedBody ParseJsonBody(const RouteRequest& r, bool merge_patch = false);
 
 // The body if it fits the schema, else kInvalidArgument with every bad field.
 Result<nlohmann::json> ValidateWith(const Schema& schema, nlohmann::json body);
+
+// A time the API shows: RFC 3339 UTC with milliseconds.
+std::string ApiTime(int64_t unix_millis);
 
 // kInvalidArgument for one field.
 Error Invalid(std::string path, std::string rule, std::string message = "invalid request");

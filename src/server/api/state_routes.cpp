@@ -14,10 +14,6 @@ using nlohmann::json;
 
 constexpr int kHistoryShown = 20;
 
-std::string At(int64_t ms) {
-  return FormatRfc3339(std::chrono::system_clock::time_point(std::chrono::milliseconds(ms)), 3);
-}
-
 Result<int64_t> VersionNumber(const std::string& text, const std::string& where) {
   int64_t version = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), version);
@@ -32,7 +28,7 @@ json LockJson(const store::StateLock& lock) {
   json out = {{"id", lock.id},
               {"run_id", lock.run_id.empty() ? json(nullptr) : json(lock.run_id)},
               {"info", info.is_discarded() ? json(nullptr) : info},
-              {"created_at", At(lock.created_at)},
+              {"created_at", ApiTime(lock.created_at)},
               {"age_seconds", (UnixMillisNow() - lock.created_at) / 1000}};
   if (info.is_object()) {
     out["operation"] = info.value("Operation", "");
@@ -54,19 +50,21 @@ Result<std::string> StateKeyOf(store::Store& store, const RouteRequest& r, const
 
 StateRoutes::StateRoutes(Router& router, store::Store& store, const TokenGuard& authorized)
     : store_(store), authorized_(authorized) {
-  auto add = [&](const std::string& method, const std::string& path,
+  auto add = [&](const std::string& method, const std::string& path, Scope needed,
                  net::ServerResponse (StateRoutes::*handler)(const RouteRequest&, const Caller&)
                      const) {
-    router.Add(method, path, [this, handler](const RouteRequest& r) {
-      return authorized_(r, [&](const Caller& c) { return (this->*handler)(r, c); });
+    router.Add(method, path, [this, needed, handler](const RouteRequest& r) {
+      return authorized_(r, needed, [&](const Caller& c) { return (this->*handler)(r, c); });
     });
   };
   const std::string state = "/orgs/{org}/projects/{project}/envs/{env}/state";
-  add("GET", state, &StateRoutes::Show);
-  add("GET", state + "/versions", &StateRoutes::Versions);
-  add("GET", state + "/versions/{version}", &StateRoutes::Version);
-  add("POST", state + "/rollback", &StateRoutes::Rollback);
-  add("POST", state + "/unlock", &StateRoutes::Unlock);
+  add("GET", state, Scope::kRead, &StateRoutes::Show);
+  add("GET", state + "/versions", Scope::kRead, &StateRoutes::Versions);
+  // A state holds every secret its resources have: for those who may deploy (and so could
+  // read it through a run anyway), not for a read token.
+  add("GET", state + "/versions/{version}", Scope::kDeploy, &StateRoutes::Version);
+  add("POST", state + "/rollback", Scope::kAdmin, &StateRoutes::Rollback);
+  add("POST", state + "/unlock", Scope::kAdmin, &StateRoutes::Unlock);
 }
 
 net::ServerResponse StateRoutes::Show(const RouteRequest& r, const Caller& c) const {
@@ -87,13 +85,13 @@ net::ServerResponse StateRoutes::Show(const RouteRequest& r, const Caller& c) co
                      {"size", v.size},
                      {"sha256", v.sha256},
                      {"run_id", v.run_id},
-                     {"created_at", At(v.created_at)},
+                     {"created_at", ApiTime(v.created_at)},
                      {"deleted", v.deleted}};
   }
   if (auto holder = store_.States().Holder(*key)) out["lock"] = LockJson(*holder);
   for (const store::StateHistoryEntry& e : *history) {
     out["history"].push_back(
-        {{"action", e.action}, {"actor", e.actor}, {"detail", e.detail}, {"at", At(e.at)}});
+        {{"action", e.action}, {"actor", e.actor}, {"detail", e.detail}, {"at", ApiTime(e.at)}});
   }
   return JsonResponse(200, out.dump(-1, ' ', false, json::error_handler_t::replace));
 }
@@ -109,7 +107,7 @@ net::ServerResponse StateRoutes::Versions(const RouteRequest& r, const Caller& c
                      {"size", v.size},
                      {"sha256", v.sha256},
                      {"run_id", v.run_id},
-                     {"created_at", At(v.created_at)},
+                     {"created_at", ApiTime(v.created_at)},
                      {"deleted", v.deleted}});
   }
   json out = {{"items", items}};

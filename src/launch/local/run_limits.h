@@ -1,0 +1,69 @@
+// What one local run may use, from its runner's `limits`, and how berthd holds it to them.
+// Memory, processes and CPU time are the kernel's to count and hold for the run's processes
+// together: each run gets its own control group (cgroup v1: memory, pids, cpuacct), which also
+// finds every process of the run, those that left its process group included. Disk is what the
+// run's folder holds, measured by the launcher, with no single file beyond it (RLIMIT_FSIZE).
+// A berthd that cannot make control groups (not root, cgroup v2 without delegation) refuses a
+// run whose runner sets the limits that need them, saying why.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+
+namespace berth::launch {
+
+struct RunLimits {
+  std::optional<int64_t> memory_bytes;
+  std::optional<int64_t> cpu_seconds;
+  std::optional<int64_t> disk_bytes;
+  std::optional<int64_t> processes;
+
+  // A local runner configuration's `limits` (validated when the runner was saved).
+  static RunLimits FromRunner(const nlohmann::json& runner_configuration);
+  // The limit that needs a control group, as the runner names it ("limits.memory"); empty
+  // when none does.
+  std::string NeedingCgroup() const;
+};
+
+// A run's control group: one folder per controller.
+class RunCgroup {
+ public:
+  // The cgroup.procs files a process writes "0" to, to join the group.
+  std::vector<std::filesystem::path> ProcsFiles() const;
+  // CPU time used by every process that was in it.
+  std::optional<double> CpuSeconds() const;
+  // How many times the kernel killed one of its processes for going over its memory.
+  int64_t OomKills() const;
+  // SIGKILL to every process in it.
+  void KillAll() const;
+  // Removes it; false while a process is still in it (try again later).
+  bool Remove() const;
+
+ private:
+  friend class CgroupHost;
+  std::map<std::string, std::filesystem::path> dirs_;  // controller -> its folder
+};
+
+class CgroupHost {
+ public:
+  // Whether runs can have control groups here, tried with a real one; the error says why not.
+  static Result<CgroupHost> Probe();
+  // The group named name (a run id) with limits set.
+  Result<RunCgroup> Create(const std::string& name, const RunLimits& limits) const;
+  // A group an earlier berthd made (after a restart), whether or not it is still there.
+  RunCgroup Existing(const std::string& name) const;
+
+ private:
+  std::map<std::string, std::filesystem::path> parents_;  // controller -> berthd's runs folder
+};
+
+// What a folder holds on disk (allocated blocks), symbolic links not followed.
+int64_t DiskUsage(const std::filesystem::path& dir);
+
+}  // namespace berth::launch

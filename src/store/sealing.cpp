@@ -1,0 +1,31 @@
+#include "store/sealing.h"
+
+#include "crypto/key_ring.h"
+
+namespace berth::store {
+
+const std::vector<SealedColumn>& SealedColumns() {
+  static const std::vector<SealedColumn> kColumns = {
+      {"deployments", "spec", {{"org_id"}, {"id"}}},
+      {"deployment_artifacts", "content", {{"org_id"}, {"deployment_id"}, {"name"}}},
+      {"state_versions", "content", {{"state_key"}, {"version", true}}},
+      {"shared_secrets", "value", {{"name"}}},
+  };
+  return kColumns;
+}
+
+std::string SealValue(const crypto::KeyRing* keys, std::string_view value,
+                      std::string_view context) {
+  return keys ? keys->Seal(value, context) : std::string(value);
+}
+
+Result<std::string> OpenValue(const crypto::KeyRing* keys, std::string_view stored,
+                              std::string_view context) {
+  if (keys) return keys->Open(stored, context);
+  if (crypto::KeyRing::IsSealed(stored))
+    return MakeError(ErrorKind::kFailedPrecondition,
+                     "a value in " + std::string(context) + " is sealed and berthd has no keys");
+  return std::string(stored);
+}
+
+}  // namespace berth::store

@@ -1,0 +1,38 @@
+// The columns berthd keeps sealed at rest when it has keys (crypto/key_ring.h): deployment
+// specs (their variables), artifacts (plans, outputs, rescued states), state versions and
+// shared secrets (the run-token signing seed). A value is read back whether sealed or not (one
+// written before encryption at rest is plaintext until `berthd rotate-keys` seals it).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.h"
+
+namespace berth::crypto {
+class KeyRing;
+}
+
+namespace berth::store {
+
+struct SealedColumn {
+  struct KeyColumn {
+    std::string_view name;
+    bool integer = false;
+  };
+  std::string_view table;
+  std::string_view column;
+  std::vector<KeyColumn> key_columns;  // the row's primary key
+  // "table.column": the associated data every value of the column is sealed with.
+  std::string Context() const { return std::string(table) + "." + std::string(column); }
+};
+const std::vector<SealedColumn>& SealedColumns();
+
+// keys null: the value as it is (a store opened without keys, as tests do).
+std::string SealValue(const crypto::KeyRing* keys, std::string_view value,
+                      std::string_view context);
+Result<std::string> OpenValue(const crypto::KeyRing* keys, std::string_view stored,
+                              std::string_view context);
+
+}  // namespace berth::store
