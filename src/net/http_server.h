@@ -49,8 +49,8 @@ struct ServerOptions {
   // A request's own body limit, from its method and target, read once its headers are in
   // (a state or a bundle may be larger than an API body); null: max_body_bytes for all.
   std::function<size_t(std::string_view method, std::string_view target)> body_limit;
-  size_t max_target_bytes = 8 * 1024;   // a longer path and query gets 414
-  size_t max_header_bytes = 16 * 1024;  // the request line and headers together; 431 beyond
+  size_t max_target_bytes = size_t{8} << 10;   // a longer path and query gets 414
+  size_t max_header_bytes = size_t{16} << 10;  // the request line and headers together; 431
   // A request's headers (and a body up to 1 MiB) must arrive within read_timeout, a larger body
   // within body_timeout; an idle keep-alive connection is closed after read_timeout, and so is
   // one whose client stops reading a response (a followed log included).

@@ -202,8 +202,10 @@ class BeastServer final : public HttpServer {
       // Content-Length to its default when the headers end).
       parser.body_limit(boost::none);
       beast::get_lowest_layer(stream).expires_after(options_.read_timeout);
+      // message by value: the coroutine starts when awaited, after a temporary argument died.
+      // NOLINTNEXTLINE(performance-unnecessary-value-param)
       auto refuse = [&](int status, std::string message) -> asio::awaitable<void> {
-        auto out = ToBeast(PlainError(status, std::move(message)), 11, false);
+        auto out = ToBeast(PlainError(status, message), 11, false);
         beast::get_lowest_layer(stream).expires_after(options_.read_timeout);
         co_await http::async_write(stream, out, kAsTuple);
       };

@@ -561,7 +561,13 @@ resource "terraform_data" "hold" {
   EXPECT_NE(done["transitions"].back().value("reason", "").find("deadline"), std::string::npos)
       << done.dump(2);
   EXPECT_NE(Log(id).find("(local-exec): holding"), std::string::npos) << Log(id);
-  json state = json::parse(Call("GET", "/projects/web/envs/dev/state").body);
+  // The runner is still stopping when the deployment fails: its lock goes when it has.
+  json state;
+  for (int i = 0; i < 600; ++i) {
+    state = json::parse(Call("GET", "/projects/web/envs/dev/state").body);
+    if (state["lock"].is_null()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   EXPECT_TRUE(state["lock"].is_null()) << state.dump(2);
   // (It replaces what the holder left, tainted.)
   std::string next = Deploy(

@@ -18,8 +18,8 @@ namespace {
 
 class HttpLimits : public ::testing::Test {
  protected:
-  void Start(ServerOptions options) {
-    auto server = StartHttpServer(std::move(options), [](const ServerRequest& r) {
+  void Start(const ServerOptions& options) {
+    auto server = StartHttpServer(options, [](const ServerRequest& r) {
       ServerResponse response;
       response.body = "got " + std::to_string(r.body.size());
       return response;
