@@ -140,22 +140,23 @@ Result<std::string> KeyRing::Open(std::string_view stored, std::string_view cont
   auto sealed = Base64Decode(rest.substr(1));
   if (!sealed) return MakeError(ErrorKind::kInternal, "a sealed value is not base64");
   MutexLock lock(mutex_);
-  auto find = [&]() -> const Key* {
-    for (const Key& key : keys_) {
-      if (key.id == id) return &key;
-    }
-    return nullptr;
-  };
-  const Key* key = find();
+  const Key* key = Find(id);
   if (!key) {
     if (auto loaded = Load(); !loaded) return loaded.error();
-    key = find();
+    key = Find(id);
   }
   if (!key)
     return MakeError(ErrorKind::kFailedPrecondition, "a value is sealed with key " + id +
                                                          ", which the encryption key file " +
                                                          file_.string() + " does not hold");
   return AesGcmOpen(key->secret, *sealed, context);
+}
+
+const KeyRing::Key* KeyRing::Find(const std::string& id) const {
+  for (const Key& key : keys_) {
+    if (key.id == id) return &key;
+  }
+  return nullptr;
 }
 
 std::string KeyRing::CurrentKeyId() const {

@@ -49,6 +49,7 @@ class KeyRing {
   explicit KeyRing(std::filesystem::path file) : file_(std::move(file)) {}
   Result<void> Load() const REQUIRES(mutex_);
   Result<void> Save() const REQUIRES(mutex_);
+  const Key* Find(const std::string& id) const REQUIRES(mutex_);  // null: not in the ring
 
   const std::filesystem::path file_;
   mutable Mutex mutex_;
