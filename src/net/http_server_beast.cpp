@@ -160,7 +160,7 @@ class BeastServer final : public HttpServer {
     ++from_client;
     // Not null (a null Slot is a refusal); the deleter gives the place back.
     return Slot(static_cast<void*>(this), [this, client](void*) {
-      std::lock_guard lock(connections_mutex_);
+      std::lock_guard giving_back(connections_mutex_);
       --open_connections_;
       if (--per_client_[client] == 0) per_client_.erase(client);
     });
@@ -187,7 +187,8 @@ class BeastServer final : public HttpServer {
   }
 
   template <class Stream>
-  asio::awaitable<void> Serve(Stream stream, Slot slot) {
+  // slot is held for the connection's life: its place is given back when this returns.
+  asio::awaitable<void> Serve(Stream stream, [[maybe_unused]] Slot slot) {
     beast::flat_buffer buffer;
     std::string remote;
     {

@@ -175,7 +175,7 @@ TEST_F(ApiTokens, OnlyAnAdminDefinesARunnerWhosePodIsWeakerThanTheHardenedDefaul
   auto refused = CallAs(configure, "POST", "/orgs/acme/runners", runner(relaxed));
   ASSERT_EQ(refused.status, 403) << refused.body;
   const std::string prefix = "$.runner_configuration.job.pod_template.spec.";
-  for (const std::string& field :
+  for (const char* field :
        {"volumes[0].hostPath", "securityContext.privileged", "securityContext.runAsUser",
         "securityContext.runAsNonRoot", "securityContext.allowPrivilegeEscalation",
         "securityContext.capabilities.drop", "securityContext.seccompProfile.type"}) {
