@@ -6,10 +6,13 @@ namespace berth::store {
 
 const std::vector<SealedColumn>& SealedColumns() {
   static const std::vector<SealedColumn> kColumns = {
-      {"deployments", "spec", {{"org_id"}, {"id"}}},
-      {"deployment_artifacts", "content", {{"org_id"}, {"deployment_id"}, {"name"}}},
-      {"state_versions", "content", {{"state_key"}, {"version", true}}},
-      {"shared_secrets", "value", {{"name"}}},
+      {"deployments", "spec", {{"org_id"}, {"id"}}, kSpecContext},
+      {"deployment_artifacts",
+       "content",
+       {{"org_id"}, {"deployment_id"}, {"name"}},
+       kArtifactContext},
+      {"state_versions", "content", {{"state_key"}, {"version", true}}, kStateContext},
+      {"shared_secrets", "value", {{"name"}}, kSharedSecretContext},
   };
   return kColumns;
 }

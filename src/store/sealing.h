@@ -25,9 +25,15 @@ struct SealedColumn {
   std::string_view column;
   std::vector<KeyColumn> key_columns;  // the row's primary key
   // "table.column": the associated data every value of the column is sealed with.
-  std::string Context() const { return std::string(table) + "." + std::string(column); }
+  std::string_view context;
 };
 const std::vector<SealedColumn>& SealedColumns();
+
+// The contexts the stores seal and open with, one per entry of SealedColumns().
+inline constexpr std::string_view kSpecContext = "deployments.spec";
+inline constexpr std::string_view kArtifactContext = "deployment_artifacts.content";
+inline constexpr std::string_view kStateContext = "state_versions.content";
+inline constexpr std::string_view kSharedSecretContext = "shared_secrets.value";
 
 // keys null: the value as it is (a store opened without keys, as tests do).
 std::string SealValue(const crypto::KeyRing* keys, std::string_view value,

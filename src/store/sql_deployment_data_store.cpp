@@ -8,8 +8,6 @@
 namespace berth::store {
 namespace {
 
-constexpr std::string_view kArtifactContext = "deployment_artifacts.content";
-
 class SqlDeploymentDataStore final : public DeploymentDataStore {
  public:
   SqlDeploymentDataStore(Pool& pool, const crypto::KeyRing* keys) : pool_(pool), keys_(keys) {}

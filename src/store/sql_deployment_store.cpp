@@ -25,8 +25,6 @@ json TransitionEntry(DeploymentState state, int64_t at, const std::string& reaso
 }
 
 // A row as a deployment; a spec berthd cannot read back is an internal error naming it.
-constexpr std::string_view kSpecContext = "deployments.spec";
-
 Result<Deployment> FromRow(const SqlRow& r, const crypto::KeyRing* keys) {
   Deployment d;
   d.org_id = r.Text(0);

@@ -11,8 +11,6 @@
 namespace berth::store {
 namespace {
 
-constexpr std::string_view kContentContext = "state_versions.content";
-
 Error Locked(const std::string& key, const std::string& holder_info) {
   Error error = MakeError(ErrorKind::kConflict, "the state of " + key + " is locked", holder_info);
   error.reason = "Locked";
@@ -31,7 +29,7 @@ class SqlStateStore final : public StateStore {
     if (!rows) return rows.error();
     if (rows->empty() || rows->front().IsNull(0))
       return MakeError(ErrorKind::kNotFound, "no state for " + key);
-    return OpenValue(keys_, rows->front().Text(0), kContentContext);
+    return OpenValue(keys_, rows->front().Text(0), kStateContext);
   }
 
   Result<StateVersion> Put(const std::string& key, const std::string& content,
@@ -66,7 +64,7 @@ class SqlStateStore final : public StateStore {
     if (rows->empty() || rows->front().IsNull(0))
       return MakeError(ErrorKind::kNotFound,
                        "no state version " + std::to_string(version) + " for " + key);
-    return OpenValue(keys_, rows->front().Text(0), kContentContext);
+    return OpenValue(keys_, rows->front().Text(0), kStateContext);
   }
 
   Result<void> Lock(const std::string& key, const StateLock& lock) override {
@@ -163,7 +161,7 @@ class SqlStateStore final : public StateStore {
     version.created_at = UnixMillisNow();
     version.deleted = content == nullptr;
     SqlValue stored =
-        content ? SqlValue(SealValue(keys_, *content, kContentContext)) : SqlValue(nullptr);
+        content ? SqlValue(SealValue(keys_, *content, kStateContext)) : SqlValue(nullptr);
     auto n = c->Execute(
         "INSERT INTO state_versions (state_key, version, content, sha256, size, run_id, "
         "created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",

@@ -86,8 +86,6 @@ Result<ApiToken> TokenFrom(const SqlRow& r) {
                   .created_by = r.Text(6)};
 }
 
-constexpr std::string_view kSharedSecretContext = "shared_secrets.value";
-
 class SqlStore final : public Store {
  public:
   SqlStore(std::unique_ptr<Pool> pool, std::shared_ptr<crypto::KeyRing> keys)
@@ -164,9 +162,9 @@ class SqlStore final : public Store {
           report.keys_in_use.insert(id);
           continue;
         }
-        auto plain = keys.Open(stored, column.Context());
+        auto plain = keys.Open(stored, column.context);
         if (!plain) return plain.error();
-        key.insert(key.begin(), keys.Seal(*plain, column.Context()));
+        key.insert(key.begin(), keys.Seal(*plain, column.context));
         // Only if it did not change meanwhile: a newer value is sealed with a key berthd holds.
         key.emplace_back(stored);
         auto updated = c->Execute("UPDATE " + std::string(column.table) + " SET " +
