@@ -4,11 +4,13 @@
 
 #include <cctype>
 
+#include "core/schema.h"
+
 namespace berth {
 namespace {
 
 constexpr size_t kMaxLabels = 64;
-constexpr size_t kMaxValueBytes = 1024;
+constexpr size_t kMaxValueCharacters = 1024;
 
 bool IsAlnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
 
@@ -122,9 +124,9 @@ Result<Labels> ParseLabels(const nlohmann::json& value, const std::string& path)
       errors.push_back({LabelPath(path, key), "berth.dev/ is reserved for berth's own labels"});
     } else if (!v.is_string()) {
       errors.push_back({LabelPath(path, key), "must be a string"});
-    } else if (v.get_ref<const std::string&>().size() > kMaxValueBytes) {
-      errors.push_back(
-          {LabelPath(path, key), "has at most " + std::to_string(kMaxValueBytes) + " bytes"});
+    } else if (CodePoints(v.get_ref<const std::string&>()) > kMaxValueCharacters) {
+      errors.push_back({LabelPath(path, key),
+                        "has at most " + std::to_string(kMaxValueCharacters) + " characters"});
     } else {
       labels[key] = v.get<std::string>();
     }

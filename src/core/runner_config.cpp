@@ -78,6 +78,11 @@ Schema Ed25519Key() {
                          if (!key) return key.error().message;
                          return std::nullopt;
                        })
+                       // Any 32 bytes are an Ed25519 public key: its SubjectPublicKeyInfo is a
+                       // fixed prefix, then 43 base64 characters and one '='.
+                       .JsonSchema({{"pattern",
+                                     "^-----BEGIN PUBLIC KEY-----\\n?MCowBQYDK2VwAyEA[A-Za-z0-9+/]"
+                                     "{42}[AEIMQUYcgkosw048]=\\n?-----END PUBLIC KEY-----\\n?$"}})
                        .Doc("Ed25519 public key (PEM) the agent signs its requests with"));
 }
 
@@ -88,7 +93,7 @@ Schema Text(const std::string& regex, const std::string& description) {
 Schema Uuid() { return Text(kUuid, "a UUID"); }
 Schema AwsRegion() { return Text("[a-z]{2}(-gov)?-[a-z]+-[0-9]", "an AWS region"); }
 Schema RoleArn() { return Text("arn:aws[a-z-]*:iam::[0-9]{12}:role/.+", "an IAM role ARN"); }
-Schema AzureResourceGroup() { return Text("[-\\w._()]{1,90}", "an Azure resource group"); }
+Schema AzureResourceGroup() { return Text("[-A-Za-z0-9_.()]{1,90}", "an Azure resource group"); }
 
 Schema AbsolutePath(std::string doc) {
   return std::move(Text("/.*", "an absolute path").Doc(std::move(doc)));
@@ -112,6 +117,8 @@ Schema ByteQuantity(int64_t min, std::string doc) {
                                   std::to_string(min) + ", as a quantity such as 512Mi or 10Gi";
                          return std::nullopt;
                        })
+                       // A part of what is accepted that is above every minimum used here.
+                       .JsonSchema({{"pattern", "^(?:[1-9][0-9]{2,5}Mi|[1-9][0-9]{0,3}Gi)$"}})
                        .Doc(std::move(doc)));
 }
 
@@ -183,8 +190,8 @@ Schema Build(RunnerType type) {
                   Required("region", AwsRegion()),
                   Required("auth", Schema::Object({
                                        Required("role_arn", RoleArn()),
-                                       Optional("session_name",
-                                                Text("[\\w+=,.@-]{2,64}", "an STS session name")),
+                                       Optional("session_name", Text("[A-Za-z0-9_+=,.@-]{2,64}",
+                                                                     "an STS session name")),
                                    })),
               })));
     case RunnerType::kKubernetesAks:
@@ -461,7 +468,7 @@ Result<RunnerSpec> ParseRunnerSpec(std::string_view id, json body) {
   if (body.contains("description") && !body["description"].is_null()) {
     if (!body["description"].is_string()) {
       errors.push_back({"$.description", "must be a string"});
-    } else if (body["description"].get<std::string>().size() > 1024) {
+    } else if (CodePoints(body["description"].get_ref<const std::string&>()) > 1024) {
       errors.push_back({"$.description", "must be at most 1024 characters"});
     } else {
       spec.description = body["description"];

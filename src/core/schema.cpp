@@ -1,6 +1,9 @@
 // Schema validation and description.
 #include "core/schema.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "core/bounded_json.h"
 #include "core/pattern.h"
 
@@ -13,6 +16,19 @@ Field Required(std::string name, Schema schema) {
 }
 Field Optional(std::string name, Schema schema) {
   return Field{std::move(name), std::make_shared<const Schema>(std::move(schema)), false};
+}
+
+size_t CodePoints(std::string_view utf8) {
+  // Every byte but a continuation byte (10xxxxxx) starts a code point.
+  return static_cast<size_t>(std::count_if(utf8.begin(), utf8.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0U) != 0x80U;
+  }));
+}
+
+void AllowNull(json& schema) {
+  if (schema.contains("enum")) schema["enum"].push_back(nullptr);
+  if (schema.contains("type") && schema["type"].is_string())
+    schema["type"] = json::array({schema["type"], "null"});
 }
 
 std::string JoinPath(const std::string& path, const std::string& field) {
@@ -38,6 +54,7 @@ Schema& Schema::Doc(std::string text) {
 
 Schema& Schema::Pattern(const std::string& regex, const std::string& description) {
   auto re = std::make_shared<berth::Pattern>(regex);
+  patterns_.push_back(regex);
   std::string rule = "must be " + description;
   checks_.push_back([re, rule](const json& v) -> std::optional<std::string> {
     if (v.is_string() && re->Matches(v.get<std::string>())) return std::nullopt;
@@ -53,6 +70,7 @@ Schema& Schema::OneOf(std::vector<std::string> values) {
 }
 
 Schema& Schema::Range(int64_t min, int64_t max) {
+  range_ = {min, max};
   std::string rule = "must be from " + std::to_string(min) + " to " + std::to_string(max);
   checks_.push_back([min, max, rule](const json& v) -> std::optional<std::string> {
     auto n = v.get<int64_t>();
@@ -64,9 +82,10 @@ Schema& Schema::Range(int64_t min, int64_t max) {
 }
 
 Schema& Schema::MaxLength(size_t n) {
+  max_length_ = n;
   std::string rule = "must be at most " + std::to_string(n) + " characters";
   checks_.push_back([n, rule](const json& v) -> std::optional<std::string> {
-    if (v.get<std::string>().size() > n) return rule;
+    if (CodePoints(v.get_ref<const std::string&>()) > n) return rule;
     return std::nullopt;
   });
   rules_ +=
@@ -77,6 +96,70 @@ Schema& Schema::MaxLength(size_t n) {
 Schema& Schema::Require(Check check) {
   checks_.push_back(std::move(check));
   return *this;
+}
+
+Schema& Schema::JsonSchema(json form) {
+  json_schema_.update(form);
+  return *this;
+}
+
+json Schema::ToJsonSchema() const {
+  json out = json::object();
+  switch (kind_) {
+    case Kind::kString:
+      out["type"] = "string";
+      break;
+    case Kind::kBool:
+      out["type"] = "boolean";
+      break;
+    case Kind::kInteger:
+      out["type"] = "integer";
+      break;
+    case Kind::kFreeObject:
+    case Kind::kObjectOrJsonString:
+      out["type"] = "object";
+      break;
+    case Kind::kArray:
+      out["type"] = "array";
+      out["items"] = items_->ToJsonSchema();
+      break;
+    case Kind::kObject: {
+      out["type"] = "object";
+      json properties = json::object();
+      json required = json::array();
+      for (const auto& field : fields_) {
+        json property = field.schema->ToJsonSchema();
+        if (field.required) {
+          required.push_back(field.name);
+        } else {
+          AllowNull(property);
+        }
+        properties[field.name] = std::move(property);
+      }
+      out["properties"] = std::move(properties);
+      if (!required.empty()) out["required"] = std::move(required);
+      out["additionalProperties"] = false;
+      break;
+    }
+  }
+  if (!doc_.empty()) out["description"] = doc_;
+  if (!one_of_.empty()) out["enum"] = one_of_;
+  if (max_length_) out["maxLength"] = *max_length_;
+  if (range_) {
+    out["minimum"] = range_->first;
+    out["maximum"] = range_->second;
+  }
+  // berthd matches a pattern against the whole value; JSON Schema finds it anywhere.
+  for (const auto& regex : patterns_) {
+    json anchored = "^(?:" + regex + ")$";
+    if (patterns_.size() == 1) {
+      out["pattern"] = anchored;
+    } else {
+      out["allOf"].push_back({{"pattern", anchored}});
+    }
+  }
+  out.update(json_schema_);
+  return out;
 }
 
 std::string Schema::Summary() const {
@@ -122,6 +205,11 @@ void Schema::Validate(json& value, const std::string& path, FieldErrors& errors)
       if (!value.is_boolean()) return fail("must be true or false");
       break;
     case Kind::kInteger:
+      // JSON Schema counts 5.0 as an integer, so a client may send one: it is read as 5.
+      if (value.is_number_float()) {
+        double d = value.get<double>();
+        if (std::trunc(d) == d && std::fabs(d) < 9.0e15) value = static_cast<int64_t>(d);
+      }
       if (!value.is_number_integer()) return fail("must be a whole number");
       break;
     case Kind::kFreeObject:

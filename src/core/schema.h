@@ -1,7 +1,8 @@
 // A small JSON schema in code: what fields an object has, their types and rules. Validation
 // collects every error with its JSON path ("$.runner_configuration.cluster.name") and the rule
 // it broke, rejects unknown fields, and normalises values where the contract allows two
-// spellings (an object given as a JSON string). The same description renders the docs.
+// spellings (an object given as a JSON string). The same description renders the docs and the
+// JSON Schema of docs/openapi.json.
 #pragma once
 
 #include <functional>
@@ -9,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -43,8 +46,13 @@ class Schema {
   Schema& Pattern(const std::string& regex, const std::string& description);
   Schema& OneOf(std::vector<std::string> values);
   Schema& Range(int64_t min, int64_t max);
+  // At most n characters (Unicode code points, as JSON Schema's maxLength counts them).
   Schema& MaxLength(size_t n);
+  // A rule in code. JSON Schema cannot run it: JsonSchema() states what it means there.
   Schema& Require(Check check);
+  // Merged over the JSON Schema this schema renders: the JSON Schema form of its Require()
+  // checks, so that what the document calls valid, berthd accepts.
+  Schema& JsonSchema(nlohmann::json form);
 
   Kind GetKind() const { return kind_; }
   const std::vector<Field>& Fields() const { return fields_; }
@@ -55,6 +63,10 @@ class Schema {
   // Validates value (normalising it in place) and appends every error found.
   void Validate(nlohmann::json& value, const std::string& path, FieldErrors& errors) const;
 
+  // The same rules as JSON Schema (OpenAPI 3.1): an object's optional fields also take null,
+  // which berthd reads as absent.
+  nlohmann::json ToJsonSchema() const;
+
  private:
   explicit Schema(Kind kind) : kind_(kind) {}
   Kind kind_;
@@ -62,6 +74,10 @@ class Schema {
   std::shared_ptr<const Schema> items_;
   std::vector<Check> checks_;
   std::vector<std::string> one_of_;
+  std::vector<std::string> patterns_;  // whole-value regexes
+  std::optional<std::pair<int64_t, int64_t>> range_;
+  std::optional<size_t> max_length_;
+  nlohmann::json json_schema_ = nlohmann::json::object();
   std::string doc_;
   std::string rules_;  // human summary of the checks
 };
@@ -72,6 +88,12 @@ Field Optional(std::string name, Schema schema);
 
 // Markdown rows "| path | type | required | description |" for every field below prefix.
 std::string DescribeFields(const Schema& schema, const std::string& prefix = "");
+
+// How many characters JSON counts in a UTF-8 string: its code points.
+size_t CodePoints(std::string_view utf8);
+
+// A JSON Schema that also takes null (an optional field's, which berthd reads as absent).
+void AllowNull(nlohmann::json& schema);
 
 // "$.a.b" + "c" -> "$.a.b.c"; indices as [n].
 std::string JoinPath(const std::string& path, const std::string& field);

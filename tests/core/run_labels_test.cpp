@@ -38,7 +38,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadLabels{{{"Bad.Prefix/team", "x"}}, "$.labels['Bad.Prefix/team']", "label key"},
         BadLabels{
             {{std::string(64, 'a'), "x"}}, "$.labels['" + std::string(64, 'a') + "']", "label key"},
-        BadLabels{{{"team", std::string(1025, 'x')}}, "$.labels['team']", "at most 1024 bytes"},
+        BadLabels{
+            {{"team", std::string(1025, 'x')}}, "$.labels['team']", "at most 1024 characters"},
         BadLabels{{{"berth.dev/owner", "x"}}, "$.labels['berth.dev/owner']", "reserved"},
         BadLabels{{{"berth.dev/runner-spec.kubernetes_gpu", "1"}},
                   "$.labels['berth.dev/runner-spec.kubernetes_gpu']",

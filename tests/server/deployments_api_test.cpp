@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "api_fixture.h"
 
@@ -74,12 +75,13 @@ TEST_F(DeploymentsApi, LabelsAreCheckedWhenSavedAndSnapshottedOntoEachDeployment
   ASSERT_EQ(project.status, 200) << project.body;
   EXPECT_EQ(json::parse(project.body)["labels"]["team"], "payments");
 
-  // A bad quantity, and a request above the project's limit, are refused naming the label.
-  for (const auto& [value, rule] : std::vector<std::pair<std::string, std::string>>{
-           {"two", "Kubernetes quantity"}, {"3", "with the project's labels"}}) {
+  // A bad quantity (400), and a request above the project's limit (409: it clashes with what
+  // is saved), are refused naming the label.
+  for (const auto& [value, status, rule] : std::vector<std::tuple<std::string, int, std::string>>{
+           {"two", 400, "Kubernetes quantity"}, {"3", 409, "conflict with project web's labels"}}) {
     auto refused =
         Call("PATCH", "/orgs/acme/projects/web/envs/dev", json{{"labels", {{cpu, value}}}}.dump());
-    EXPECT_EQ(refused.status, 400) << refused.body;
+    EXPECT_EQ(refused.status, status) << refused.body;
     auto error = json::parse(refused.body)["error"];
     EXPECT_EQ(error["fields"][0]["path"], "$.labels['" + cpu + "']") << refused.body;
     EXPECT_NE(error["message"].get<std::string>().find(rule), std::string::npos) << refused.body;
@@ -87,6 +89,13 @@ TEST_F(DeploymentsApi, LabelsAreCheckedWhenSavedAndSnapshottedOntoEachDeployment
   auto env = Call("PATCH", "/orgs/acme/projects/web/envs/dev",
                   json{{"labels", {{cpu, "500m"}, {"team", "checkout"}}}}.dump());
   ASSERT_EQ(env.status, 200) << env.body;
+  // Nor may the project lower its limit below what an environment requests.
+  auto lowered =
+      Call("PATCH", "/orgs/acme/projects/web", json{{"labels", {{limit, "100m"}}}}.dump());
+  EXPECT_EQ(lowered.status, 409) << lowered.body;
+  EXPECT_NE(lowered.body.find("conflict with environment dev's labels"), std::string::npos)
+      << lowered.body;
+  EXPECT_EQ(json::parse(Call("GET", "/orgs/acme/projects/web").body)["labels"][limit], "2");
 
   auto queued = json::parse(Call("POST", kEnv, module_).body);
   EXPECT_EQ(queued["labels"],

@@ -4,12 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "api_without_runners.h"
+#include "server/api/openapi_runner_schemas.h"
 #include "store/store.h"
 #include "sys/files.h"
 
@@ -63,6 +65,33 @@ TEST(OpenApi, EveryRouteDocumentsTheStatusesEveryRouteCanReturn) {
             << method << " " << path << " " << status;
     }
   }
+}
+
+// The runner schemas of the document are the ones berthd validates with. When they change:
+// BERTH_UPDATE_DOCS=1 ctest -R openapi
+TEST(OpenApi, RunnerSchemasAreTheOnesBerthdValidatesWith) {
+  auto committed = sys::ReadFile(BERTH_OPENAPI_FILE);
+  ASSERT_TRUE(committed);
+  std::string generated =
+      WithRunnerSchemas(nlohmann::ordered_json::parse(*committed)).dump(2) + "\n";
+  if (const char* update = std::getenv("BERTH_UPDATE_DOCS"); update && *update == '1') {
+    ASSERT_TRUE(sys::WriteFileAtomic(
+        BERTH_OPENAPI_FILE, generated,
+        std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+            std::filesystem::perms::group_read | std::filesystem::perms::others_read));
+    committed = generated;
+  }
+  EXPECT_EQ(*committed, generated)
+      << "docs/openapi.json's runner schemas are out of date: BERTH_UPDATE_DOCS=1 ctest -R openapi";
+  auto doc = nlohmann::json::parse(*committed);
+  const auto& schemas = doc["components"]["schemas"];
+  const auto& gke = schemas["RunnerConfiguration.kubernetes-gke"];
+  EXPECT_EQ(gke["properties"]["cluster"]["properties"]["auth"]["required"],
+            (nlohmann::json{"gcp_audience", "gcp_service_account"}));
+  EXPECT_EQ(gke["properties"]["job"]["properties"]["pod_template"]["properties"]["spec"]
+               ["properties"]["containers"]["items"]["properties"]["name"]["enum"],
+            nlohmann::json{"main"});
+  EXPECT_EQ(schemas["RunnerInputCreate"]["properties"]["runner_configuration"]["oneOf"].size(), 8U);
 }
 
 }  // namespace

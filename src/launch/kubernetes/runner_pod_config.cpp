@@ -20,6 +20,7 @@ Schema StringMap() {
                          }
                          return std::nullopt;
                        })
+                       .JsonSchema({{"additionalProperties", {{"type", "string"}}}})
                        .Doc("string keys and values"));
 }
 
@@ -43,11 +44,15 @@ Schema TemplateSpec() {
                                             Optional("limits", StringMap())})),
       // The orchestrator seed's way to pick the runner's image: one container named main.
       Optional("containers",
-               Schema::ArrayOf(Schema::Object(
-                   {Required("name", std::move(Schema::String().OneOf({"main"}))),
-                    Optional("image", std::move(Schema::String().MaxLength(512))),
-                    Optional("imagePullPolicy", std::move(Schema::String().OneOf(
-                                                    {"Always", "IfNotPresent", "Never"})))}))),
+               std::move(Schema::ArrayOf(
+                             Schema::Object(
+                                 {Required("name", std::move(Schema::String().OneOf({"main"}))),
+                                  Optional("image", std::move(Schema::String().MaxLength(512))),
+                                  Optional("imagePullPolicy",
+                                           std::move(Schema::String().OneOf(
+                                               {"Always", "IfNotPresent", "Never"})))}))
+                             // TakeImageFields refuses a second entry.
+                             .JsonSchema({{"maxItems", 1}}))),
       Optional("imagePullSecrets",
                Schema::ArrayOf(Schema::Object({Required(
                    "name", std::move(Schema::String().Pattern(kDnsSubdomain, "a Secret name")))}))),
@@ -82,6 +87,18 @@ Result<void> TakeImageFields(RunnerPodConfig& config, const std::string& path) {
   return {};
 }
 
+// TemplateMetadataMap's rules as JSON Schema (a key's prefix is checked for its form, not its
+// lengths).
+json MetadataMapJsonSchema(bool values_are_labels) {
+  constexpr const char* kName = "[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?";
+  json value = {{"type", "string"}};
+  if (values_are_labels) value["pattern"] = std::string("^(") + kName + ")?$";
+  return {{"propertyNames",
+           {{"pattern", std::string("^(") + kDnsSubdomain + "/)?" + kName + "$"},
+            {"not", {{"pattern", "^berth\\.dev/"}}}}},
+          {"additionalProperties", std::move(value)}};
+}
+
 // A template's label or annotation keys: Kubernetes keys outside berth.dev/, which names the
 // run's own (a template could otherwise detach a Pod from its run); label values as Kubernetes
 // takes them, so what is saved can launch.
@@ -101,16 +118,22 @@ Schema TemplateMetadataMap(bool values_are_labels) {
             }
             return std::nullopt;
           })
+          .JsonSchema(MetadataMapJsonSchema(values_are_labels))
           .Doc("Kubernetes keys, none under berth.dev/"));
 }
 
-Schema PodTemplate() {
-  return Schema::Object({
+}  // namespace
+
+const Schema& PodTemplateSchema() {
+  static const Schema kSchema = Schema::Object({
       Optional("metadata", Schema::Object({Optional("labels", TemplateMetadataMap(true)),
                                            Optional("annotations", TemplateMetadataMap(false))})),
       Optional("spec", TemplateSpec()),
   });
+  return kSchema;
 }
+
+namespace {
 
 // seed 000's spec.runner.
 Schema ControllerRunner() {
@@ -121,7 +144,7 @@ Schema ControllerRunner() {
                std::move(Schema::String().Pattern(kDnsSubdomain, "a service account name"))),
       Optional("alwaysCleanup", Schema::Bool()),
       Optional("terminationGracePeriodSeconds", std::move(Schema::Integer().Range(0, 86400))),
-      Optional("podTemplate", PodTemplate()),
+      Optional("podTemplate", PodTemplateSchema()),
   });
 }
 
@@ -164,7 +187,7 @@ Result<RunnerPodConfig> FromRunnerJob(json job, const std::string& path) {
         job["termination_grace_period_seconds"].get<int64_t>();
   if (job.contains("pod_template")) {
     json pod_template = job["pod_template"];
-    if (auto ok = Check(PodTemplate(), pod_template, path + ".pod_template"); !ok)
+    if (auto ok = Check(PodTemplateSchema(), pod_template, path + ".pod_template"); !ok)
       return ok.error();
     config.template_metadata = pod_template.value("metadata", json::object());
     config.template_spec = pod_template.value("spec", json::object());

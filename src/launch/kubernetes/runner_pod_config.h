@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/quantity.h"
 #include "core/run_labels.h"
+#include "core/schema.h"
 
 namespace berth::launch {
 
@@ -34,5 +35,8 @@ struct RunnerPodConfig {
   // with its JSON path.
   static Result<RunnerPodConfig> Parse(nlohmann::json document);
 };
+
+// A runner's pod_template (seed 000's podTemplate): {metadata: {labels, annotations}, spec}.
+const Schema& PodTemplateSchema();
 
 }  // namespace berth::launch

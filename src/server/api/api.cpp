@@ -3,7 +3,6 @@
 // body becomes a record and a record becomes JSON.
 #include "server/api/api.h"
 
-#include <charconv>
 #include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -91,6 +90,34 @@ Result<void> CheckLimitsEnforceable(const RunnerSpec& spec, const std::string& r
   return error;
 }
 
+// Labels valid alone that clash with a stored object's (a request above the limit the other
+// sets) conflict with what is saved: 409, naming the other object.
+Error LabelConflict(Error error, const std::string& with) {
+  error.kind = ErrorKind::kFailedPrecondition;
+  error.message = "labels conflict " + with + " labels: " + error.message;
+  return error;
+}
+
+// A project's new labels, checked with each of its environments' as their deployments would
+// take them.
+Result<void> FitsItsEnvironments(store::Store& store, const std::string& org,
+                                 const std::string& project, const Labels& labels) {
+  const json project_labels = LabelsJson(labels);
+  store::ListQuery query;
+  for (;;) {
+    auto page = store.List(Kind::kEnvironment, org, project, query);
+    if (!page) return page.error();
+    for (const Record& env : page->items) {
+      auto env_labels = ParseLabels(env.body.value("labels", json::object()), "$.labels");
+      if (!env_labels) continue;  // stored labels were valid when saved
+      if (auto merged = EffectiveLabels(project_labels, *env_labels); !merged)
+        return LabelConflict(std::move(merged.error()), "with environment " + env.id + "'s");
+    }
+    if (page->next.empty()) return {};
+    query.after = page->next;
+  }
+}
+
 json Common(const Record& r) {
   json out = r.body;
   out["id"] = r.id;
@@ -118,7 +145,7 @@ std::vector<ResourceType> ResourceTypes(const ApiOptions& options) {
     };
   };
   types.push_back({Kind::kProject, "projects", false,
-                   [](store::Store&, const Caller& caller, const std::string&,
+                   [](store::Store& store, const Caller& caller, const std::string&,
                       const std::string& id, json body) -> Result<Record> {
                      static const Schema kSchema = Schema::Object({
                          Optional("id", Schema::String()),
@@ -129,6 +156,8 @@ std::vector<ResourceType> ResourceTypes(const ApiOptions& options) {
                      if (!valid) return valid.error();
                      auto labels = ParseLabels(valid->value("labels", json::object()), "$.labels");
                      if (!labels) return labels.error();
+                     if (auto fits = FitsItsEnvironments(store, caller.org, id, *labels); !fits)
+                       return fits.error();
                      Record r;
                      r.kind = Kind::kProject;
                      r.org_id = caller.org;
@@ -163,7 +192,7 @@ std::vector<ResourceType> ResourceTypes(const ApiOptions& options) {
          if (!parent) return parent.error();
          if (auto merged = EffectiveLabels(parent->body.value("labels", json::object()), *labels);
              !merged)
-           return merged.error();
+           return LabelConflict(std::move(merged.error()), "with project " + project + "'s");
          Record r;
          r.kind = Kind::kEnvironment;
          r.org_id = caller.org;
@@ -300,13 +329,8 @@ class ApiHandlers {
     // "N", as this API gives ETags (a bare N is taken too): digits only.
     std::string digits =
         v.size() >= 3 && v.front() == '"' && v.back() == '"' ? v.substr(1, v.size() - 2) : v;
-    int64_t version = -1;
-    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), version);
-    if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size() ||
-        version < 0) {
-      malformed = true;
-      return std::nullopt;
-    }
+    std::optional<int64_t> version = WholeNumber(digits);
+    malformed = !version;
     return version;
   }
 
@@ -336,14 +360,10 @@ class ApiHandlers {
         store::ListQuery query;
         query.after = r.query.count("after") ? r.query.at("after") : "";
         if (r.query.count("limit")) {
-          try {
-            query.limit = std::stoi(r.query.at("limit"));
-          } catch (...) {
+          std::optional<int64_t> limit = WholeNumber(r.query.at("limit"));
+          if (!limit || *limit < 1 || *limit > 1000)
             return ErrorResponse(Invalid("limit", "must be a whole number from 1 to 1000"));
-          }
-          if (query.limit < 1 || query.limit > 1000) {
-            return ErrorResponse(Invalid("limit", "must be a whole number from 1 to 1000"));
-          }
+          query.limit = static_cast<int>(*limit);
         }
         for (const char* filter : {"runner_id", "project_id", "env_type_id", "runner_type"}) {
           if (r.query.count(filter)) query.where[filter] = r.query.at(filter);

@@ -1,6 +1,5 @@
 #include "server/api/deployment_routes.h"
 
-#include <charconv>
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -69,9 +68,7 @@ Result<std::string> ReadLogAfter(store::DeploymentDataStore& data, const std::st
 int64_t QueryInt(const RouteRequest& r, const std::string& name) {
   auto it = r.query.find(name);
   if (it == r.query.end()) return 0;
-  int64_t n = -1;
-  auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), n);
-  return ec == std::errc() && end == it->second.data() + it->second.size() ? n : -1;
+  return WholeNumber(it->second).value_or(-1);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "server/api/request_support.h"
 
+#include <charconv>
+
 #include "core/bounded_json.h"
 #include "core/time_format.h"
 #include "server/api/api.h"
@@ -52,6 +54,14 @@ net::ServerResponse ScopeDenied(const Caller& caller, Scope needed, const std::s
   return ErrorResponse(403, "PermissionDenied",
                        what + " needs scope " + std::string(ScopeName(needed)) +
                            " (or admin); token " + caller.token_id + " has " + held);
+}
+
+std::optional<int64_t> WholeNumber(std::string_view text) {
+  int64_t n = 0;
+  if (text.empty() || text.front() < '0' || text.front() > '9') return std::nullopt;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return n;
 }
 
 std::string ApiTime(int64_t unix_millis) {

@@ -5,7 +5,9 @@
 #include <boost/system/result.hpp>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/clock.h"
 #include "core/schema.h"
@@ -48,6 +50,10 @@ ParsedBody ParseJsonBody(const RouteRequest& r, bool merge_patch = false);
 
 // The body if it fits the schema, else kInvalidArgument with every bad field.
 Result<nlohmann::json> ValidateWith(const Schema& schema, nlohmann::json body);
+
+// A number in a query or header: ASCII digits only (no sign, space, fraction or exponent) that
+// fit in 64 bits; nothing otherwise.
+std::optional<int64_t> WholeNumber(std::string_view text);
 
 // A time the API shows: RFC 3339 UTC with milliseconds.
 std::string ApiTime(int64_t unix_millis);

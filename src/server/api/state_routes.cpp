@@ -1,6 +1,5 @@
 #include "server/api/state_routes.h"
 
-#include <charconv>
 #include <chrono>
 #include <nlohmann/json.hpp>
 
@@ -15,11 +14,10 @@ using nlohmann::json;
 constexpr int kHistoryShown = 20;
 
 Result<int64_t> VersionNumber(const std::string& text, const std::string& where) {
-  int64_t version = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), version);
-  if (ec != std::errc() || end != text.data() + text.size() || version < 1)
+  std::optional<int64_t> version = WholeNumber(text);
+  if (!version || *version < 1)
     return InvalidFields("invalid state version", {{where, "must be a whole number from 1"}});
-  return version;
+  return *version;
 }
 
 // The holder as an operator needs to judge it: whose run, which operation, how long ago.
