@@ -5,7 +5,11 @@
 # with local state. Each from nothing (a new environment, a new work folder), alternating, N
 # times each. Prints medians and their ratio. Release build.
 #
-# Usage: bench/deploy_overhead.sh [MODULE (default examples/hello)] [N (default 9)]
+# With BASELINE=REV (a commit), REV's own `berth deploy` is timed too, alternating with this
+# tree's in the same run (machines here are noisy: only figures from one run compare); REV is
+# built once into build/bench-baseline/REV.
+#
+# Usage: [BASELINE=REV] bench/deploy_overhead.sh [MODULE (default examples/hello)] [N (default 9)]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 MODULE=${1:-examples/hello}
@@ -15,10 +19,18 @@ cmake --preset release >/dev/null
 cmake --build --preset release --target berth runner >/dev/null
 BERTH=$PWD/build/release/apps/berth/berth
 RUNNER=$PWD/build/release/apps/runner/runner
+BASE_BERTH=
+if [[ -n ${BASELINE:-} ]]; then
+  rev=$(git rev-parse --short "$BASELINE")
+  src=$PWD/build/bench-baseline/$rev
+  [[ -d $src ]] || git worktree add --detach "$src" "$rev" >/dev/null
+  (cd "$src" && cmake --preset release >/dev/null && cmake --build --preset release --target berth >/dev/null)
+  BASE_BERTH=$src/build/release/apps/berth/berth
+fi
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/berth-bench-XXXXXX")
-UP_PID=
+UP_PIDS=()
 cleanup() {
-  if [[ -n $UP_PID ]]; then kill -TERM "$UP_PID" 2>/dev/null && wait "$UP_PID" || true; fi
+  for pid in "${UP_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null && wait "$pid" || true; done
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -28,20 +40,32 @@ MIRROR=$BERTH_TEST_PROVIDER_MIRROR
 now() { date +%s%N; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-"$BERTH" up --data-dir="$WORK/data" --listen=127.0.0.1:0 --providers="$MIRROR" >"$WORK/up.log" 2>&1 &
-UP_PID=$!
-for _ in $(seq 100); do [[ -s $WORK/data/berthd.url ]] && break; sleep 0.1; done
+# berth up from binary $1 with data folder $2.
+up() {
+  "$1" up --data-dir="$2" --listen=127.0.0.1:0 --providers="$MIRROR" >"$2.up.log" 2>&1 &
+  UP_PIDS+=($!)
+  for _ in $(seq 100); do [[ -s $2/berthd.url ]] && break; sleep 0.1; done
+}
+up "$BERTH" "$WORK/data"
+[[ -z $BASE_BERTH ]] || up "$BASE_BERTH" "$WORK/base"
 
 # examples/file (a provider-backed module) writes a file: each run its own.
 vars() { [[ $MODULE == *examples/file ]] && echo "{\"path\": \"$WORK/$1.txt\"}" || echo "{}"; }
 
-deploy_ms=() hand_ms=()
-for i in $(seq "$N"); do
-  vars "d$i" >"$WORK/d$i.vars.json"
+# Prints how long `berth deploy` of binary $1 against data folder $2 took for run $3, in ms.
+deploy() {
+  vars "$3" >"$WORK/$3.vars.json"
+  local start
   start=$(now)
-  "$BERTH" --data-dir="$WORK/data" deploy "$MODULE" --env "bench-$i" \
-    --var-file="$WORK/d$i.vars.json" >"$WORK/d$i.log"
-  deploy_ms+=($(( ($(now) - start) / 1000000 )))
+  "$1" --data-dir="$2" deploy "$MODULE" --env "bench-$3" --var-file="$WORK/$3.vars.json" \
+    >"$WORK/$3.log"
+  echo $(( ($(now) - start) / 1000000 ))
+}
+
+deploy_ms=() base_ms=() hand_ms=()
+for i in $(seq "$N"); do
+  deploy_ms+=($(deploy "$BERTH" "$WORK/data" "d$i"))
+  [[ -z $BASE_BERTH ]] || base_ms+=($(deploy "$BASE_BERTH" "$WORK/base" "b$i"))
 
   vars "h$i" >"$WORK/h$i.vars.json"
   start=$(now)
@@ -56,3 +80,8 @@ h=$(printf '%s\n' "${hand_ms[@]}" | median)
 echo "module $MODULE, $N runs each (ms): berth deploy ${deploy_ms[*]}; runner by hand ${hand_ms[*]}"
 echo "median: berth deploy $d ms, runner by hand $h ms"
 awk -v d="$d" -v h="$h" 'BEGIN {printf "overhead ratio (berth deploy / runner by hand): %.2f\n", d / h}'
+if [[ -n $BASE_BERTH ]]; then
+  b=$(printf '%s\n' "${base_ms[@]}" | median)
+  echo "baseline $BASELINE ($rev) berth deploy (ms): ${base_ms[*]}; median $b ms"
+  awk -v d="$d" -v b="$b" -v h="$h" 'BEGIN {printf "this tree / baseline: %.2f (baseline overhead ratio %.2f)\n", d / b, b / h}'
+fi

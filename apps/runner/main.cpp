@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/exit_codes.h"
+#include "runner/berthd_relay.h"
 #include "runner/build_info.h"
 #include "runner/cli.h"
 #include "runner/copy_self.h"
@@ -61,9 +63,19 @@ int Run(const RunCommand& run, const LoggingOptions& logging) {
   for (char** e = environ; *e != nullptr; ++e) context.environment.emplace_back(*e);
   context.signal_fd = StopSignals();
   RunOptions options = run.options;
+  // Declared first, so that it outlives the gateway run, whose last log lines go through it.
+  std::unique_ptr<berth::sys::StreamRelay> relay;
   std::optional<GatewayRun> gateway;
   berth::Result<void> prepared;
-  if (!options.gateway.empty()) {
+  if (!options.berthd_relay.empty()) {
+    auto started = RelayToBerthd(options);
+    if (started) {
+      relay = std::move(*started);
+    } else {
+      prepared = started.error();
+    }
+  }
+  if (!options.gateway.empty() && prepared) {
     gateway.emplace(options, context.environment);
     prepared = gateway->Prepare(options, log);
     context.keep_state = [&gateway](const std::filesystem::path& errored) {

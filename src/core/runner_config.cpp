@@ -238,6 +238,12 @@ Schema Build(RunnerType type) {
                    AbsolutePath("where this runner's run folders are made (default: runs/ in "
                                 "berthd's data folder)")),
           Optional("limits", LocalRunLimits()),
+          Optional("network",
+                   std::move(Schema::String()
+                                 .OneOf({"full", "berthd_only"})
+                                 .Doc("full (default): the run shares the machine's network; "
+                                      "berthd_only: a network of its own in which only berthd "
+                                      "(its gateway and state backend) can be reached"))),
       });
   }
   return Schema::Object({});

@@ -28,6 +28,7 @@ std::vector<std::string> RunnerInvocation::Args() const {
   value("binary", binary);
   value("image", image);
   value("event-object", event_object);
+  value("berthd-relay", berthd_relay);
   return args;
 }
 

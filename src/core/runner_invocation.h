@@ -34,6 +34,7 @@ struct RunnerInvocation {
   std::string binary;  // auto | tofu | terraform; empty: the runner's default
   std::string image;
   std::string event_object;  // KIND/NAMESPACE/NAME
+  std::string berthd_relay;  // a Unix socket: the run's only way to berthd (its network is cut)
 
   // "run", then a --flag=value for every field that is set, in a fixed order.
   std::vector<std::string> Args() const;

@@ -78,6 +78,7 @@ struct LaunchEvent {
 inline constexpr std::string_view kImageOverrideIgnored = "ImageOverrideIgnored";
 inline constexpr std::string_view kUntrackedRunnerStopped = "UntrackedRunnerStopped";
 inline constexpr std::string_view kLimitExceeded = "LimitExceeded";
+inline constexpr std::string_view kRelayLost = "BerthdRelayLost";
 
 // Who hears what a launcher says about its runs (the dispatcher), from a launcher thread: each
 // run's end, once, and the events before it.

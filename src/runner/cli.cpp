@@ -219,6 +219,7 @@ void AddRunFlags(FlagSet& flags, RunOptions& o) {
     return {};
   });
   flags.Value("token-file", NonEmptyString(&o.token_file));
+  flags.Value("berthd-relay", NonEmptyString(&o.berthd_relay));
   flags.Value("run-id", [&o](std::string_view v) -> Result<void> {
     static const Pattern kId("[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?");
     if (!kId.Matches(v)) return Invalid("must be a run id (a DNS label)");
@@ -367,6 +368,8 @@ CommandLine ParseFlags(const std::vector<std::string>& args) {
       line.error = Usage("run: --op is required");
     } else if (run.options.gateway.empty() != run.options.run_id.empty()) {
       line.error = Usage("run: --gateway and --run-id go together");
+    } else if (!run.options.berthd_relay.empty() && run.options.gateway.empty()) {
+      line.error = Usage("run: --berthd-relay relays to berthd: it needs --gateway");
     }
     if (run.options.module.empty() && run.options.gateway.empty())
       run.options.module = "/berth/module";

@@ -63,6 +63,8 @@ struct RunOptions {
   std::string gateway;
   std::string token_file;  // default: the file BERTH_TOKEN_FILE names
   std::string run_id;
+  // A Unix socket that alone reaches berthd (the run's network is cut): berthd_relay.h.
+  std::string berthd_relay;
   std::string job_name;
   // output
   std::string outputs;

@@ -343,7 +343,11 @@ class Berthd {
                         .allow_server_paths = options.embedded,
                         .queued = &dispatch_feed_,
                         .logs = &log_feed_,
-                        .local_limits_refusal = base_.cgroups_refusal}) {
+                        .local_limits_refusal = base_.cgroups_refusal,
+                        .local_network_refusal =
+                            options.insecure_local_runners
+                                ? "local runs have no sandbox (--insecure-local-runners)"
+                                : ""}) {
     if (base_.kube_client) {
       kubernetes_ = std::make_unique<launch::KubernetesLauncher>(
           *base_.kube_client, std::move(*base_.kube_settings), SystemClock::Instance(),

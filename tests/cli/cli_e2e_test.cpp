@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "store/store.h"
 #include "sys/fd.h"
 #include "sys/files.h"
+#include "sys/stream_relay.h"
 #include "sys/subprocess.h"
 #include "test_tools.h"
 
@@ -506,6 +508,52 @@ resource "terraform_data" "attack" {
   }
 }
 )tf";
+
+// A module run by a runner with `network: berthd_only` reaches nothing but berthd, through
+// the relay in its run folder: its plan, log, state and result still arrive.
+constexpr const char* kNetworkProbeModule = R"tf(variable "listener" { type = string }
+resource "terraform_data" "probe" {
+  provisioner "local-exec" {
+    command = <<-EOT
+      echo "interfaces: $(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | paste -sd,)"
+      python3 -c 'import socket
+try:
+    socket.create_connection(("127.0.0.1", ${var.listener}), timeout=5); print("outside: reached")
+except OSError as e:
+    print("outside: unreachable")'
+    EOT
+  }
+}
+output "done" { value = "yes" }
+)tf";
+
+TEST_F(BerthCli, ARunnerThatCutsTheNetworkReachesBerthdAndNothingElse) {
+  // berth up's own runner, which its project `default` deploys with.
+  auto cut =
+      Berth({"update", "runner", "local", "--set", "runner_configuration.network=berthd_only"});
+  ASSERT_EQ(cut.exit_code, 0) << cut.output;
+  fs::path module = dir_->Path() / "probe";
+  fs::create_directories(module);
+  ASSERT_TRUE(sys::WriteFileAtomic(module / "main.tf", kNetworkProbeModule));
+  fs::permissions(module / "main.tf", fs::perms::others_read, fs::perm_options::add);
+  int port = 0;
+  auto listener = sys::ListenLoopback(port);  // outside the run: it must not get through
+  ASSERT_TRUE(listener);
+  auto deployed = Berth({"deploy", module.string(), "--env", "dev", "--auto-approve", "--var",
+                         "listener=" + std::to_string(port)});
+  ASSERT_EQ(deployed.exit_code, 0) << deployed.output << Log();
+  EXPECT_NE(deployed.output.find("done = \"yes\""), std::string::npos) << deployed.output;
+  std::string id = deployed.output.substr(deployed.output.find("deployment d-") + 11, 12);
+  auto logs = Berth({"logs", id});
+  ASSERT_EQ(logs.exit_code, 0) << logs.output;
+  EXPECT_NE(logs.output.find("(local-exec): interfaces: lo\n"), std::string::npos) << logs.output;
+  EXPECT_NE(logs.output.find("(local-exec): outside: unreachable"), std::string::npos)
+      << logs.output;
+  pollfd waiting{.fd = listener->Get(), .events = POLLIN, .revents = 0};
+  EXPECT_EQ(poll(&waiting, 1, 0), 0) << "the run connected out";
+  auto versions = Berth({"state", "show", "dev", "--project", "default"});
+  EXPECT_EQ(versions.exit_code, 0) << versions.output;
+}
 
 TEST_F(BerthCli, AHostileModuleFindsNothingOfBerthdInItsSandbox) {
   fs::path hostile = dir_->Path() / "hostile";

@@ -164,7 +164,8 @@ TEST(RunnerCli, AnInvocationRoundTripsThroughTheRunnersParser) {
                       .result_max_bytes = 2048,
                       .binary = "terraform",
                       .image = "berth/runner:1",
-                      .event_object = "Pod/team/berth-run-d-1-apply"};
+                      .event_object = "Pod/team/berth-run-d-1-apply",
+                      .berthd_relay = "/runs/d-1/relay/berthd.sock"};
   auto line = Parse(in.Args());
   ASSERT_FALSE(line.error) << line.error->message;
   const RunOptions& o = std::get<RunCommand>(line.command).options;
@@ -189,6 +190,7 @@ TEST(RunnerCli, AnInvocationRoundTripsThroughTheRunnersParser) {
   EXPECT_EQ(o.binary, in.binary);
   EXPECT_EQ(o.image, in.image);
   EXPECT_EQ(o.event_object, in.event_object);
+  EXPECT_EQ(o.berthd_relay, in.berthd_relay);
 
   // Unset fields are left out, and the runner's defaults stand.
   auto bare = Parse(RunnerInvocation{.op = "plan"}.Args());
@@ -223,6 +225,7 @@ INSTANTIATE_TEST_SUITE_P(
         Refused{{"run", "--op=plan", "--binary=opentofu"}, "--binary", true},
         Refused{{"run", "--op=plan", "--event-object=Pod"}, "--event-object", true},
         Refused{{"run", "--op=plan", "--state-backend=consul"}, "--state-backend", true},
+        Refused{{"run", "--op=plan", "--berthd-relay=/s"}, "--berthd-relay", true},
         Refused{{"run", "--op=plan", "--allow-destroy=maybe"}, "--allow-destroy", true},
         Refused{{"run", "--op=plan", "--module"}, "needs an argument: --module", true},
         Refused{{"--v=-1", "run", "--op=plan"}, "--v", true},

@@ -126,6 +126,29 @@ TEST_F(RunnerLimitsApi, LimitsThisBerthdCannotHoldAreRefusedWhenSaved) {
   EXPECT_NE(bad.body.find("$.runner_configuration.limits.processes"), std::string::npos);
 }
 
+// Without a sandbox, a local run cannot have a network of its own: a runner asking for one is
+// refused when saved, not run with the machine's network.
+class RunnerNetworkApi : public ApiFixture {
+ protected:
+  ApiOptions Options() override { return {.local_network_refusal = "no sandbox here"}; }
+  net::ServerResponse Create(const std::string& id, const std::string& network) {
+    return Call("POST", "/orgs/acme/runners",
+                R"({"id":")" + id + R"(","runner_configuration":{"type":"local","network":")" +
+                    network + R"("},"state_storage_configuration":{"type":"berth"}})");
+  }
+};
+
+TEST_F(RunnerNetworkApi, ANetworkCutThisBerthdCannotMakeIsRefusedWhenSaved) {
+  auto refused = Create("cut", "berthd_only");
+  EXPECT_EQ(refused.status, 409) << refused.body;
+  EXPECT_NE(refused.body.find("$.runner_configuration.network"), std::string::npos) << refused.body;
+  EXPECT_NE(refused.body.find("no sandbox here"), std::string::npos) << refused.body;
+  EXPECT_EQ(Create("full", "full").status, 201);
+  auto bad = Create("bad", "off");
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_NE(bad.body.find("full, berthd_only"), std::string::npos) << bad.body;
+}
+
 TEST(HttpServer, ServesTlsFromFilesAndOnlyToClientsThatTrustIt) {
   auto dir = sys::TempDir::Create("tls");
   ASSERT_TRUE(dir);

@@ -6,6 +6,7 @@
 
 #include <fstream>
 
+#include "core/http_url.h"
 #include "launch/run_outcome.h"
 #include "sys/files.h"
 
@@ -43,6 +44,13 @@ T RunnerSetting(const LaunchRequest& request, const char* field, T fallback) {
   const nlohmann::json& config = request.runner_configuration;
   return config.is_object() ? config.value(field, fallback) : fallback;
 }
+
+// A runner with `network: berthd_only`: its runs get a network namespace of their own and reach
+// berthd only through relay/berthd.sock in their folder (sys/stream_relay.h, docs/security.md).
+bool CutsNetwork(const LaunchRequest& request) {
+  return RunnerSetting<std::string>(request, "network", "full") == "berthd_only";
+}
+fs::path RelaySocket(const fs::path& dir) { return dir / "relay" / "berthd.sock"; }
 
 // The folders and files of berthd's environment every sandboxed run sees read-only: the
 // program folders on PATH, and the TF CLI configuration with the provider mirrors it names.
@@ -189,6 +197,11 @@ SandboxMounts LocalLauncher::MountsOf(const Run& run, const RunnerInvocation& in
   }
   mounts.read_only.insert(mounts.read_only.end(), environment_mounts_.begin(),
                           environment_mounts_.end());
+  if (CutsNetwork(run.request)) {
+    mounts.own_network = true;
+    mounts.hosts = dir / "hosts";
+    mounts.read_write.push_back(dir / "relay");
+  }
   return mounts;
 }
 
@@ -200,6 +213,15 @@ Result<void> LocalLauncher::Start(Run& run) {
   if (auto made = MakeRunFolder(run); !made) return made.error();
 
   RunnerInvocation invocation = run.request.invocation;
+  if (CutsNetwork(run.request)) {
+    if (!options_.sandbox)
+      return MakeError(
+          ErrorKind::kFailedPrecondition,
+          "runner " + run.request.runner_id +
+              " sets network: berthd_only, which needs the sandbox: " + options_.refusal);
+    if (auto relayed = StartRelay(run); !relayed) return relayed.error();
+    invocation.berthd_relay = RelaySocket(dir).string();
+  }
   invocation.ns = "local";
   invocation.name = run_id;
   invocation.workdir = (dir / "work").string();
@@ -331,7 +353,51 @@ void LocalLauncher::CheckLimits(Run& run, std::chrono::steady_clock::time_point 
     kill(-run.adopted_pid, SIGTERM);
 }
 
+Result<void> LocalLauncher::StartRelay(Run& run) const {
+  auto berthd = HttpUrl::Parse(run.request.invocation.gateway);
+  if (!berthd) return berthd.error();
+  // Inside, the runner listens on 127.0.0.1 and the run's /etc/hosts names it: a name or
+  // 127.0.0.1 can be pointed there, another address cannot.
+  const bool ip = berthd->host.find_first_not_of("0123456789.") == std::string::npos ||
+                  berthd->host.find(':') != std::string::npos;
+  if (ip && berthd->host != "127.0.0.1")
+    return MakeError(ErrorKind::kFailedPrecondition,
+                     "runner " + run.request.runner_id +
+                         " sets network: berthd_only, which needs runs to reach berthd by a host "
+                         "name or 127.0.0.1, not " +
+                         berthd->host + " (berthd's --advertise-url)");
+  // The runner, not root, listens at berthd's port in the run's network: one it may take.
+  if (berthd->port < 1024)
+    return MakeError(ErrorKind::kFailedPrecondition,
+                     "runner " + run.request.runner_id +
+                         " sets network: berthd_only, which needs runs to reach berthd at a port "
+                         "from 1024 (berthd's --advertise-url names " +
+                         std::to_string(berthd->port) + ")");
+  const fs::path& dir = run.dir;
+  std::string hosts = "127.0.0.1 localhost\n::1 localhost\n";
+  if (!ip) hosts += "127.0.0.1 " + berthd->host + "\n";
+  if (auto written = sys::WriteFileAtomic(dir / "hosts", hosts); !written) return written.error();
+  std::error_code ec;
+  fs::permissions(dir / "hosts",
+                  fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read, ec);
+  fs::create_directories(dir / "relay", ec);
+  // Only the run's user may connect: the socket is its own, in a folder of its own.
+  std::optional<uid_t> owner = options_.sandbox->RunUid();
+  auto listener = sys::ListenUnix(RelaySocket(dir).string());
+  if (!listener) return listener.error();
+  if (owner && (chown((dir / "relay").c_str(), *owner, *owner) != 0 ||
+                chown(RelaySocket(dir).c_str(), *owner, *owner) != 0))
+    return MakeError(ErrorKind::kUnavailable, "cannot give the run its relay socket", dir);
+  auto relay = sys::StreamRelay::Start(
+      std::move(*listener),
+      [host = berthd->host, port = berthd->port] { return sys::ConnectTcp(host, port); });
+  if (!relay) return relay.error();
+  run.relay = std::move(*relay);
+  return {};
+}
+
 RunOutcome LocalLauncher::FinishRun(Run& run, std::optional<int> exit_code) {
+  run.relay.reset();
   RunOutcome outcome = Finish(run.dir, exit_code);
   if (run.cgroup) {
     run.cgroup->KillAll();  // what left the process group goes too
@@ -419,6 +485,11 @@ Result<void> LocalLauncher::Recover(const std::vector<LaunchRequest>& known) {
       run.limits = RunLimits::FromRunner(request.runner_configuration);
       if (options_.cgroups && !run.limits.NeedingCgroup().empty())
         run.cgroup = options_.cgroups->Existing(request.run_id);
+      // Its way to berthd went with the berthd before: the runner's relay reconnects to this one.
+      if (CutsNetwork(request) && options_.sandbox) {
+        if (auto relayed = StartRelay(run); !relayed)
+          observer_.OnRunEvent(request.run_id, {std::string(kRelayLost), relayed.error().message});
+      }
       continue;
     }
     std::error_code ec;

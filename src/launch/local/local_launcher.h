@@ -26,6 +26,7 @@
 #include "launch/launcher.h"
 #include "launch/local/run_limits.h"
 #include "launch/local/sandbox.h"
+#include "sys/stream_relay.h"
 #include "sys/subprocess.h"
 
 namespace berth::launch {
@@ -78,6 +79,7 @@ class LocalLauncher final : public Launcher {
     std::optional<RunCgroup> cgroup;
     std::string limit_hit;  // which limit stopped it, as the outcome says
     std::chrono::steady_clock::time_point next_limit_check{};
+    std::unique_ptr<sys::StreamRelay> relay;  // its only way to berthd, when its network is cut
   };
 
   // The run's folder: under its runner's work_dir, else runs_dir.
@@ -85,6 +87,9 @@ class LocalLauncher final : public Launcher {
   // Whether the launcher and the request's runner both have room for one more run.
   bool HasRoom(const LaunchRequest& request) const REQUIRES(mutex_);
   Result<void> Start(Run& run) REQUIRES(mutex_);
+  // The relay of a run whose network is cut: relay/berthd.sock in its folder, to berthd's URL,
+  // and the /etc/hosts that points berthd's host name at the runner's end of it.
+  Result<void> StartRelay(Run& run) const;
   // The run's folder made for it: owned by the sandbox's user, the token readable by it only.
   Result<void> MakeRunFolder(const Run& run) const;
   // What the run's sandbox shows it: its folder's run parts, its module and inputs, and

@@ -111,6 +111,8 @@ std::vector<std::string> Sandbox::Wrap(const SandboxMounts& mounts,
     args.insert(args.end(), {"--perms", "0755", "--dir", folder});
   for (const auto& [p, rw] : writable)
     args.insert(args.end(), {rw ? "--bind" : "--ro-bind-try", p, p});
+  if (mounts.own_network) args.emplace_back("--unshare-net");
+  if (!mounts.hosts.empty()) args.insert(args.end(), {"--ro-bind", mounts.hosts, "/etc/hosts"});
   args.insert(args.end(), {"--chdir", mounts.working_dir.string()});
   args.insert(args.end(), {"--seccomp", std::to_string(seccomp_fd)});
   if (privileged_) {

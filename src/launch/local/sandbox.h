@@ -25,6 +25,9 @@ struct SandboxMounts {
   std::vector<std::filesystem::path> read_only;   // files or folders, at the same paths
   std::filesystem::path tmp;                      // mounted as the run's private /tmp
   std::filesystem::path working_dir;
+  // A network namespace of its own, with loopback only; hosts, if set, is its /etc/hosts.
+  bool own_network = false;
+  std::filesystem::path hosts;
 };
 
 class Sandbox {

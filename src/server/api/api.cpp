@@ -73,17 +73,21 @@ Result<void> CheckLaunchable(const RunnerSpec& spec, const Caller& caller) {
   return error;
 }
 
-// A local runner's limits that need control groups, on a berthd that cannot make them: refused
-// when saved rather than ignored at run time.
-Result<void> CheckLimitsEnforceable(const RunnerSpec& spec, const std::string& refusal) {
-  if (spec.type != RunnerType::kLocal || refusal.empty()) return {};
+// A local runner's limits that need control groups, or a network cut that needs the sandbox,
+// on a berthd that cannot give them: refused when saved rather than ignored at run time.
+Result<void> CheckLocalEnforceable(const RunnerSpec& spec, const ApiOptions& options) {
+  if (spec.type != RunnerType::kLocal) return {};
   const json limits = spec.runner_configuration.value("limits", json::object());
   FieldErrors fields;
   for (const char* name : {"memory", "cpu_seconds", "processes"}) {
-    if (limits.contains(name))
+    if (limits.contains(name) && !options.local_limits_refusal.empty())
       fields.push_back({std::string("$.runner_configuration.limits.") + name,
-                        "cannot be enforced by this berthd: " + refusal});
+                        "cannot be enforced by this berthd: " + options.local_limits_refusal});
   }
+  if (spec.runner_configuration.value("network", "full") != "full" &&
+      !options.local_network_refusal.empty())
+    fields.push_back({"$.runner_configuration.network",
+                      "cannot be enforced by this berthd: " + options.local_network_refusal});
   if (fields.empty()) return {};
   Error error = InvalidFields("invalid runner " + spec.id, std::move(fields));
   error.kind = ErrorKind::kFailedPrecondition;
@@ -215,14 +219,13 @@ std::vector<ResourceType> ResourceTypes(const ApiOptions& options) {
        }});
 
   types.push_back({Kind::kRunner, "runners", false,
-                   [refusal = options.local_limits_refusal](
-                       store::Store&, const Caller& caller, const std::string&,
-                       const std::string& id, json body) -> Result<Record> {
+                   [options](store::Store&, const Caller& caller, const std::string&,
+                             const std::string& id, json body) -> Result<Record> {
                      auto spec = ParseRunnerSpec(id, std::move(body));
                      if (!spec) return spec.error();
                      if (auto launchable = CheckLaunchable(*spec, caller); !launchable)
                        return launchable.error();
-                     if (auto enforceable = CheckLimitsEnforceable(*spec, refusal); !enforceable)
+                     if (auto enforceable = CheckLocalEnforceable(*spec, options); !enforceable)
                        return enforceable.error();
                      Record r;
                      r.kind = Kind::kRunner;

@@ -30,6 +30,8 @@ struct ApiOptions {
   // Why local runs cannot have memory, CPU time or process limits here (no control groups);
   // empty: they can. A runner that sets one is then refused when saved.
   std::string local_limits_refusal;
+  // Why local runs cannot have their network cut here (no sandbox); empty: they can.
+  std::string local_network_refusal;
 };
 
 class ApiHandlers;

@@ -222,10 +222,9 @@ net::ServerResponse DeploymentRoutes::Logs(const RouteRequest& r, const Caller& 
   if (!d) return ErrorResponse(d.error());
   int64_t after = QueryInt(r, "after");
   if (after < 0) return ErrorResponse(Invalid("after", "must be a whole number of at least 0"));
-  auto follow = r.query.find("follow");
-  if (follow != r.query.end() && follow->second != "true" && follow->second != "false")
-    return ErrorResponse(Invalid("follow", "must be true or false"));
-  bool following = follow != r.query.end() && follow->second == "true";
+  auto follow_asked = QueryBool(r, "follow");
+  if (!follow_asked) return ErrorResponse(follow_asked.error());
+  const bool following = *follow_asked;
   std::string text;
   for (bool full = true; full;) {
     auto batch = ReadLogAfter(store_.DeploymentData(), c.org, id, after, &full);
@@ -256,8 +255,9 @@ net::ServerResponse DeploymentRoutes::Logs(const RouteRequest& r, const Caller& 
 }
 
 net::ServerResponse DeploymentRoutes::Outputs(const RouteRequest& r, const Caller& c) const {
-  auto shown = r.query.find("sensitive");
-  bool reveal = shown != r.query.end() && shown->second == "true";
+  auto sensitive_asked = QueryBool(r, "sensitive");
+  if (!sensitive_asked) return ErrorResponse(sensitive_asked.error());
+  const bool reveal = *sensitive_asked;
   if (reveal && !c.scopes.Allow(Scope::kDeploy))
     return ScopeDenied(c, Scope::kDeploy, "sensitive outputs");
   const std::string& id = r.params.at("id");

@@ -64,6 +64,13 @@ std::optional<int64_t> WholeNumber(std::string_view text) {
   return n;
 }
 
+Result<bool> QueryBool(const RouteRequest& r, const std::string& name) {
+  auto it = r.query.find(name);
+  if (it == r.query.end() || it->second == "false") return false;
+  if (it->second == "true") return true;
+  return Invalid(name, "must be true or false");
+}
+
 std::string ApiTime(int64_t unix_millis) {
   return FormatRfc3339(
       std::chrono::system_clock::time_point(std::chrono::milliseconds(unix_millis)), 3);

@@ -55,6 +55,9 @@ Result<nlohmann::json> ValidateWith(const Schema& schema, nlohmann::json body);
 // fit in 64 bits; nothing otherwise.
 std::optional<int64_t> WholeNumber(std::string_view text);
 
+// A boolean query parameter: true or false, absent is false; anything else is an error naming it.
+Result<bool> QueryBool(const RouteRequest& r, const std::string& name);
+
 // A time the API shows: RFC 3339 UTC with milliseconds.
 std::string ApiTime(int64_t unix_millis);
 
