@@ -131,7 +131,7 @@ Schema LocalRunLimits() {
       Optional("cpu_seconds",
                std::move(
                    Schema::Integer()
-                       .Range(1, 7 * 24 * 3600)
+                       .Range(1, int64_t{7} * 24 * 3600)
                        .Doc("CPU time of all the run's processes together, beyond which the run is "
                             "stopped (needs cgroups: a root berthd)"))),
       Optional("disk", ByteQuantity(16 << 20,

@@ -98,7 +98,7 @@ Schema& Schema::Require(Check check) {
   return *this;
 }
 
-Schema& Schema::JsonSchema(json form) {
+Schema& Schema::JsonSchema(const json& form) {
   json_schema_.update(form);
   return *this;
 }

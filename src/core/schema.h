@@ -52,7 +52,7 @@ class Schema {
   Schema& Require(Check check);
   // Merged over the JSON Schema this schema renders: the JSON Schema form of its Require()
   // checks, so that what the document calls valid, berthd accepts.
-  Schema& JsonSchema(nlohmann::json form);
+  Schema& JsonSchema(const nlohmann::json& form);
 
   Kind GetKind() const { return kind_; }
   const std::vector<Field>& Fields() const { return fields_; }

@@ -83,7 +83,7 @@ void StreamRelay::Accept() {
 }
 
 void StreamRelay::Pump(Fd client, Fd target) const {
-  std::array<char, 64 * 1024> buffer{};
+  std::array<char, size_t{64} << 10> buffer{};
   // A side that has sent its last byte is shut down for writing on the other; the relay ends
   // when both directions have.
   std::array<bool, 2> open{true, true};

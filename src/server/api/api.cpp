@@ -115,7 +115,7 @@ Result<void> FitsItsEnvironments(store::Store& store, const std::string& org,
       auto env_labels = ParseLabels(env.body.value("labels", json::object()), "$.labels");
       if (!env_labels) continue;  // stored labels were valid when saved
       if (auto merged = EffectiveLabels(project_labels, *env_labels); !merged)
-        return LabelConflict(std::move(merged.error()), "with environment " + env.id + "'s");
+        return LabelConflict(merged.error(), "with environment " + env.id + "'s");
     }
     if (page->next.empty()) return {};
     query.after = page->next;
@@ -196,7 +196,7 @@ std::vector<ResourceType> ResourceTypes(const ApiOptions& options) {
          if (!parent) return parent.error();
          if (auto merged = EffectiveLabels(parent->body.value("labels", json::object()), *labels);
              !merged)
-           return LabelConflict(std::move(merged.error()), "with project " + project + "'s");
+           return LabelConflict(merged.error(), "with project " + project + "'s");
          Record r;
          r.kind = Kind::kEnvironment;
          r.org_id = caller.org;
