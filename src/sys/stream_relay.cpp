@@ -57,12 +57,12 @@ StreamRelay::~StreamRelay() {
   uint64_t one = 1;
   [[maybe_unused]] ssize_t written = ::write(stop_.Get(), &one, sizeof one);
   if (acceptor_.joinable()) acceptor_.join();
-  std::vector<std::thread> pumps;
+  std::vector<Pumping> pumps;
   {
     MutexLock lock(mutex_);
     pumps.swap(pumps_);
   }
-  for (std::thread& pump : pumps) pump.join();
+  for (Pumping& pump : pumps) pump.thread.join();
 }
 
 void StreamRelay::Accept() {
@@ -76,9 +76,19 @@ void StreamRelay::Accept() {
     auto target = connect_();
     if (!target) continue;  // closing the client tells it: nothing is behind the relay now
     MutexLock lock(mutex_);
-    pumps_.emplace_back([this, c = std::move(client), t = std::move(*target)]() mutable {
-      Pump(std::move(c), std::move(t));
+    // A long run opens many connections (a log shipped every second): the ended ones go.
+    std::erase_if(pumps_, [](Pumping& pump) {
+      if (!pump.done->load()) return false;
+      pump.thread.join();
+      return true;
     });
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    pumps_.push_back(
+        {std::thread([this, done, c = std::move(client), t = std::move(*target)]() mutable {
+           Pump(std::move(c), std::move(t));
+           done->store(true);
+         }),
+         done});
   }
 }
 

@@ -5,6 +5,7 @@
 // to its own address.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -37,8 +38,13 @@ class StreamRelay {
   Fd listener_;
   Fd stop_;  // an eventfd every loop polls: readable once the relay stops
   Connect connect_;
+  // A connection's copying thread; joined once it is done, when the next connection comes.
+  struct Pumping {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
   Mutex mutex_;
-  std::vector<std::thread> pumps_ GUARDED_BY(mutex_);
+  std::vector<Pumping> pumps_ GUARDED_BY(mutex_);
   std::thread acceptor_;
 };
 
