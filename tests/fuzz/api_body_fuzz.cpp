@@ -28,10 +28,15 @@ struct Api {
 };
 
 constexpr std::pair<const char*, const char*> kRoutes[] = {
-    {"POST", "/orgs/acme/runners"},           {"POST", "/orgs/acme/projects"},
-    {"POST", "/orgs/acme/env-types"},         {"POST", "/orgs/acme/runner-rules"},
-    {"POST", "/orgs/acme/projects/web/envs"}, {"PATCH", "/orgs/acme/runners/here"},
-    {"POST", "/orgs/acme/deployments"},       {"PATCH", "/orgs/acme/projects/web"},
+    {"POST", "/orgs/acme/runners"},
+    {"POST", "/orgs/acme/projects"},
+    {"POST", "/orgs/acme/env-types"},
+    {"POST", "/orgs/acme/runner-rules"},
+    {"POST", "/orgs/acme/projects/web/envs"},
+    {"PATCH", "/orgs/acme/runners/here"},
+    {"POST", "/orgs/acme/deployments"},
+    {"PATCH", "/orgs/acme/projects/web"},
+    {"POST", "/orgs/acme/tokens"},
 };
 
 }  // namespace
