@@ -126,6 +126,10 @@ Result<std::unique_ptr<SqlConnection>> OpenPostgres(const std::string& conninfo)
   // Quiet NOTICEs (CREATE ... IF NOT EXISTS) that libpq would print on stderr.
   PQsetNoticeProcessor(
       conn, [](void*, const char*) {}, nullptr);
+  // A commit is answered once it is flushed, whatever the server's default says: a state
+  // version tofu was told is saved must survive the database server's crash.
+  if (auto durable = connection->ExecuteScript("SET synchronous_commit = on"); !durable)
+    return durable.error();
   return std::unique_ptr<SqlConnection>(std::move(connection));
 }
 

@@ -109,6 +109,35 @@ TEST_P(StoreTest, ADatabaseFromANewerBerthIsRefused) {
   EXPECT_NE(refused.error().message.find("upgrade berth"), std::string::npos);
 }
 
+// What is acknowledged is on disk: SQLite syncs its write-ahead log at every commit (FULL, 2);
+// PostgreSQL answers a commit once it is flushed, even where the server's default says not to.
+TEST_P(StoreTest, ACommitIsOnDiskBeforeItIsAcknowledged) {
+  if (GetParam() == Backend::kPostgres) {
+    auto c = OpenPostgres(url_);
+    ASSERT_TRUE(c);
+    auto database = (*c)->Query("SELECT current_database()");
+    ASSERT_TRUE(database);
+    const std::string name = database->front().Text(0);
+    ASSERT_TRUE((*c)->Execute("ALTER DATABASE " + name + " SET synchronous_commit = off"));
+    auto fresh = OpenPostgres(url_);  // a session that starts with that default
+    ASSERT_TRUE((*c)->Execute("ALTER DATABASE " + name + " RESET synchronous_commit"));
+    ASSERT_TRUE(fresh);
+    auto mode = (*fresh)->Query("SHOW synchronous_commit");
+    ASSERT_TRUE(mode);
+    EXPECT_EQ(mode->front().Text(0), "on");
+    return;
+  }
+  auto c = OpenSqlite(url_.substr(7));
+  ASSERT_TRUE(c);
+  auto mode = (*c)->Query("PRAGMA synchronous");
+  ASSERT_TRUE(mode);
+  ASSERT_EQ(mode->size(), 1U);
+  EXPECT_EQ(mode->front().Int(0), 2) << "synchronous=FULL";
+  auto journal = (*c)->Query("PRAGMA journal_mode");
+  ASSERT_TRUE(journal);
+  EXPECT_EQ(journal->front().Text(0), "wal");
+}
+
 TEST_P(StoreTest, OrganizationsAndTokens) {
   EXPECT_FALSE(*store_->CreateOrganization("acme"));  // already there
   EXPECT_TRUE(*store_->OrganizationExists("acme"));
