@@ -151,6 +151,12 @@ class SqlStateStore final : public StateStore {
     auto holder = HolderOn(*c, key);
     if (holder && holder->id != lock_id) return Locked(key, holder->info);
     if (!holder && holder.error().kind != ErrorKind::kNotFound) return holder.error();
+    // A write under a lock that is gone (broken by an operator, released when its run ended)
+    // comes from a run that no longer holds the state: late, it must not land on top.
+    if (!holder && !lock_id.empty())
+      return MakeError(ErrorKind::kFailedPrecondition,
+                       "the lock " + lock_id + " on " + key +
+                           " is no longer held (it was broken or released): the write is refused");
     auto last = c->Query("SELECT MAX(version) FROM state_versions WHERE state_key = $1", {key});
     if (!last) return last.error();
     StateVersion version;

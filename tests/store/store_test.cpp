@@ -436,6 +436,15 @@ TEST_P(StoreTest, ALockedStateTakesWritesOnlyFromItsHolder) {
   EXPECT_EQ(states.Holder("acme/web/dev").error().kind, ErrorKind::kNotFound);
   ASSERT_TRUE(states.Lock("acme/web/dev", {"lock-c", "{}", 0}));
   EXPECT_TRUE(states.Unlock("acme/web/dev", ""));  // forced
+  // A write that comes late under the broken lock is refused, even with nobody holding it now.
+  auto late = states.Put("acme/web/dev", R"({"late":true})", "lock-c", "run-3");
+  ASSERT_FALSE(late);
+  EXPECT_EQ(late.error().kind, ErrorKind::kFailedPrecondition);
+  EXPECT_NE(late.error().message.find("no longer held"), std::string::npos);
+  EXPECT_EQ(states.Delete("acme/web/dev", "lock-c", "run-3").error().kind,
+            ErrorKind::kFailedPrecondition);
+  EXPECT_EQ(*states.Current("acme/web/dev"), "{}") << "the late write did not land";
+  EXPECT_TRUE(states.Put("acme/web/dev", "{}", "", "run-4")) << "an unlocked write is taken";
 }
 
 TEST_P(StoreTest, OfConcurrentLockersExactlyOneHoldsTheLock) {
