@@ -31,7 +31,7 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/berth-bench-XXXXXX")
 UP_PIDS=()
 cleanup() {
   for pid in "${UP_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null && wait "$pid" || true; done
-  rm -rf "$WORK"
+  [[ -n ${KEEP:-} ]] || rm -rf "$WORK"
 }
 trap cleanup EXIT
 export PATH=$(dirname "$BERTH_TEST_TOFU"):$PATH HOME=$WORK
@@ -49,23 +49,32 @@ up() {
 up "$BERTH" "$WORK/data"
 [[ -z $BASE_BERTH ]] || up "$BASE_BERTH" "$WORK/base"
 
-# examples/file (a provider-backed module) writes a file: each run its own.
-vars() { [[ $MODULE == *examples/file ]] && echo "{\"path\": \"$WORK/$1.txt\"}" || echo "{}"; }
+# examples/file (a provider-backed module) writes a file: each run its own, relative to its work
+# folder (a sandboxed run can write nowhere else).
+vars() { [[ $MODULE == *examples/file ]] && echo "{\"path\": \"$1.txt\"}" || echo "{}"; }
 
 # Prints how long `berth deploy` of binary $1 against data folder $2 took for run $3, in ms.
 deploy() {
   vars "$3" >"$WORK/$3.vars.json"
   local start
   start=$(now)
-  "$1" --data-dir="$2" deploy "$MODULE" --env "bench-$3" --var-file="$WORK/$3.vars.json" \
-    >"$WORK/$3.log"
+  if ! "$1" --data-dir="$2" deploy "$MODULE" --env "bench-$3" --var-file="$WORK/$3.vars.json" \
+    >"$WORK/$3.log" 2>&1; then
+    echo "berth deploy failed ($1, run $3):" >&2
+    tail -5 "$WORK/$3.log" >&2
+    exit 1
+  fi
   echo $(( ($(now) - start) / 1000000 ))
 }
 
 deploy_ms=() base_ms=() hand_ms=()
 for i in $(seq "$N"); do
-  deploy_ms+=($(deploy "$BERTH" "$WORK/data" "d$i"))
-  [[ -z $BASE_BERTH ]] || base_ms+=($(deploy "$BASE_BERTH" "$WORK/base" "b$i"))
+  ms=$(deploy "$BERTH" "$WORK/data" "d$i") || exit 1
+  deploy_ms+=("$ms")
+  if [[ -n $BASE_BERTH ]]; then
+    ms=$(deploy "$BASE_BERTH" "$WORK/base" "b$i") || exit 1
+    base_ms+=("$ms")
+  fi
 
   vars "h$i" >"$WORK/h$i.vars.json"
   start=$(now)

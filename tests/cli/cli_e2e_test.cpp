@@ -60,11 +60,14 @@ class BerthCli : public ::testing::Test {
   void StartUp() {
     log_ = (dir_->Path() / ("up-" + std::to_string(++starts_) + ".log")).string();
     sys::SpawnOptions options;
-    options.argv = {BERTH_CLI_BIN, "up", "--data-dir=" + data_, "--listen=127.0.0.1:0"};
-    options.output_path = log_;
-    // berthd's local runs find tofu on its PATH, as a user's would.
+    // berthd's local runs find tofu on its PATH, as a user's would, and providers in the mirror.
     auto tofu = testenv::TestTool("BERTH_TEST_TOFU");
     ASSERT_TRUE(tofu) << tofu.error().ToString();
+    auto mirror = testenv::TestTool("BERTH_TEST_PROVIDER_MIRROR");
+    ASSERT_TRUE(mirror) << mirror.error().ToString();
+    options.argv = {BERTH_CLI_BIN, "up", "--data-dir=" + data_, "--listen=127.0.0.1:0",
+                    "--providers=" + mirror->string()};
+    options.output_path = log_;
     options.env = std::vector<std::string>{
         "PATH=" + tofu->parent_path().string() + ":/usr/bin:/bin", "HOME=" + dir_->Path().string()};
     auto up = sys::Subprocess::Spawn(options);
@@ -512,6 +515,16 @@ resource "terraform_data" "attack" {
 // A module run by a runner with `network: berthd_only` reaches nothing but berthd, through
 // the relay in its run folder: its plan, log, state and result still arrive.
 constexpr const char* kNetworkProbeModule = R"tf(variable "listener" { type = string }
+terraform {
+  required_providers {
+    berthtest = { source = "berth/berthtest", version = "0.1.0" }
+  }
+}
+# A provider starts and answers: its plugin socket needs no network.
+resource "berthtest_file" "written" {
+  path    = "written.txt"
+  content = "through the relay"
+}
 resource "terraform_data" "probe" {
   provisioner "local-exec" {
     command = <<-EOT

@@ -230,9 +230,12 @@ Result<void> LocalLauncher::Start(Run& run) {
   spawn.argv = invocation.Args();
   spawn.argv.insert(spawn.argv.begin(), options_.runner_binary.string());
   // Only what the run is given: no berthd secrets, no stray credentials of the host.
-  spawn.env = std::vector<std::string>{"HOME=" + (dir / "home").string(),
-                                       "TMPDIR=" + (dir / "tmp").string(),
-                                       "BERTH_TOKEN_FILE=" + (dir / "token").string()};
+  // In the sandbox the run's tmp folder is its /tmp (its own path is not there): a provider
+  // makes its plugin socket in TMPDIR, and fails to start where that path does not exist.
+  spawn.env = std::vector<std::string>{
+      "HOME=" + (dir / "home").string(),
+      "TMPDIR=" + (options_.sandbox ? std::string("/tmp") : (dir / "tmp").string()),
+      "BERTH_TOKEN_FILE=" + (dir / "token").string()};
   for (const std::string& entry : options_.environment) {
     // A plugin cache every run could write is one a run could poison for the others.
     if (options_.sandbox && entry.starts_with("TF_PLUGIN_CACHE_DIR=")) continue;
