@@ -11,46 +11,15 @@
 #include <cctype>
 #include <memory>
 
+#include "core/http_url.h"
 #include "net/http_client.h"
 
 namespace berth::net {
 namespace {
 
-struct Url {
-  bool tls = false;
-  std::string host;
-  std::string port;
-  std::string target;  // path and query
-};
-
-Result<Url> ParseUrl(const std::string& url) {
-  Url u;
-  std::string rest;
-  if (url.starts_with("https://")) {
-    u.tls = true;
-    rest = url.substr(8);
-  } else if (url.starts_with("http://")) {
-    rest = url.substr(7);
-  } else {
-    return MakeError(ErrorKind::kInvalidArgument, "URL: must start with http:// or https://", url);
-  }
-  size_t slash = rest.find('/');
-  std::string authority = rest.substr(0, slash);
-  u.target = slash == std::string::npos ? "/" : rest.substr(slash);
-  if (!authority.empty() && authority.front() == '[') {  // [IPv6]:port
-    size_t close = authority.find(']');
-    if (close == std::string::npos)
-      return MakeError(ErrorKind::kInvalidArgument, "URL: bad IPv6 host", url);
-    u.host = authority.substr(1, close - 1);
-    u.port = close + 2 <= authority.size() ? authority.substr(close + 2) : "";
-  } else {
-    size_t colon = authority.rfind(':');
-    u.host = authority.substr(0, colon);
-    u.port = colon == std::string::npos ? "" : authority.substr(colon + 1);
-  }
-  if (u.port.empty()) u.port = u.tls ? "443" : "80";
-  if (u.host.empty()) return MakeError(ErrorKind::kInvalidArgument, "URL: no host", url);
-  return u;
+// What a request line needs of a URL: the path and query, "/" when it names none.
+std::string Target(const HttpUrl& url) {
+  return url.rest.starts_with('/') ? url.rest : "/" + url.rest;
 }
 
 template <class T, void (*Free)(T*)>
@@ -134,14 +103,16 @@ class OpenSslHttpClient final : public HttpClient {
   explicit OpenSslHttpClient(TlsConfig tls) : tls_(std::move(tls)) {}
 
   Result<HttpResponse> Send(const HttpRequest& request) override {
-    auto url = ParseUrl(request.url);
+    auto url = HttpUrl::Parse(request.url);
     if (!url) return url.error();
     const std::string context = request.method + " " + request.url;
     std::unique_ptr<BIO, Deleter<BIO, BIO_free_all>> bio;
     std::unique_ptr<SSL_CTX, Deleter<SSL_CTX, SSL_CTX_free>> ctx;
-    std::string address = url->host + ":" + url->port;
-    if (url->host.find(':') != std::string::npos) address = "[" + url->host + "]:" + url->port;
-    if (url->tls) {
+    const std::string port = std::to_string(url->port);
+    std::string address = url->host + ":" + port;
+    if (url->host.find(':') != std::string::npos) address = "[" + url->host + "]:" + port;
+    const bool tls = url->scheme == "https";
+    if (tls) {
       ctx.reset(SSL_CTX_new(TLS_client_method()));
       SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
       if (auto trusted = Configure(ctx.get(), url->host); !trusted) return trusted.error();
@@ -170,11 +141,11 @@ class OpenSslHttpClient final : public HttpClient {
       setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
       setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     }
-    if (url->tls && BIO_do_handshake(bio.get()) <= 0)
+    if (tls && BIO_do_handshake(bio.get()) <= 0)
       return Unavailable("TLS handshake failed", context);
 
     std::string head =
-        request.method + " " + url->target + " HTTP/1.1\r\nHost: " + url->host +
+        request.method + " " + Target(*url) + " HTTP/1.1\r\nHost: " + url->host +
         "\r\nConnection: close\r\nContent-Length: " + std::to_string(request.body.size()) + "\r\n";
     for (const auto& [name, value] : request.headers) head += name + ": " + value + "\r\n";
     head += "\r\n";
