@@ -44,9 +44,4 @@ Result<HttpUrl> HttpUrl::Parse(std::string_view text) {
   return url;
 }
 
-std::string HttpUrl::WithPort(int other) const {
-  bool ipv6 = host.find(':') != std::string::npos;
-  return scheme + "://" + (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(other) + rest;
-}
-
 }  // namespace berth

@@ -17,11 +17,6 @@ struct HttpUrl {
 
   // kInvalidArgument unless text is http(s)://HOST[:PORT][/...], with a port from 1 to 65535.
   static Result<HttpUrl> Parse(std::string_view text);
-  // The same URL with another port.
-  std::string WithPort(int other) const;
-  bool SameOrigin(const HttpUrl& other) const {
-    return scheme == other.scheme && host == other.host && port == other.port;
-  }
 };
 
 }  // namespace berth
