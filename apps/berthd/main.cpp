@@ -47,6 +47,12 @@ int main(int argc, char** argv) {
                  "a run not ended this long after it started is stopped and its deployment "
                  "failed")
       ->check(CLI::PositiveNumber);
+  int64_t replica_lease_seconds = options.replica_lease.count();
+  app.add_option("--replica-lease-seconds", replica_lease_seconds,
+                 "with several berthd on one database: how long this one's runs stay its own "
+                 "after it stops renewing its lease (every third of it); then another takes "
+                 "them over")
+      ->check(CLI::Range(int64_t{3}, int64_t{3600}));
   app.add_option("--providers", options.providers,
                  "a provider mirror folder local runs install providers from, offline")
       ->check(CLI::ExistingDirectory);
@@ -70,6 +76,7 @@ int main(int argc, char** argv) {
   berth::sys::Logger::ParseFormat(log_format, &options.log_format);  // checked by the flag
   options.data_dir = data_dir;
   options.run_deadline = std::chrono::seconds(run_deadline_seconds);
+  options.replica_lease = std::chrono::seconds(replica_lease_seconds);
   if (*rotate) {
     auto rotated = berth::server::RotateKeys(options);
     if (!rotated) {

@@ -18,6 +18,7 @@ std::vector<std::string> RunnerInvocation::Args() const {
   value("config", config);
   value("bin", bin);
   value("approved-plan", approved_plan);
+  value("approved-plan-sha256", approved_plan_sha256);
   if (plan_destroy) args.emplace_back("--plan-destroy");
   if (allow_destroy) args.emplace_back("--allow-destroy");
   value("namespace", ns);

@@ -23,6 +23,7 @@ struct RunnerInvocation {
   std::string config;     // a tfvars JSON file; empty: the gateway's inputs
   std::string bin;        // the TF executable; empty: found on PATH
   std::string approved_plan;
+  std::string approved_plan_sha256;  // the approved plan file's bytes
   bool plan_destroy = false;
   bool allow_destroy = false;
 

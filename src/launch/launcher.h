@@ -3,6 +3,7 @@
 // the same outcome; the dispatcher does not know which one it talks to.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -89,6 +90,9 @@ class RunObserver {
   virtual void OnRunEvent(const std::string& run_id, const LaunchEvent& event) = 0;
 };
 
+// Whether a run is still tracked: its deployment holds its environment.
+using RunIsHeld = std::function<bool(const std::string& run_id)>;
+
 class Launcher {
  public:
   virtual ~Launcher() = default;
@@ -97,9 +101,15 @@ class Launcher {
   // Stops the run's runner: gracefully once it has started (a running apply gets to stop
   // cleanly), at once before that.
   virtual Result<void> Cancel(const std::string& run_id) = 0;
-  // After a restart: runs the caller still tracks are adopted, never started again (a runner
-  // that is gone ends as RunnerLost); runners of runs it does not know are removed.
-  virtual Result<void> Recover(const std::vector<LaunchRequest>& known) = 0;
+  // After a restart, or when a replica takes over another's runs: the runs in adopt are
+  // adopted, never started again once their runner was started (a runner that is gone ends as
+  // RunnerLost); the runners of other runs the launcher finds are removed unless held says
+  // that some berthd still tracks them. held is asked after the launcher has looked, so a run
+  // another replica launches meanwhile is never taken for an orphan.
+  virtual Result<void> Recover(const std::vector<LaunchRequest>& adopt, const RunIsHeld& held) = 0;
+  // Whether any berthd can watch its runs, not only the one that launched them: a cluster's
+  // Pods can be; a process on the machine of a berthd that died cannot.
+  virtual bool SharedAcrossReplicas() const = 0;
   // The URL its runners reach berthd at (gateway and state backend) when it is not the one the
   // dispatcher was given: a Pod may need a Service name where a local process uses loopback.
   virtual std::optional<std::string> BerthdUrlForRunners() const { return std::nullopt; }

@@ -29,8 +29,12 @@ struct ServerResponse {
   std::string body;
   // A response that goes on (a followed log): after body, the server sends what next_chunk
   // returns, chunk by chunk, until it returns nullopt or the client goes. It runs on the worker
-  // pool and may block, briefly: an empty chunk says "nothing yet" and is not sent.
+  // pool and must not wait: an empty chunk says "nothing yet", and the server then waits
+  // without holding a thread, for a second at most, or until wake_on_change calls the wake it
+  // is given (once, from any thread), and asks again. Meanwhile it watches the connection: a
+  // client that goes away ends the response at once.
   std::function<std::optional<std::string>()> next_chunk;
+  std::function<void(std::function<void()> wake)> wake_on_change;
   // Not sent: the route pattern that served it ("/orgs/{org}/deployments/{id}"), for metrics.
   std::string route;
 };

@@ -1,6 +1,7 @@
 // HttpServer on Boost.Beast and Asio coroutines. Each connection is one coroutine on the I/O
 // threads; each request's handler hops to the worker pool and back, so a slow store call
 // never stalls other connections.
+#include <array>
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/as_tuple.hpp>
 #include <boost/asio/ssl.hpp>
@@ -21,6 +22,8 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 constexpr auto kAsTuple = asio::experimental::as_tuple(asio::use_awaitable);
+// How long a streamed response waits for more when nobody says there is (its wake_on_change).
+constexpr std::chrono::seconds kStreamRecheck{1};
 
 bool IsLoopback(const std::string& address) {
   boost::system::error_code ec;
@@ -271,9 +274,8 @@ class BeastServer final : public HttpServer {
           },
           asio::use_awaitable);
       if (response.next_chunk) {
-        bool ok = co_await WriteStreamed(stream, std::move(response), version);
-        if (!ok || !keep_alive) break;
-        continue;
+        co_await WriteStreamed(stream, std::move(response), version);
+        break;
       }
       auto out = ToBeast(std::move(response), version, keep_alive);
       beast::get_lowest_layer(stream).expires_after(options_.read_timeout);
@@ -286,7 +288,10 @@ class BeastServer final : public HttpServer {
   }
 
   // A chunked response: the header and body, then each chunk next_chunk gives (fetched on the
-  // worker pool), then the last chunk. False when the client went away.
+  // worker pool), then the last chunk. Between chunks that are not there yet it waits on a
+  // timer, holding no thread, while a read watches the connection: a client that sends
+  // anything or goes away ends the response. False when the client went away; the connection
+  // is not kept for another request either way (the watching read may have taken its bytes).
   template <class Stream>
   asio::awaitable<bool> WriteStreamed(Stream& stream, ServerResponse response, unsigned version) {
     http::response<http::empty_body> head{static_cast<http::status>(response.status), version};
@@ -299,16 +304,37 @@ class BeastServer final : public HttpServer {
     auto [head_ec, head_bytes] = co_await http::async_write_header(stream, serializer, kAsTuple);
     (void)head_bytes;
     if (head_ec) co_return false;
+    beast::get_lowest_layer(stream).expires_never();
+    auto executor = co_await asio::this_coro::executor;
+    auto watch = std::make_shared<ClientWatch>(executor);
+    asio::co_spawn(executor, WatchClient(stream, watch), asio::detached);
     auto next = std::move(response.next_chunk);
+    auto wake_on_change = std::move(response.wake_on_change);
     std::optional<std::string> chunk = std::move(response.body);
-    while (chunk && !stopped_) {
+    bool asked = false;  // the body is what there was; next_chunk is asked at once
+    while (chunk && !stopped_ && !watch->gone) {
       if (!chunk->empty()) {
         beast::get_lowest_layer(stream).expires_after(options_.read_timeout);
         auto [ec, n] =
             co_await asio::async_write(stream, http::make_chunk(asio::buffer(*chunk)), kAsTuple);
         (void)n;
-        if (ec) co_return false;
+        if (ec) break;
+        // The timeout is for writes: the watching read goes on as long as the stream.
+        beast::get_lowest_layer(stream).expires_never();
+      } else if (asked) {
+        watch->wait.expires_after(kStreamRecheck);
+        if (wake_on_change) {
+          std::weak_ptr<ClientWatch> weak = watch;
+          wake_on_change([weak, executor] {
+            asio::post(executor, [weak] {
+              if (auto alive = weak.lock()) alive->wait.cancel();
+            });
+          });
+        }
+        co_await watch->wait.async_wait(kAsTuple);
+        if (watch->gone) break;
       }
+      asked = true;
       chunk = co_await asio::co_spawn(
           workers_,
           [&next]() -> asio::awaitable<std::optional<std::string>> {
@@ -320,10 +346,42 @@ class BeastServer final : public HttpServer {
           },
           asio::use_awaitable);
     }
-    beast::get_lowest_layer(stream).expires_after(options_.read_timeout);
-    auto [last_ec, last_n] = co_await asio::async_write(stream, http::make_chunk_last(), kAsTuple);
-    (void)last_n;
-    co_return !last_ec;
+    bool whole = !chunk && !watch->gone;
+    if (whole) {
+      beast::get_lowest_layer(stream).expires_after(options_.read_timeout);
+      auto [last_ec, last_n] =
+          co_await asio::async_write(stream, http::make_chunk_last(), kAsTuple);
+      (void)last_n;
+      whole = !last_ec;
+    }
+    // The watching read ends before the stream can go.
+    boost::system::error_code ignored;
+    beast::get_lowest_layer(stream).socket().shutdown(tcp::socket::shutdown_both, ignored);
+    beast::get_lowest_layer(stream).socket().cancel(ignored);
+    if (!watch->finished) {
+      watch->done.expires_after(std::chrono::hours(1));
+      co_await watch->done.async_wait(kAsTuple);
+    }
+    co_return whole;
+  }
+
+  // What a streamed response and the read that watches its connection share, on its strand.
+  struct ClientWatch {
+    explicit ClientWatch(const asio::any_io_executor& executor) : wait(executor), done(executor) {}
+    asio::steady_timer wait;  // between chunks; cancelled to wake the stream
+    asio::steady_timer done;  // cancelled when the read has finished
+    bool gone = false;        // the client sent something or went away
+    bool finished = false;    // the read has returned
+  };
+
+  template <class Stream>
+  asio::awaitable<void> WatchClient(Stream& stream, std::shared_ptr<ClientWatch> watch) {
+    std::array<char, 1> byte{};
+    co_await stream.async_read_some(asio::buffer(byte), kAsTuple);
+    watch->gone = true;
+    watch->finished = true;
+    watch->wait.cancel();
+    watch->done.cancel();
   }
 
   ServerOptions options_;

@@ -193,6 +193,12 @@ void AddRunFlags(FlagSet& flags, RunOptions& o) {
     o.approved_plan = std::string(v);
     return {};
   });
+  flags.Value("approved-plan-sha256", [&o](std::string_view v) -> Result<void> {
+    static const Pattern kDigest("[0-9a-f]{64}");
+    if (!kDigest.Matches(v)) return Invalid("must be the SHA-256 of a plan file (64 hex digits)");
+    o.approved_plan_sha256 = std::string(v);
+    return {};
+  });
   flags.Value("plan-key-file", NonEmptyString(&o.plan_key_file));
   flags.Bool("allow-destroy", &o.allow_destroy);
   flags.Bool("plan-destroy", &o.plan_destroy);

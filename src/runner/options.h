@@ -48,6 +48,8 @@ struct RunOptions {
   // approval and plan checks
   std::string plan_file;
   std::string approved_plan;
+  // The approved plan file's SHA-256: an apply of exactly those bytes needs no show -json.
+  std::string approved_plan_sha256;
   std::string plan_key_file;
   bool allow_destroy = false;
   bool plan_destroy = false;  // plan: a destroy plan (for a destroy that needs approval)

@@ -288,13 +288,22 @@ class Run {
     return std::move(*analysis);
   }
 
+  // plan validates the configuration before it plans, so no separate validate runs (another
+  // TF process, another load of every provider's schema). Only when plan fails does validate
+  // say whose fault it was: the configuration's (Validate), or the plan's (Plan).
   bool MakePlan(const std::vector<std::string>& extra, const fs::path& path) {
     std::vector<std::string> args{"plan", "-input=false", "-no-color",
                                   LockTimeoutFlag(o_.lock_timeout), "-out=" + path.string()};
     args.insert(args.end(), extra.begin(), extra.end());
     auto vars = VarFileArgs();
     args.insert(args.end(), vars.begin(), vars.end());
-    return Step("plan", args, RunErrorKind::kPlan);
+    if (Step("plan", args, RunErrorKind::kPlan)) return true;
+    if (!result_.error || result_.error->kind != RunErrorKind::kPlan) return false;
+    RunError planned = std::move(*result_.error);
+    result_.error.reset();
+    if (Step("validate", {"validate", "-no-color"}, RunErrorKind::kValidate))
+      result_.error = std::move(planned);
+    return false;
   }
 
   bool Guard(const tf::PlanAnalysis& analysis) {
@@ -313,7 +322,6 @@ class Run {
   }
 
   bool OpPlan() {
-    if (!Step("validate", {"validate", "-no-color"}, RunErrorKind::kValidate)) return false;
     fs::path path = PlanFile();
     if (!MakePlan(
             o_.plan_destroy ? std::vector<std::string>{"-destroy"} : std::vector<std::string>{},
@@ -321,6 +329,19 @@ class Run {
       return false;
     auto analysis = Show(path);
     return analysis && Guard(*analysis);
+  }
+
+  // An approved plan file whose bytes are the ones approved was shown, guarded and hashed when
+  // it was planned: it is applied without show -json (a load of every provider's schema).
+  // Nullopt when no digest was given; false when the file is not those bytes.
+  std::optional<bool> ApprovedBytes(const fs::path& path) {
+    if (o_.approved_plan_sha256.empty()) return std::nullopt;
+    auto bytes = sys::ReadFile(path);
+    if (bytes && crypto::Sha256Hex(*bytes) == o_.approved_plan_sha256) return true;
+    Fail(RunErrorKind::kPlanNotApproved, "approval",
+         "the plan file " + path.string() + " is not the approved one (SHA-256 " +
+             o_.approved_plan_sha256 + "); nothing was applied");
+    return false;
   }
 
   bool OpApply(bool destroy) {
@@ -333,8 +354,12 @@ class Run {
                   path)) {
       return false;
     }
-    auto analysis = Show(path);
-    if (!analysis || !Approved(*analysis) || !Guard(*analysis)) return false;
+    std::optional<bool> approved_bytes = saved ? ApprovedBytes(path) : std::nullopt;
+    if (approved_bytes == false) return false;
+    if (!approved_bytes) {
+      auto analysis = Show(path);
+      if (!analysis || !Approved(*analysis) || !Guard(*analysis)) return false;
+    }
     bool applied = Step("apply",
                         {"apply", "-input=false", "-no-color", "-auto-approve",
                          LockTimeoutFlag(o_.lock_timeout), path.string()},

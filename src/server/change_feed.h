@@ -8,6 +8,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
+#include <vector>
 
 #include "core/mutex.h"
 
@@ -20,22 +22,39 @@ class ChangeFeed {
     return generation_;
   }
   void Notify() EXCLUDES(mutex_) {
+    std::vector<std::function<void()>> woken;
     {
       MutexLock lock(mutex_);
       ++generation_;
+      woken.swap(subscribers_);
     }
     changed_.notify_all();
+    for (const auto& wake : woken) wake();
   }
   // Until the generation moves past seen, or timeout.
   void WaitPast(uint64_t seen, std::chrono::milliseconds timeout) const EXCLUDES(mutex_) {
     MutexLock lock(mutex_);
     changed_.wait_for(mutex_, timeout, [&]() REQUIRES(mutex_) { return generation_ != seen; });
   }
+  // Calls wake once, on the notifying thread (or this one, if it moved past seen already), when
+  // the generation moves past seen: a waiter that holds no thread while it waits. wake must be
+  // quick and must not call back into the feed.
+  void OnChangePast(uint64_t seen, std::function<void()> wake) EXCLUDES(mutex_) {
+    {
+      MutexLock lock(mutex_);
+      if (generation_ == seen) {
+        subscribers_.push_back(std::move(wake));
+        return;
+      }
+    }
+    wake();
+  }
 
  private:
   mutable Mutex mutex_;
   mutable std::condition_variable_any changed_;
   uint64_t generation_ GUARDED_BY(mutex_) = 0;
+  std::vector<std::function<void()>> subscribers_ GUARDED_BY(mutex_);
 };
 
 }  // namespace berth::server

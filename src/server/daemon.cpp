@@ -10,6 +10,7 @@
 #include "core/time_format.h"
 #include "crypto/jws.h"
 #include "crypto/key_ring.h"
+#include "crypto/random.h"
 #include "kube/kube_config.h"
 #include "launch/kubernetes/kubernetes_launcher.h"
 #include "launch/local/local_launcher.h"
@@ -19,6 +20,7 @@
 #include "server/dispatch/dispatcher.h"
 #include "server/gateway/run_gateway.h"
 #include "server/metrics.h"
+#include "server/replica.h"
 #include "server/statebackend/state_backend.h"
 #include "store/store.h"
 #include "sys/files.h"
@@ -213,7 +215,9 @@ void LogRequest(sys::Logger& log, const net::ServerRequest& r, const net::Server
 // the store (which holds the first admin token and the run-token key), the listening socket
 // (bound, not yet serving: its URL is what runners are told), and the cluster's client.
 struct Foundations {
+  ReplicaIdentity replica;
   std::unique_ptr<store::Store> store;
+  std::string installation;                      // shared by every berthd on the database
   std::optional<std::string> first_admin_token;  // set on the first start only
   crypto::Ed25519Signer signer;
   std::unique_ptr<net::HttpServer> server;
@@ -254,6 +258,8 @@ Result<Foundations> LayFoundations(const DaemonOptions& options) {
     return MakeError(ErrorKind::kFailedPrecondition, "--data-dir: " + ec.message(),
                      options.data_dir);
   fs::permissions(options.data_dir, fs::perms::owner_all, ec);
+  auto replica = ClaimReplicaIdentity(options.data_dir);
+  if (!replica) return replica.error();
   std::string database = DatabaseUrl(options);
   auto keys = crypto::KeyRing::OpenOrCreate(EncryptionKeyFile(options));
   if (!keys) return keys.error();
@@ -263,6 +269,11 @@ Result<Foundations> LayFoundations(const DaemonOptions& options) {
   if (!first_admin_token) return first_admin_token.error();
   auto signer = LoadOrCreateRunTokenSigner(**store, options.data_dir);
   if (!signer) return signer.error();
+  // Names this installation's Pods (berth.dev/launcher): another installation sharing a
+  // namespace never takes them for its own.
+  auto installation =
+      (*store)->EnsureSharedSecret("installation-id", "berth-" + crypto::RandomId(10));
+  if (!installation) return installation.error();
 
   auto listen = SplitListen(options.listen);
   if (!listen) return listen.error();
@@ -278,7 +289,9 @@ Result<Foundations> LayFoundations(const DaemonOptions& options) {
       listen->first.find(':') != std::string::npos ? "[" + listen->first + "]" : listen->first;
   std::string url = (tls ? "https://" : "http://") + host + ":" + std::to_string((*server)->Port());
 
-  Foundations f{.store = std::move(*store),
+  Foundations f{.replica = std::move(*replica),
+                .store = std::move(*store),
+                .installation = std::move(*installation),
                 .first_admin_token = std::move(*first_admin_token),
                 .signer = std::move(*signer),
                 .server = std::move(*server),
@@ -333,6 +346,7 @@ class Berthd {
                         .token_lifetime = options.run_deadline + std::chrono::minutes(5),
                         .run_deadline = options.run_deadline,
                         .providers = options.providers,
+                        .replica = base_.replica.id,
                         .metrics = &metrics_,
                         .logs = &log_feed_,
                         .wake = &dispatch_feed_,
@@ -350,8 +364,8 @@ class Berthd {
                                 : ""}) {
     if (base_.kube_client) {
       kubernetes_ = std::make_unique<launch::KubernetesLauncher>(
-          *base_.kube_client, std::move(*base_.kube_settings), SystemClock::Instance(),
-          dispatcher_);
+          *base_.kube_client, std::move(*base_.kube_settings), SystemClock::Instance(), dispatcher_,
+          launch::KubernetesLauncherOptions{.launcher_id = base_.installation});
       for (const char* type : {"kubernetes", "kubernetes-gke", "kubernetes-eks", "kubernetes-aks"})
         launchers_[type] = kubernetes_.get();
     }
@@ -397,6 +411,11 @@ class Berthd {
     if (kubernetes_) {
       if (auto started = kubernetes_->Start(); !started) return started.error();
     }
+    // Alive in the database before it owns a run, or another replica would take it over.
+    auto lease = ReplicaLeaseKeeper::Start(base_.store->Replicas(), base_.replica,
+                                           options_.replica_lease, log_);
+    if (!lease) return lease.error();
+    lease_ = std::move(*lease);
     if (auto recovered = dispatcher_.Recover(); !recovered) return recovered.error();
     if (auto written = sys::WriteFileAtomic(UrlFilePath(options_.data_dir), base_.url + "\n");
         !written)
@@ -414,6 +433,7 @@ class Berthd {
           "can write is one a run can poison; give --providers a mirror instead");
     }
     log_.Info("serving", {{"url", base_.url},
+                          {"replica", base_.replica.id},
                           {"database", base_.database_kind},
                           {"local_runners", local_ ? local_isolation_ : "off"},
                           {"local_run_limits", local_ ? local_limits_ : "off"},
@@ -482,6 +502,7 @@ class Berthd {
   std::string local_refusal_;
   std::string local_limits_;  // which runner limits local runs can have: all, or disk only
   std::unique_ptr<launch::KubernetesLauncher> kubernetes_;
+  std::unique_ptr<ReplicaLeaseKeeper> lease_;  // renewed until berthd stops
 };
 
 }  // namespace

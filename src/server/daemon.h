@@ -43,6 +43,9 @@ struct DaemonOptions {
   std::string advertise_url;
   // A run that has not ended this long after it started is stopped and its deployment failed.
   std::chrono::seconds run_deadline{6 * 3600};
+  // Several berthd may share one database (each with a data folder of its own): a replica's
+  // runs are taken over by another this long after it last renewed its lease.
+  std::chrono::seconds replica_lease{15};
   // An embedded berthd (`berth up`): one person is both caller and server, so deployments may
   // name module folders on this machine.
   bool embedded = false;

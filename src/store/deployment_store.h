@@ -25,7 +25,12 @@ struct Deployment {
   nlohmann::json transitions = nlohmann::json::array();  // [{state, at, reason}], oldest first
   nlohmann::json result;                                 // null until it has one
   std::string run_id;                                    // its current run, if any
-  int64_t created_at = 0, updated_at = 0;                // milliseconds since the epoch
+  // The berthd replica whose launcher runs it (store/replica_store.h); empty until one claims
+  // it, and for runs from before replicas were recorded.
+  std::string owner;
+  // Who asked to cancel its run at a replica that does not own it: the owner stops the run.
+  std::string cancel_requested_by;
+  int64_t created_at = 0, updated_at = 0;  // milliseconds since the epoch
 
   EnvironmentRef Environment() const { return {org_id, project_id, env_id}; }
 };
@@ -40,6 +45,10 @@ struct EnvironmentQueue {
 struct TransitionChanges {
   std::optional<std::string> run_id;
   std::optional<nlohmann::json> result;
+  std::optional<std::string> owner;  // the replica that owns it from now on
+  // Refused (kConflict) unless this replica owns it: a replica whose runs were taken over
+  // while it was away records nothing about them.
+  std::optional<std::string> expected_owner;
 };
 
 class DeploymentStore {
@@ -68,6 +77,15 @@ class DeploymentStore {
   // Every deployment that holds its environment (dispatched, running, waiting for approval),
   // in every organization: what a starting berthd must take up again.
   virtual Result<std::vector<Deployment>> Holding() = 0;
+  // Gives a run that holds its environment (dispatched or running) to replica to when its owner
+  // is still from and from's lease ended before now (milliseconds since the epoch); false when
+  // another replica took it first or from came back.
+  virtual Result<bool> TakeOver(const std::string& org, const std::string& id,
+                                const std::string& from, const std::string& to, int64_t now) = 0;
+  // Records who asked to cancel a dispatched or running deployment, for the replica that owns
+  // its run; false when it is in neither state.
+  virtual Result<bool> RequestCancel(const std::string& org, const std::string& id,
+                                     const std::string& who) = 0;
   // How many deployments are in each state (states with none are left out).
   virtual Result<std::vector<std::pair<DeploymentState, int64_t>>> CountByState() = 0;
   // Every environment with queued deployments.

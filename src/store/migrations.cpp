@@ -114,6 +114,14 @@ constexpr Migration kMigrations[] = {
      "ALTER TABLE api_tokens ADD COLUMN scopes TEXT NOT NULL DEFAULT 'admin';"
      "ALTER TABLE api_tokens ADD COLUMN expires_at BIGINT NOT NULL DEFAULT 0;"
      "ALTER TABLE api_tokens ADD COLUMN created_by TEXT NOT NULL DEFAULT '';"},
+    // Several berthd on one database: each replica's lease (its heartbeat), the replica that
+    // owns each deployment's run, and a cancel asked of a replica that does not own the run.
+    // Runs from before belong to no replica: the first berthd to start takes them up.
+    {10,
+     "CREATE TABLE replicas (id TEXT PRIMARY KEY, host TEXT NOT NULL, "
+     "started_at BIGINT NOT NULL, lease_until BIGINT NOT NULL);"
+     "ALTER TABLE deployments ADD COLUMN owner TEXT NOT NULL DEFAULT '';"
+     "ALTER TABLE deployments ADD COLUMN cancel_requested_by TEXT NOT NULL DEFAULT '';"},
 };
 
 #undef BERTH_RECORD_COLUMNS

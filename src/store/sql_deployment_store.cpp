@@ -13,7 +13,7 @@ using nlohmann::json;
 
 constexpr const char* kColumns =
     "org_id, project_id, env_id, id, sequence, state, spec, transitions, result, run_id, "
-    "created_at, updated_at";
+    "created_at, updated_at, owner, cancel_requested_by";
 
 json TransitionEntry(DeploymentState state, int64_t at, const std::string& reason) {
   json entry = {
@@ -43,6 +43,8 @@ Result<Deployment> FromRow(const SqlRow& r, const crypto::KeyRing* keys) {
   d.run_id = r.Text(9);
   d.created_at = r.Int(10);
   d.updated_at = r.Int(11);
+  d.owner = r.Text(12);
+  d.cancel_requested_by = r.Text(13);
   return d;
 }
 
@@ -76,12 +78,13 @@ class SqlDeploymentStore final : public DeploymentStore {
       d.state = DeploymentState::kQueued;
       d.created_at = d.updated_at = UnixMillisNow();
       d.transitions = json::array({TransitionEntry(d.state, d.created_at, "")});
-      auto n = c->Execute(std::string("INSERT INTO deployments (") + kColumns +
-                              ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, $9, $10, $11)",
-                          {d.org_id, d.project_id, d.env_id, d.id, d.sequence,
-                           std::string(DeploymentStateName(d.state)),
-                           SealValue(keys_, d.spec.ToJson().dump(), kSpecContext),
-                           d.transitions.dump(), d.run_id, d.created_at, d.updated_at});
+      auto n =
+          c->Execute(std::string("INSERT INTO deployments (") + kColumns +
+                         ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, $9, $10, $11, '', '')",
+                     {d.org_id, d.project_id, d.env_id, d.id, d.sequence,
+                      std::string(DeploymentStateName(d.state)),
+                      SealValue(keys_, d.spec.ToJson().dump(), kSpecContext), d.transitions.dump(),
+                      d.run_id, d.created_at, d.updated_at});
       if (!n && n.error().kind == ErrorKind::kAlreadyExists && attempt + 1 < kAttempts) {
         if (Get(d.org_id, d.id))
           return MakeError(ErrorKind::kAlreadyExists, "deployment " + d.id + " exists");
@@ -150,17 +153,26 @@ class SqlDeploymentStore final : public DeploymentStore {
       return MakeError(ErrorKind::kConflict, "deployment " + id + " is " +
                                                  std::string(DeploymentStateName(d.state)) +
                                                  ", not " + std::string(DeploymentStateName(from)));
+    if (changes.expected_owner && d.owner != *changes.expected_owner)
+      return MakeError(ErrorKind::kConflict, "deployment " + id + " is owned by replica '" +
+                                                 d.owner + "', not '" + *changes.expected_owner +
+                                                 "'");
+    std::string read_owner = d.owner;
     d.state = to;
     d.updated_at = UnixMillisNow();
     d.transitions.push_back(TransitionEntry(to, d.updated_at, reason));
     if (changes.run_id) d.run_id = *changes.run_id;
     if (changes.result) d.result = *changes.result;
+    if (changes.owner) d.owner = *changes.owner;
+    if (IsTerminal(to)) d.cancel_requested_by.clear();
     SqlValue result = d.result.is_null() ? SqlValue(nullptr) : SqlValue(d.result.dump());
     auto n = c->Execute(
         "UPDATE deployments SET state = $1, transitions = $2, run_id = $3, result = $4, "
-        "updated_at = $5 WHERE org_id = $6 AND id = $7 AND state = $8",
+        "updated_at = $5, owner = $6, cancel_requested_by = $7 WHERE org_id = $8 AND id = $9 "
+        "AND state = $10 AND owner = $11",
         {std::string(DeploymentStateName(to)), d.transitions.dump(), d.run_id, result, d.updated_at,
-         org, id, std::string(DeploymentStateName(from))});
+         d.owner, d.cancel_requested_by, org, id, std::string(DeploymentStateName(from)),
+         read_owner});
     if (!n && n.error().kind == ErrorKind::kAlreadyExists)
       return MakeError(ErrorKind::kConflict, "environment " + d.project_id + "/" + d.env_id +
                                                  " is held by another deployment");
@@ -192,6 +204,29 @@ class SqlDeploymentStore final : public DeploymentStore {
                          "'waiting_approval') ORDER BY created_at");
     if (!rows) return rows.error();
     return FromRows(*rows, keys_);
+  }
+
+  Result<bool> TakeOver(const std::string& org, const std::string& id, const std::string& from,
+                        const std::string& to, int64_t now) override {
+    auto c = pool_.Borrow();
+    auto n = c->Execute(
+        "UPDATE deployments SET owner = $1 WHERE org_id = $2 AND id = $3 AND owner = $4 AND "
+        "state IN ('dispatched', 'running') AND NOT EXISTS (SELECT 1 FROM replicas r WHERE "
+        "r.id = $4 AND r.lease_until > $5)",
+        {to, org, id, from, now});
+    if (!n) return n.error();
+    return *n == 1;
+  }
+
+  Result<bool> RequestCancel(const std::string& org, const std::string& id,
+                             const std::string& who) override {
+    auto c = pool_.Borrow();
+    auto n = c->Execute(
+        "UPDATE deployments SET cancel_requested_by = $1 WHERE org_id = $2 AND id = $3 AND "
+        "state IN ('dispatched', 'running')",
+        {who, org, id});
+    if (!n) return n.error();
+    return *n == 1;
   }
 
   Result<std::vector<std::pair<DeploymentState, int64_t>>> CountByState() override {

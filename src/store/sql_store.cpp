@@ -11,6 +11,7 @@
 #include "store/sql.h"
 #include "store/sql_deployment_data_store.h"
 #include "store/sql_deployment_store.h"
+#include "store/sql_replica_store.h"
 #include "store/sql_state_store.h"
 #include "store/store.h"
 
@@ -93,11 +94,13 @@ class SqlStore final : public Store {
         keys_(std::move(keys)),
         states_(MakeSqlStateStore(*pool_, keys_.get())),
         deployments_(MakeSqlDeploymentStore(*pool_, keys_.get())),
-        deployment_data_(MakeSqlDeploymentDataStore(*pool_, keys_.get())) {}
+        deployment_data_(MakeSqlDeploymentDataStore(*pool_, keys_.get())),
+        replicas_(MakeSqlReplicaStore(*pool_)) {}
 
   StateStore& States() override { return *states_; }
   DeploymentStore& Deployments() override { return *deployments_; }
   DeploymentDataStore& DeploymentData() override { return *deployment_data_; }
+  ReplicaStore& Replicas() override { return *replicas_; }
 
   Result<bool> CreateOrganization(const std::string& id) override {
     auto c = pool_->Borrow();
@@ -440,6 +443,7 @@ class SqlStore final : public Store {
   std::unique_ptr<StateStore> states_;
   std::unique_ptr<DeploymentStore> deployments_;
   std::unique_ptr<DeploymentDataStore> deployment_data_;
+  std::unique_ptr<ReplicaStore> replicas_;
 };
 
 }  // namespace

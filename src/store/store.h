@@ -21,6 +21,7 @@
 #include "core/token_scopes.h"
 #include "store/deployment_data_store.h"
 #include "store/deployment_store.h"
+#include "store/replica_store.h"
 #include "store/state_store.h"
 
 namespace berth::crypto {
@@ -120,6 +121,8 @@ class Store {
   virtual DeploymentStore& Deployments() = 0;
   // Their bundles, logs and artifacts.
   virtual DeploymentDataStore& DeploymentData() = 0;
+  // The berthd processes sharing the database, and their leases.
+  virtual ReplicaStore& Replicas() = 0;
 };
 
 // Opens the database named by url: a path or sqlite:PATH for SQLite, postgres:// or

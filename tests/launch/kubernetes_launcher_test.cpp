@@ -302,22 +302,26 @@ TEST_F(KubernetesLauncherTest, ARunSurvivesACutWatchWithOnePod) {
   EXPECT_EQ(outcomes_.Count("cut"), 1u);
 }
 
-TEST_F(KubernetesLauncherTest, ARestartedLauncherAdoptsItsRunsAndRemovesOthers) {
+TEST_F(KubernetesLauncherTest, ARestartedLauncherAdoptsItsRunsAndRemovesOthersNoneHolds) {
   StartLauncher();
   auto tracked = Request("kept", "apply", "slow");
   ASSERT_TRUE(launcher_->Launch(tracked));
-  ASSERT_TRUE(launcher_->Launch(Request(
-      "orphan", "plan", "hello", RunnerConfigWithLabels({{"berth.test/fault", "never-start"}}))));
+  auto never_starts = RunnerConfigWithLabels({{"berth.test/fault", "never-start"}});
+  ASSERT_TRUE(launcher_->Launch(Request("orphan", "plan", "hello", never_starts)));
+  ASSERT_TRUE(launcher_->Launch(Request("elsewhere", "plan", "hello", never_starts)));
   ASSERT_TRUE(WaitUntilRunning("kept"));
   launcher_.reset();  // berthd goes away mid-run
 
   StartLauncher();
-  ASSERT_TRUE(launcher_->Recover({tracked}));
+  // Run `elsewhere` is another replica's: it stays.
+  ASSERT_TRUE(
+      launcher_->Recover({tracked}, [](const std::string& run) { return run == "elsewhere"; }));
   EXPECT_TRUE(PodGone("orphan"));
+  EXPECT_TRUE(PodExists("elsewhere"));
   auto outcome = outcomes_.WaitFor("kept");
   ASSERT_TRUE(outcome);
   EXPECT_TRUE(outcome->succeeded) << outcome->FailureName() << ": " << outcome->message;
-  EXPECT_EQ(client_->Counts()["create pods"], 2u);  // kept and orphan, once each
+  EXPECT_EQ(client_->Counts()["create pods"], 3u);  // each once
   EXPECT_EQ(outcomes_.Count("orphan"), 0u);
 }
 
@@ -329,7 +333,7 @@ TEST_F(KubernetesLauncherTest, ARunWhosePodVanishedWhileDownIsLostNeverStartedAg
   launcher_.reset();
   ASSERT_TRUE(admin_->Delete(kube::kPods, ns_, "berth-run-gone", {.grace_period_seconds = 0}));
   StartLauncher();
-  ASSERT_TRUE(launcher_->Recover({tracked}));
+  ASSERT_TRUE(launcher_->Recover({tracked}, [](const std::string&) { return false; }));
   auto outcome = outcomes_.WaitFor("gone", std::chrono::seconds(5));
   ASSERT_TRUE(outcome);
   EXPECT_TRUE(outcome->EndedAs(RunnerEnd::kLost));

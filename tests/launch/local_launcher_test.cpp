@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <thread>
@@ -29,6 +30,9 @@ constexpr const char* kEnvModule = R"(resource "terraform_data" "env" {
   }
 }
 )";
+
+// Recovery where no other berthd tracks a run.
+const RunIsHeld kNoneHeld = [](const std::string&) { return false; };
 
 class LocalLauncherTest : public ::testing::Test {
  protected:
@@ -197,7 +201,7 @@ TEST_F(LocalLauncherTest, ARestartReattachesARunningApplyAndNeverStartsItAgain) 
   auto pid = sys::ReadFile(dir_->Path() / "runs/r1/pid");
   launcher_.reset();  // berthd stops; the apply goes on
   Start(Options());
-  ASSERT_TRUE(launcher_->Recover({request}));
+  ASSERT_TRUE(launcher_->Recover({request}, kNoneHeld));
   EXPECT_EQ(launcher_->Running(), 1);
   auto outcome = outcomes_.WaitFor("r1");
   ASSERT_TRUE(outcome);
@@ -218,12 +222,73 @@ TEST_F(LocalLauncherTest, ARestartEndsARunThatFinishedMeanwhileFromItsResult) {
   ASSERT_TRUE(outcomes_.WaitFor("f1"));
   launcher_.reset();
   Start(Options());
-  ASSERT_TRUE(launcher_->Recover({request}));
+  ASSERT_TRUE(launcher_->Recover({request}, kNoneHeld));
   // Once per launcher: the second reads it from the result file.
   for (int i = 0; i < 200 && outcomes_.Count("f1") < 2; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   ASSERT_EQ(outcomes_.Count("f1"), 2u);
   EXPECT_TRUE(outcomes_.WaitFor("f1")->succeeded);
+}
+
+// berthd stopped after it recorded the start (the pid file, empty) and before it wrote the pid:
+// the run is never started again; its runner is found by its command line, or the run is lost.
+TEST_F(LocalLauncherTest, ARunRecordedAsStartingIsFoundByItsCommandLineOrLostNeverStartedTwice) {
+  Start(Options());
+  const fs::path found = dir_->Path() / "runs/found", gone = dir_->Path() / "runs/gone";
+  for (const fs::path& dir : {found, gone}) {
+    fs::create_directories(dir);
+    ASSERT_TRUE(sys::WriteFileAtomic(dir / "pid", ""));
+  }
+  // What a runner of run folder `found` looks like from outside: a group of its own, the folder
+  // in its command line.
+  auto runner =
+      sys::Subprocess::Spawn({.argv = {"/bin/sh", "-c", "sleep 60", (found / "work").string()},
+                              .new_process_group = true});
+  ASSERT_TRUE(runner) << runner.error().ToString();
+  ASSERT_TRUE(launcher_->Recover(
+      {Request("found", "apply", Example("hello")), Request("gone", "apply", Example("hello"))},
+      kNoneHeld));
+  auto lost = outcomes_.WaitFor("gone");
+  ASSERT_TRUE(lost);
+  EXPECT_TRUE(lost->EndedAs(RunnerEnd::kLost)) << lost->FailureName() << ": " << lost->message;
+  EXPECT_EQ(launcher_->Running(), 1);  // `found`, adopted
+  EXPECT_EQ(*sys::ReadFile(found / "pid"), std::to_string(runner->Pid()));
+  runner->Signal(SIGKILL);
+  ASSERT_TRUE(outcomes_.WaitFor("found"));
+  EXPECT_EQ(outcomes_.Count("found"), 1u);
+  for (const fs::path& dir : {found, gone})
+    EXPECT_FALSE(fs::exists(dir / "runner.log")) << dir << ": a runner was started";
+}
+
+// A runner in the runs folder that this launcher does not adopt is stopped, unless another
+// berthd still tracks its run.
+TEST_F(LocalLauncherTest, ARecoveryStopsUntrackedRunnersButNotHeldOnes) {
+  Start(Options());
+  ASSERT_TRUE(launcher_->Launch(Request("held", "apply", Example("slow"))));
+  ASSERT_TRUE(launcher_->Launch(Request("orphan", "apply", Example("slow"))));
+  ASSERT_TRUE(WaitUntilLogSays("held", "berth-slow-started"));
+  ASSERT_TRUE(WaitUntilLogSays("orphan", "berth-slow-started"));
+  launcher_.reset();
+  Start(Options());
+  ASSERT_TRUE(launcher_->Recover({}, [](const std::string& run) { return run == "held"; }));
+  auto pid_of = [&](const char* run) {
+    return static_cast<pid_t>(
+        std::atoi(sys::ReadFile(dir_->Path() / "runs" / run / "pid")->c_str()));
+  };
+  // The first launcher started them from this process: their ends are reaped here.
+  auto alive = [](pid_t pid) {
+    if (waitpid(pid, nullptr, WNOHANG) == pid) return false;
+    auto stat = sys::ReadFile("/proc/" + std::to_string(pid) + "/stat");
+    return stat && stat->find(") Z") == std::string::npos;
+  };
+  bool orphan_stopped = false;
+  for (int i = 0; i < 600 && !orphan_stopped; ++i) {
+    orphan_stopped = !alive(pid_of("orphan"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(orphan_stopped);
+  EXPECT_TRUE(alive(pid_of("held"))) << "the held run's runner was stopped";
+  kill(-pid_of("held"), SIGKILL);
 }
 
 TEST_F(LocalLauncherTest, WithoutASandboxRunsAreRefusedWithWhyUnlessInsecureIsChosen) {

@@ -66,6 +66,7 @@ TEST(RunnerCli, RunTakesEveryFlagOfTheContract) {
                      "--plan-file=/p",
                      "--approved-plan",
                      std::string(64, 'c'),
+                     "--approved-plan-sha256=" + std::string(64, 'd'),
                      "--plan-key-file=/k",
                      "--allow-destroy",
                      "--restore-from=/s",
@@ -102,6 +103,7 @@ TEST(RunnerCli, RunTakesEveryFlagOfTheContract) {
   EXPECT_EQ(o.result_max_bytes, 2048u);
   EXPECT_EQ(o.event_object, "Terraform/team/net");
   EXPECT_EQ(o.state_backend, "http");
+  EXPECT_EQ(o.approved_plan_sha256, std::string(64, 'd'));
 }
 
 TEST(RunnerCli, RunDefaultsMatchTheContract) {
@@ -155,6 +157,7 @@ TEST(RunnerCli, AnInvocationRoundTripsThroughTheRunnersParser) {
                       .config = "/in.json",
                       .bin = "/usr/bin/tofu",
                       .approved_plan = "sha256:" + std::string(64, 'a'),
+                      .approved_plan_sha256 = std::string(64, 'b'),
                       .plan_destroy = true,
                       .allow_destroy = true,
                       .ns = "team",
@@ -180,6 +183,7 @@ TEST(RunnerCli, AnInvocationRoundTripsThroughTheRunnersParser) {
   EXPECT_EQ(o.config, in.config);
   EXPECT_EQ(o.bin, in.bin);
   EXPECT_EQ(o.approved_plan, in.approved_plan);
+  EXPECT_EQ(o.approved_plan_sha256, in.approved_plan_sha256);
   EXPECT_TRUE(o.plan_destroy);
   EXPECT_TRUE(o.allow_destroy);
   EXPECT_EQ(o.ns, in.ns);
@@ -222,6 +226,9 @@ INSTANTIATE_TEST_SUITE_P(
         Refused{{"run", "--op=plan", "--lock-timeout=5"}, "--lock-timeout", true},
         Refused{{"run", "--op=plan", "--result-max-bytes=100"}, "--result-max-bytes", true},
         Refused{{"run", "--op=plan", "--inputs-hash=md5:x"}, "--inputs-hash", true},
+        Refused{{"run", "--op=apply", "--approved-plan-sha256=sha256:ab"},
+                "--approved-plan-sha256",
+                true},
         Refused{{"run", "--op=plan", "--binary=opentofu"}, "--binary", true},
         Refused{{"run", "--op=plan", "--event-object=Pod"}, "--event-object", true},
         Refused{{"run", "--op=plan", "--state-backend=consul"}, "--state-backend", true},

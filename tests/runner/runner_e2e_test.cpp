@@ -66,7 +66,7 @@ TEST_F(RunnerE2E, PlanReportsCountsAndTheSameEffectPlannedTwiceHasTheSameHash) {
   EXPECT_EQ(first.result["binary"]["version"], "1.12.6");
   std::vector<std::string> names;
   for (const auto& s : first.result["steps"]) names.push_back(s["name"]);
-  EXPECT_EQ(names, (std::vector<std::string>{"version", "init", "validate", "plan", "show"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"version", "init", "plan", "show"}));
   EXPECT_NE(first.log.find("[plan] Plan: 1 to add"), std::string::npos) << first.log;
   EXPECT_EQ(first.log.find("[TRACE]"), std::string::npos) << "TF_LOG from the caller reached tofu";
 
@@ -101,11 +101,25 @@ TEST_F(RunnerE2E, AnApprovedPlanIsAppliedAndADifferentEffectIsRefused) {
   EXPECT_EQ(Kind(refused), "PlanNotApproved") << Describe(refused);
   EXPECT_FALSE(fs::exists(target_)) << "something was applied";
 
+  // The approved file's digest, and a file that is not those bytes.
+  const std::string digest = crypto::Sha256Hex(*sys::ReadFile(plan_file));
+  std::string other_file = (h_->Root() / "other.tfplan").string();
+  ASSERT_TRUE(sys::WriteFileAtomic(other_file, *sys::ReadFile(plan_file) + " "));
+  auto tampered = h_->Run(With(FileModule(module, "p", "approved"),
+                               {"--op=apply", "--plan-file=" + other_file,
+                                "--approved-plan=" + hash, "--approved-plan-sha256=" + digest}));
+  EXPECT_EQ(Kind(tampered), "PlanNotApproved") << Describe(tampered);
+  EXPECT_FALSE(fs::exists(target_)) << "something was applied";
+
+  // Those bytes: applied without a show -json (its provider schemas were loaded at plan time).
   std::string outputs = (h_->Root() / "outputs.json").string();
   auto applied = h_->Run(With(FileModule(module, "p", "approved"),
                               {"--op=apply", "--plan-file=" + plan_file, "--approved-plan=" + hash,
-                               "--outputs=" + outputs}));
+                               "--approved-plan-sha256=" + digest, "--outputs=" + outputs}));
   ASSERT_EQ(applied.exit_code, 0) << Describe(applied);
+  std::vector<std::string> steps;
+  for (const auto& step : applied.result["steps"]) steps.push_back(step["name"]);
+  EXPECT_EQ(steps, (std::vector<std::string>{"version", "init", "apply", "output"}));
   EXPECT_EQ(*sys::ReadFile(target_), "approved");
   EXPECT_EQ(applied.result["outputs"], json::parse(R"([{"name":"id","sensitive":false}])"));
   auto values = json::parse(*sys::ReadFile(outputs));
@@ -264,13 +278,35 @@ TEST_F(RunnerE2E, AHostileArchiveIsSourceUnavailableAndAGoodOneRuns) {
   EXPECT_EQ(run.result["plan"]["add"], 1);
 }
 
+// Asked for, or after a plan that failed: an invalid configuration is Validate (the plan found
+// it first; validate, run only then, says it is the configuration's).
 TEST_F(RunnerE2E, AValidationErrorIsValidate) {
   auto module =
       h_->Module("hello", {{"broken.tf", "resource \"terraform_data\" \"x\" { nope = 1 }\n"}});
-  auto run = h_->Run({"--op=validate", "--module=" + module.string(), "--name=v",
-                      "--workdir=" + (h_->Root() / "work-v").string()});
-  EXPECT_EQ(Kind(run), "Validate") << Describe(run);
-  EXPECT_NE(run.result["error"]["tail"].get<std::string>().find("nope"), std::string::npos);
+  for (const char* op : {"validate", "plan", "apply"}) {
+    auto run = h_->Run({std::string("--op=") + op, "--module=" + module.string(), "--name=v",
+                        "--workdir=" + (h_->Root() / ("work-v-" + std::string(op))).string()});
+    EXPECT_EQ(Kind(run), "Validate") << op << ": " << Describe(run);
+    EXPECT_NE(run.result["error"]["tail"].get<std::string>().find("nope"), std::string::npos);
+  }
+}
+
+// A plan that fails for another reason than its configuration stays Plan.
+TEST_F(RunnerE2E, APlanThatFailsWithAValidConfigurationIsPlan) {
+  // validate knows no variable's value; plan checks this one's rule and refuses it.
+  auto module = h_->Module("hello", {{"positive.tf",
+                                      "variable \"n\" {\n"
+                                      "  type = number\n"
+                                      "  validation {\n"
+                                      "    condition     = var.n > 0\n"
+                                      "    error_message = \"n must be positive.\"\n"
+                                      "  }\n}\n"}});
+  fs::path config = h_->Root() / "negative.json";
+  ASSERT_TRUE(sys::WriteFileAtomic(config, R"({"n": -1})"));
+  auto run =
+      h_->Run({"--op=plan", "--module=" + module.string(), "--name=p",
+               "--config=" + config.string(), "--workdir=" + (h_->Root() / "work-p").string()});
+  EXPECT_EQ(Kind(run), "Plan") << Describe(run);
 }
 
 TEST_F(RunnerE2E, JsonLoggingWritesOneObjectPerLineAndVerbosityReportsMemory) {

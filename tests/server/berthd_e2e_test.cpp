@@ -9,12 +9,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
-#include "cli/bundle.h"
+#include "berthd_process.h"
 #include "core/base64.h"
 #include "net/http_client.h"
 #include "sys/files.h"
@@ -28,30 +29,15 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// A loopback port nobody listens on now: berthd must come back on the same one after a kill,
-// since running runners know its URL.
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t size = sizeof(address);
-  bool bound = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-               getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) == 0;
-  close(fd);
-  return bound ? ntohs(address.sin_port) : 0;
-}
-
 class BerthdE2e : public ::testing::Test {
  protected:
   void SetUp() override {
     auto dir = sys::TempDir::Create("berthd-e2e");
     ASSERT_TRUE(dir);
     dir_.emplace(std::move(*dir));
-    data_ = dir_->Path() / "data";
-    int port = FreePort();
-    ASSERT_NE(port, 0);
-    url_ = "http://127.0.0.1:" + std::to_string(port);
+    berthd_.emplace(dir_->Path(), "data");
+    data_ = berthd_->DataDir();
+    url_ = berthd_->Url();
     StartBerthd();
     if (HasFatalFailure()) return;
     token_ = AdminToken();
@@ -68,94 +54,33 @@ class BerthdE2e : public ::testing::Test {
   }
 
   void TearDown() override {
-    if (berthd_) StopBerthd();
+    if (berthd_->Running()) StopBerthd();
   }
 
   void StartBerthd() {
-    sys::SpawnOptions options;
-    options.argv = {BERTHD_BIN, "--data-dir=" + data_.string(), "--listen=" + url_.substr(7),
-                    "--runner-binary=" RUNNER_BIN, "--log-format=json"};
-    options.argv.insert(options.argv.end(), berthd_flags_.begin(), berthd_flags_.end());
-    options.output_path =
-        (dir_->Path() / ("berthd-" + std::to_string(++starts_) + ".log")).string();
-    auto tofu = testenv::TestTool("BERTH_TEST_TOFU");
-    ASSERT_TRUE(tofu) << tofu.error().ToString();
-    options.env = std::vector<std::string>{
-        "PATH=" + tofu->parent_path().string() + ":/usr/bin:/bin", "HOME=" + dir_->Path().string()};
-    auto started = sys::Subprocess::Spawn(options);
+    auto started = berthd_->Start(berthd_flags_);
     ASSERT_TRUE(started) << started.error().ToString();
-    berthd_.emplace(std::move(*started));
-    for (int i = 0; i < 200 && !fs::exists(data_ / "berthd.url"); ++i) {
-      ASSERT_TRUE(berthd_->Running()) << *sys::ReadFile(options.output_path);
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    ASSERT_TRUE(fs::exists(data_ / "berthd.url"));
   }
+  std::string AdminToken() const { return berthd_->AdminToken(); }
+  void StopBerthd() { EXPECT_EQ(berthd_->Stop(), 0); }
+  void KillBerthd() { berthd_->Kill(); }
 
-  std::string AdminToken() const {
-    auto token = sys::ReadFile(data_ / "admin-token");
-    if (!token || token->empty()) return "";
-    token->pop_back();  // its newline
-    return *token;
-  }
-
-  void StopBerthd() {
-    berthd_->Signal(SIGTERM);
-    EXPECT_EQ(berthd_->Wait(), 0);
-    berthd_.reset();
-  }
-
-  void KillBerthd() {
-    berthd_->Signal(SIGKILL);
-    berthd_->Wait();
-    berthd_.reset();
-    fs::remove(data_ / "berthd.url");
-  }
-
+  BerthdClient Api() const { return {url_, token_, http_.get()}; }
   net::HttpResponse Call(const std::string& method, const std::string& path,
                          const std::string& body = "",
                          const std::string& type = "application/json") {
-    net::HttpRequest request{.method = method, .url = url_ + "/orgs/default" + path, .body = body};
-    request.headers = {{"Authorization", "Bearer " + token_}};
-    if (!body.empty()) request.headers.emplace_back("Content-Type", type);
-    auto response = http_->Send(request);
-    EXPECT_TRUE(response) << response.error().ToString();
-    return response ? *response : net::HttpResponse{};
+    return Api().Call(method, path, body, type);
   }
-
-  // Bundles the module folder and queues a deployment of it; its id.
   std::string Deploy(const fs::path& module, json spec) {
-    auto bundle = cli::PackModule(module);
-    EXPECT_TRUE(bundle);
-    auto uploaded = Call("POST", "/bundles", *bundle, "application/gzip");
-    EXPECT_EQ(uploaded.status, 201) << uploaded.body;
-    spec["source"] = {{"bundle", json::parse(uploaded.body)["id"]}};
-    auto created = Call("POST", "/projects/web/envs/dev/deployments", spec.dump());
-    EXPECT_EQ(created.status, 201) << created.body;
-    return json::parse(created.body).value("id", "");
+    return Api().Deploy(module, std::move(spec));
   }
-
-  json Get(const std::string& id) { return json::parse(Call("GET", "/deployments/" + id).body); }
-
-  // Polls until the deployment is in one of states, bounded.
+  json Get(const std::string& id) { return Api().Get(id); }
   json WaitFor(const std::string& id, const std::vector<std::string>& states) {
-    json d;
-    for (int i = 0; i < 1200; ++i) {
-      d = Get(id);
-      if (std::find(states.begin(), states.end(), d.value("state", "")) != states.end()) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return d;
+    return Api().WaitFor(id, states);
   }
-
-  std::string Log(const std::string& id) {
-    return Call("GET", "/deployments/" + id + "/logs").body;
-  }
-
+  std::string Log(const std::string& id) { return Api().Log(id); }
   void WaitForLog(const std::string& id, const std::string& text) {
-    for (int i = 0; i < 1200 && Log(id).find(text) == std::string::npos; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    ASSERT_NE(Log(id).find(text), std::string::npos) << Log(id);
+    ASSERT_TRUE(Api().WaitForLog(id, text)) << Log(id);
   }
 
   fs::path Hello() const { return testenv::SourceDir() / "examples/hello"; }
@@ -175,8 +100,7 @@ class BerthdE2e : public ::testing::Test {
   fs::path data_;
   std::string url_, token_;
   std::vector<std::string> berthd_flags_;
-  std::optional<sys::Subprocess> berthd_;
-  int starts_ = 0;
+  std::optional<BerthdProcess> berthd_;
   std::unique_ptr<net::HttpClient> http_ = net::MakeCurlHttpClient();
 };
 
@@ -204,7 +128,11 @@ TEST_F(BerthdE2e, AnApprovedPlanIsAppliedExactlyAndNoOtherHashOrStalePlanIs) {
   json done = WaitFor(id, {"succeeded", "failed"});
   ASSERT_EQ(done["state"], "succeeded") << done.dump(2) << Log(id);
   EXPECT_EQ(done["result"]["approved_plan"]["hash"], hash);
-  EXPECT_EQ(done["result"]["run"]["plan"]["hash"], hash);  // the apply's plan is the approved one
+  // The apply ran exactly the approved file's bytes, without a show -json of its own.
+  std::vector<std::string> steps;
+  for (const auto& step : done["result"]["run"]["steps"]) steps.push_back(step["name"]);
+  EXPECT_EQ(steps, (std::vector<std::string>{"version", "init", "apply", "output"}))
+      << done.dump(2);
   EXPECT_EQ(done["binary"]["name"], "tofu") << done.dump(2);
   EXPECT_FALSE(done["binary"]["version"].get<std::string>().empty()) << done.dump(2);
   auto outputs = json::parse(Call("GET", "/deployments/" + id + "/outputs").body);
@@ -253,6 +181,34 @@ TEST_F(BerthdE2e, AnApprovedPlanIsAppliedExactlyAndNoOtherHashOrStalePlanIs) {
 // holding both, neither the database file nor its write-ahead log holds the secret.
 // `berthd rotate-keys` seals everything with a new key and drops the old one, and berthd
 // started again reads all of it.
+// A plan waiting for approval holds its environment's queue: the deployments behind it say so,
+// and the environment's approval_timeout cancels a plan nobody approved.
+TEST_F(BerthdE2e, AForgottenPlanIsCancelledAtItsApprovalTimeoutAndTheQueueSaysWhatItWaitsFor) {
+  auto refused = Call("PATCH", "/projects/web/envs/dev", R"({"approval_timeout":"two days"})",
+                      "application/merge-patch+json");
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_NE(refused.body.find("approval_timeout"), std::string::npos) << refused.body;
+  auto set = Call("PATCH", "/projects/web/envs/dev", R"({"approval_timeout":"3s"})",
+                  "application/merge-patch+json");
+  ASSERT_EQ(set.status, 200) << set.body;
+  EXPECT_EQ(json::parse(set.body)["approval_timeout"], "3s");
+
+  std::string forgotten = Deploy(Hello(), {{"op", "apply"}, {"approval", {{"required", true}}}});
+  ASSERT_EQ(WaitFor(forgotten, {"waiting_approval", "failed"})["state"], "waiting_approval");
+  std::string behind = Deploy(Hello(), {{"op", "apply"}, {"variables", {{"name", "next"}}}});
+  json queued = Get(behind);
+  EXPECT_EQ(queued["state"], "queued");
+  EXPECT_EQ(queued["waiting_for"], (json{{"id", forgotten}, {"state", "waiting_approval"}}))
+      << queued.dump(2);
+
+  json cancelled = WaitFor(forgotten, {"cancelled", "succeeded", "failed"});
+  ASSERT_EQ(cancelled["state"], "cancelled") << cancelled.dump(2);
+  EXPECT_NE(cancelled["transitions"].back().value("reason", "").find("approval_timeout"),
+            std::string::npos)
+      << cancelled.dump(2);
+  EXPECT_EQ(WaitFor(behind, {"succeeded", "failed"})["state"], "succeeded") << Log(behind);
+}
+
 TEST_F(BerthdE2e, TheDatabaseFileHoldsNoSecretAndRotateKeysKeepsItAllReadable) {
   const std::string secret = "tok-at-rest-81f3c2";
   std::string id = Deploy(testenv::SourceDir() / "examples/secret",
@@ -403,7 +359,7 @@ TEST_F(BerthdE2e, TheLogHasARequestLineAndTheDispatchersDecisionsAndNoToken) {
   ASSERT_EQ(WaitFor(id, {"succeeded", "failed"})["state"], "succeeded") << Log(id);
   EXPECT_EQ(Call("GET", "/deployments/d-none").status, 404);
   StopBerthd();
-  auto text = sys::ReadFile(dir_->Path() / "berthd-1.log");
+  auto text = sys::ReadFile(berthd_->LogPath(1));
   ASSERT_TRUE(text);
   EXPECT_EQ(text->find(token_), std::string::npos) << "a token in berthd's log";
   std::map<std::string, json> seen;  // event + key field -> the line
@@ -491,6 +447,110 @@ TEST_F(BerthdE2e, AFollowedLogShowsLinesWhileTheRunGoesAndEndsWithIt) {
   // The stream ends when the deployment has, with every line in it.
   EXPECT_EQ(Get(id)["state"], "succeeded");
   EXPECT_EQ(seen, Log(id));
+}
+
+// A followed log's HTTP body without its chunk framing; nullopt when the stream did not end
+// with its last chunk.
+std::optional<std::string> Dechunk(const std::string& response) {
+  size_t at = response.find("\r\n\r\n");
+  if (at == std::string::npos) return std::nullopt;
+  at += 4;
+  std::string body;
+  for (;;) {
+    size_t line_end = response.find("\r\n", at);
+    if (line_end == std::string::npos) return std::nullopt;
+    size_t size = std::stoul(response.substr(at, line_end - at), nullptr, 16);
+    if (size == 0) return body;
+    body += response.substr(line_end + 2, size);
+    at = line_end + 2 + size + 2;
+  }
+}
+
+// A thousand followers of a running deployment hold no thread while they wait: the API and
+// the runner gateway go on answering at once (the client's own timeout bounds each call),
+// every follower gets the whole log and its end, and one follower past its token's cap is
+// refused.
+TEST_F(BerthdE2e, AThousandFollowersHoldNoThreadAndEachGetsTheWholeLog) {
+  constexpr int kTokens = 4, kPerToken = 250;  // the server takes 256 connections per address
+  StopBerthd();
+  berthd_flags_ = {"--rate-limit=0"};  // a thousand requests at once from four tokens
+  StartBerthd();
+  std::vector<std::string> tokens;
+  for (int t = 0; t < kTokens; ++t) {
+    auto made = Call("POST", "/tokens", R"({"scopes":["read"]})");
+    ASSERT_EQ(made.status, 201) << made.body;
+    tokens.push_back(json::parse(made.body)["secret"]);
+  }
+  std::string id = Deploy(Slow(), {{"op", "apply"}, {"variables", {{"seconds", 6}}}});
+  WaitForLog(id, "Creating...");
+  const int port = std::stoi(url_.substr(url_.rfind(':') + 1));
+  // A follower on a raw connection from 127.0.0.(from + 1), with token; its socket.
+  auto follow = [&](int from, const std::string& token) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    EXPECT_GE(fd, 0);
+    sockaddr_in source{.sin_family = AF_INET};
+    source.sin_addr.s_addr = htonl(INADDR_LOOPBACK + static_cast<uint32_t>(from));
+    EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&source), sizeof(source)), 0) << errno;
+    sockaddr_in to{.sin_family = AF_INET, .sin_port = htons(static_cast<uint16_t>(port))};
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)), 0) << errno;
+    std::string request = "GET /orgs/default/deployments/" + id +
+                          "/logs?follow=true HTTP/1.1\r\nHost: berthd\r\nAuthorization: Bearer " +
+                          token + "\r\n\r\n";
+    EXPECT_EQ(send(fd, request.data(), request.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(request.size()));
+    timeval wait{.tv_sec = 30, .tv_usec = 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
+    return fd;
+  };
+  std::vector<int> followers;
+  followers.reserve(kTokens * kPerToken + 7);
+  for (int k = 0; k < kTokens * kPerToken; ++k)
+    followers.push_back(follow(k / kPerToken, tokens[static_cast<size_t>(k / kPerToken)]));
+  // While they all wait, the API answers.
+  EXPECT_EQ(Call("GET", "/projects").status, 200);
+  // The first token holds 250 followers of its cap of 256: six more are taken, the next is not.
+  std::vector<std::string> statuses;
+  for (int more = 0; more < 7; ++more) {
+    int fd = follow(kTokens, tokens[0]);
+    std::array<char, 12> status{};  // "HTTP/1.1 200"
+    EXPECT_EQ(recv(fd, status.data(), status.size(), MSG_WAITALL), 12);
+    statuses.emplace_back(status.data() + 9, 3);
+    followers.push_back(fd);
+  }
+  EXPECT_EQ(statuses, (std::vector<std::string>{"200", "200", "200", "200", "200", "200", "429"}));
+  for (int extra = 0; extra < 7; ++extra) {
+    close(followers.back());
+    followers.pop_back();
+  }
+  // A follower that goes away gives its place back as soon as berthd sees it go.
+  std::string again;
+  for (int attempt = 0; attempt < 50 && again != "200"; ++attempt) {
+    int fd = follow(kTokens, tokens[0]);
+    std::array<char, 12> status{};
+    EXPECT_EQ(recv(fd, status.data(), status.size(), MSG_WAITALL), 12);
+    again.assign(status.data() + 9, 3);
+    close(fd);
+    if (again != "200") std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(again, "200") << "the followers that went away still hold their places";
+  token_ = AdminToken();
+  json done = WaitFor(id, {"succeeded", "failed", "cancelled"});
+  ASSERT_EQ(done["state"], "succeeded") << done.dump(2);
+  const std::string log = Log(id);
+  int whole = 0;
+  for (int fd : followers) {
+    timeval wait{.tv_sec = 30, .tv_usec = 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
+    std::string response;
+    std::array<char, 65536> buffer{};
+    for (ssize_t n; (n = recv(fd, buffer.data(), buffer.size(), 0)) > 0;)
+      response.append(buffer.data(), static_cast<size_t>(n));
+    close(fd);
+    auto body = Dechunk(response);
+    whole += body && *body == log;
+  }
+  EXPECT_EQ(whole, kTokens * kPerToken);
 }
 
 TEST_F(BerthdE2e, ASensitiveVariableNeverReachesTheStoredLogOrTheDeployment) {

@@ -51,16 +51,19 @@ TEST_F(DeploymentsApi, QueuesReadsListsAndCancels) {
   EXPECT_EQ(Call("GET", "/orgs/acme/deployments/d-nothing").status, 404);
 }
 
-// Cancel and approve belong to the dispatcher: one that started no run for a deployment cannot
-// stop it, and one with no launchers approves nothing (berthd_e2e_test cancels a running one).
+// Cancel and approve belong to the dispatcher: one that did not start a deployment's run
+// leaves the cancel in the database for the replica that did (replicas_e2e_test sees it
+// stop the run), and one with no launchers approves nothing.
 TEST_F(DeploymentsApi, AStartedDeploymentIsCancelledOnlyThroughItsRun) {
   auto d = json::parse(Call("POST", kEnv, module_).body);
   std::string id = d["id"];
   ASSERT_TRUE(store_->Deployments().Transition("acme", id, DeploymentState::kQueued,
-                                               DeploymentState::kDispatched, ""));
-  auto refused = Call("POST", "/orgs/acme/deployments/" + id + "/cancel");
-  EXPECT_EQ(refused.status, 409);
-  EXPECT_NE(refused.body.find("no run this berthd started"), std::string::npos) << refused.body;
+                                               DeploymentState::kDispatched, "",
+                                               {.owner = "elsewhere"}));
+  auto asked = Call("POST", "/orgs/acme/deployments/" + id + "/cancel");
+  EXPECT_EQ(asked.status, 202) << asked.body;
+  EXPECT_EQ(json::parse(asked.body)["replica"], "elsewhere");
+  EXPECT_EQ(store_->Deployments().Get("acme", id)->cancel_requested_by.rfind("token ", 0), 0u);
   auto approve = Call("POST", "/orgs/acme/deployments/" + id + "/approve",
                       json{{"plan_hash", "sha256:" + std::string(64, 'a')}}.dump());
   EXPECT_EQ(approve.status, 409) << approve.body;

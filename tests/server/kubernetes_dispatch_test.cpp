@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "cli/bundle.h"
+#include "core/time_format.h"
 #include "kube/resource.h"
 #include "launch/kubernetes/kubernetes_launcher.h"
 #include "launcher_world.h"
@@ -22,61 +23,97 @@ namespace {
 using nlohmann::json;
 using S = DeploymentState;
 
-TEST(KubernetesDispatch, ABundleDeploymentRunsInARunnerPodThroughTheContainerBackendUrl) {
-  auto world = launch::LauncherWorld::Create("dispatch-kubernetes");
-  ASSERT_TRUE(world) << world.error().ToString();
-  auto dir = sys::TempDir::Create("kubernetes-dispatch");
-  ASSERT_TRUE(dir);
-  auto server = StateServer::Start(dir->Path());
-  ASSERT_TRUE(server) << server.error().ToString();
-  store::Store& store = (*server)->Store();
+// A launcher world (namespace, test node agent), berthd's runner-facing side on SQLite, and
+// organization acme with environment web/dev on a kubernetes runner.
+class KubernetesDispatch : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static int tests = 0;  // a namespace per test
+    auto world = launch::LauncherWorld::Create("dispatch-kubernetes-" + std::to_string(++tests));
+    ASSERT_TRUE(world) << world.error().ToString();
+    world_ = std::move(*world);
+    auto dir = sys::TempDir::Create("kubernetes-dispatch");
+    ASSERT_TRUE(dir);
+    dir_.emplace(std::move(*dir));
+    auto server = StateServer::Start(dir_->Path());
+    ASSERT_TRUE(server) << server.error().ToString();
+    server_ = std::move(*server);
+    store::Store& store = server_->Store();
+    ASSERT_TRUE(store.CreateOrganization("acme"));
+    ASSERT_TRUE(store.Create({.kind = store::Kind::kProject, .org_id = "acme", .id = "web"}));
+    ASSERT_TRUE(store.Create({.kind = store::Kind::kEnvType, .org_id = "acme", .id = "dev"}));
+    store::Record runner{.kind = store::Kind::kRunner, .org_id = "acme", .id = "cluster"};
+    runner.columns = {{"runner_type", "kubernetes"}, {"storage_type", "berth"}};
+    runner.body = {{"runner_configuration", json::object()},
+                   {"state_storage_configuration", {{"type", "berth"}}}};
+    ASSERT_TRUE(store.Create(runner));
+    store::Record env{
+        .kind = store::Kind::kEnvironment, .org_id = "acme", .parent_id = "web", .id = "dev"};
+    env.columns = {{"env_type_id", "dev"}, {"runner_id", "cluster"}};
+    ASSERT_TRUE(store.Create(env));
+  }
 
-  // Pods reach berthd at KUBERNETES_CONTAINER_BACKEND_URL; the dispatcher's own URL (what
-  // local runners use) leads nowhere, so a Pod that used it could not fetch its bundle.
-  launch::KubernetesSettings settings = (*world)->Settings();
-  settings.container_backend_url = (*server)->Url();
-  Launchers launchers;
-  Dispatcher dispatcher(store, launchers, (*server)->Signer(),
-                        DispatcherOptions{.url = "http://127.0.0.1:1"});
-  launch::KubernetesLauncher kubernetes((*world)->LauncherClient(), settings,
-                                        SystemClock::Instance(), dispatcher);
-  launchers["kubernetes"] = &kubernetes;
-  ASSERT_TRUE(kubernetes.Start());
+  // One berthd replica's dispatching side: a dispatcher with a Kubernetes launcher. Pods reach
+  // berthd at KUBERNETES_CONTAINER_BACKEND_URL; the dispatcher's own URL (what local runners
+  // use) leads nowhere, so a Pod that used it could not fetch its bundle.
+  struct Replica {
+    Launchers launchers;
+    std::unique_ptr<Dispatcher> dispatcher;
+    std::unique_ptr<launch::KubernetesLauncher> kubernetes;
+  };
+  std::unique_ptr<Replica> StartReplica(const std::string& id) {
+    auto replica = std::make_unique<Replica>();
+    launch::KubernetesSettings settings = world_->Settings();
+    settings.container_backend_url = server_->Url();
+    replica->dispatcher =
+        std::make_unique<Dispatcher>(server_->Store(), replica->launchers, server_->Signer(),
+                                     DispatcherOptions{.url = "http://127.0.0.1:1", .replica = id});
+    replica->kubernetes = std::make_unique<launch::KubernetesLauncher>(
+        world_->LauncherClient(), settings, SystemClock::Instance(), *replica->dispatcher);
+    replica->launchers["kubernetes"] = replica->kubernetes.get();
+    EXPECT_TRUE(replica->kubernetes->Start());
+    return replica;
+  }
 
-  ASSERT_TRUE(store.CreateOrganization("acme"));
-  ASSERT_TRUE(store.Create({.kind = store::Kind::kProject, .org_id = "acme", .id = "web"}));
-  ASSERT_TRUE(store.Create({.kind = store::Kind::kEnvType, .org_id = "acme", .id = "dev"}));
-  store::Record runner{.kind = store::Kind::kRunner, .org_id = "acme", .id = "cluster"};
-  runner.columns = {{"runner_type", "kubernetes"}, {"storage_type", "berth"}};
-  runner.body = {{"runner_configuration", json::object()},
-                 {"state_storage_configuration", {{"type", "berth"}}}};
-  ASSERT_TRUE(store.Create(runner));
-  store::Record env{
-      .kind = store::Kind::kEnvironment, .org_id = "acme", .parent_id = "web", .id = "dev"};
-  env.columns = {{"env_type_id", "dev"}, {"runner_id", "cluster"}};
-  ASSERT_TRUE(store.Create(env));
+  // Queues a deployment of an example module as a bundle.
+  void Queue(store::Deployment d, const std::string& module) {
+    auto packed = cli::PackModule(testenv::SourceDir() / "examples" / module);
+    ASSERT_TRUE(packed);
+    auto bundle = server_->Store().DeploymentData().PutBundle("acme", *packed);
+    ASSERT_TRUE(bundle);
+    d.org_id = "acme";
+    d.project_id = "web";
+    d.env_id = "dev";
+    d.spec.source_bundle = bundle->id;
+    ASSERT_TRUE(server_->Store().Deployments().Create(d));
+  }
 
-  auto packed = cli::PackModule(testenv::SourceDir() / "examples/hello");
-  ASSERT_TRUE(packed);
-  auto bundle = store.DeploymentData().PutBundle("acme", *packed);
-  ASSERT_TRUE(bundle);
-  store::Deployment d{.org_id = "acme", .project_id = "web", .env_id = "dev", .id = "k1"};
+  std::unique_ptr<launch::LauncherWorld> world_;
+  std::optional<sys::TempDir> dir_;
+  std::unique_ptr<StateServer> server_;
+};
+
+TEST_F(KubernetesDispatch, ABundleDeploymentRunsInARunnerPodThroughTheContainerBackendUrl) {
+  store::Store& store = server_->Store();
+  auto replica = StartReplica("");
+  Dispatcher& dispatcher = *replica->dispatcher;
+  store::Deployment d{.id = "k1"};
   // The labels the API snapshots onto a deployment: resources that must reach the Pod, and an
   // image override this launcher is not allowed to take (an event says so).
   d.spec = {.op = DeploymentOp::kApply,
-            .source_bundle = bundle->id,
             .variables = {{"name", "pod"}},
             .labels = {{"berth.dev/runner-spec.kubernetes_limit_memory", "900Mi"},
                        {"berth.dev/runner-spec.kubernetes_request_cpu", "50m"},
                        {"berth.dev/runner-spec.kubernetes_image", "elsewhere/runner:1"}}};
-  ASSERT_TRUE(store.Deployments().Create(d));
+  Queue(d, "hello");
+  if (HasFatalFailure()) return;
 
   store::Deployment now;
   json resources;  // of the runner container, as the Pod was made
   for (int i = 0; i < 1200; ++i) {
     dispatcher.Tick();
     if (resources.is_null()) {
-      auto pods = (*world)->Admin().List(kube::kPods, (*world)->Namespace(), {});
+      auto pods = world_->Admin().List(kube::kPods, world_->Namespace(), {});
       for (const json& pod : pods ? pods->items : std::vector<json>{}) {
         for (const json& c : pod["spec"]["containers"])
           if (c["name"] == "runner") resources = c.value("resources", json::object());
@@ -110,7 +147,52 @@ TEST(KubernetesDispatch, ABundleDeploymentRunsInARunnerPodThroughTheContainerBac
     log += chunk.data;
   EXPECT_NE(log.find("[apply] Apply complete!"), std::string::npos) << log;
   EXPECT_NE(log.find("[berth] Warning ImageOverrideIgnored: "), std::string::npos) << log;
-  kubernetes.Stop();
+  replica->kubernetes->Stop();
+}
+
+// Two replicas on one database: the one that launched a runner Pod dies mid-apply (its launcher
+// goes, the Pod runs on); once its lease has ended, the other adopts the run, watches its Pod
+// and records its end. The apply ran once, in the one Pod.
+TEST_F(KubernetesDispatch, ARunOfAReplicaWhoseLeaseEndedIsAdoptedByAnotherAndCompletes) {
+  store::Store& store = server_->Store();
+  int64_t now = UnixMillisNow();
+  ASSERT_TRUE(store.Replicas().Renew({.id = "a", .host = "h", .lease_until = now + 600000}));
+  ASSERT_TRUE(store.Replicas().Renew({.id = "b", .host = "h", .lease_until = now + 600000}));
+  auto a = StartReplica("a");
+  Queue({.id = "k2", .spec = {.op = DeploymentOp::kApply, .variables = {{"seconds", 4}}}}, "slow");
+  if (HasFatalFailure()) return;
+  auto running = [&] {
+    auto pods = world_->Admin().List(kube::kPods, world_->Namespace(), {});
+    for (const json& pod : pods ? pods->items : std::vector<json>{})
+      if (pod["status"].value("phase", "") == "Running") return true;
+    return false;
+  };
+  for (int i = 0; i < 600 && !running(); ++i) {
+    a->dispatcher->Tick();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(running());
+  EXPECT_EQ(store.Deployments().Get("acme", "k2")->owner, "a");
+  a.reset();  // replica a dies; its Pod goes on
+  ASSERT_TRUE(store.Replicas().Renew({.id = "a", .host = "h", .lease_until = now}));
+
+  auto b = StartReplica("b");
+  ASSERT_TRUE(b->dispatcher->Recover());
+  store::Deployment done;
+  for (int i = 0; i < 1200; ++i) {
+    b->dispatcher->Tick();
+    done = *store.Deployments().Get("acme", "k2");
+    if (IsTerminal(done.state)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(done.state, S::kSucceeded) << done.transitions.dump() << done.result.dump();
+  EXPECT_EQ(done.owner, "b");
+  EXPECT_EQ(world_->Agent().PodsStarted(), 1);
+  auto events = store.DeploymentData().Events("acme", "k2");
+  ASSERT_TRUE(events);
+  ASSERT_FALSE(events->empty());
+  EXPECT_EQ(events->front().reason, "RunTakenOver");
+  b->kubernetes->Stop();
 }
 
 }  // namespace

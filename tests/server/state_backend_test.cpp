@@ -142,6 +142,25 @@ TEST_F(StateBackendTest, AHeldLockStopsASecondRunAndNamesItsHolder) {
   EXPECT_EQ(store_->States().Current("acme/web/dev").error().kind, ErrorKind::kNotFound);
 }
 
+// tofu's own force-unlock (what the runner's --force-unlock runs) releases a lock its run did
+// not take, given the lock's ID; any other ID leaves the lock with its holder.
+TEST_F(StateBackendTest, TofusForceUnlockReleasesALockByItsIdAndNoOther) {
+  Dispatch("run-3");
+  std::string token = Token("run-3");
+  ASSERT_EQ(Init(token).exit_code, 0);
+  ASSERT_TRUE(store_->States().Lock(
+      "acme/web/dev",
+      {"held-by-dead-run", R"({"ID":"held-by-dead-run","Who":"run-1@berth"})", 0, "run-1"}));
+  auto wrong = Tofu({"force-unlock", "-force", "not-the-lock"}, token);
+  EXPECT_NE(wrong.exit_code, 0) << wrong.output;
+  EXPECT_EQ(store_->States().Holder("acme/web/dev")->id, "held-by-dead-run");
+  auto unlocked = Tofu({"force-unlock", "-force", "held-by-dead-run"}, token);
+  ASSERT_EQ(unlocked.exit_code, 0) << unlocked.output;
+  EXPECT_EQ(store_->States().Holder("acme/web/dev").error().kind, ErrorKind::kNotFound);
+  EXPECT_EQ(Tofu({"apply", "-auto-approve", "-input=false", "-lock-timeout=0s"}, token).exit_code,
+            0);
+}
+
 TEST_F(StateBackendTest, RefusesTokensOfAnotherEnvironmentExpiredOrMissing) {
   auto http = net::MakeCurlHttpClient();
   auto get = [&](const std::string& authorization) {

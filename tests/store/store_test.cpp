@@ -552,6 +552,49 @@ TEST_P(DeploymentStoreTest, RefusesWhatTheStateMachineForbidsAndStaleStates) {
   EXPECT_EQ(Queue("dev", "d1").error().kind, ErrorKind::kAlreadyExists);
 }
 
+// A run belongs to the replica that claimed it: another records nothing about it, and takes
+// it over only once the owner's lease has ended; a cancel another replica receives waits in
+// the deployment for the owner.
+TEST_P(DeploymentStoreTest, ARunIsItsReplicasUntilThatReplicasLeaseEnds) {
+  using S = DeploymentState;
+  auto& deployments = store_->Deployments();
+  ASSERT_TRUE(
+      store_->Replicas().Renew({.id = "a", .host = "h1", .started_at = 1, .lease_until = 5000}));
+  ASSERT_TRUE(
+      store_->Replicas().Renew({.id = "b", .host = "h2", .started_at = 1, .lease_until = 9000}));
+  ASSERT_TRUE(Queue("dev", "d1"));
+  ASSERT_TRUE(deployments.Transition("acme", "d1", S::kQueued, S::kDispatched, "",
+                                     {.run_id = "d1", .owner = "a"}));
+  EXPECT_EQ(deployments.Get("acme", "d1")->owner, "a");
+  auto not_mine = deployments.Transition("acme", "d1", S::kDispatched, S::kRunning, "",
+                                         {.expected_owner = "b"});
+  ASSERT_FALSE(not_mine);
+  EXPECT_EQ(not_mine.error().kind, ErrorKind::kConflict);
+
+  EXPECT_FALSE(*deployments.TakeOver("acme", "d1", "a", "b", 4999)) << "a's lease still runs";
+  EXPECT_FALSE(*deployments.TakeOver("acme", "d1", "c", "b", 6000)) << "c does not own it";
+  ASSERT_TRUE(deployments.RequestCancel("acme", "d1", "token tok-1"));
+  EXPECT_EQ(deployments.Get("acme", "d1")->cancel_requested_by, "token tok-1");
+  EXPECT_TRUE(*deployments.TakeOver("acme", "d1", "a", "b", 5000));
+  EXPECT_FALSE(*deployments.TakeOver("acme", "d1", "a", "c", 5000)) << "b took it first";
+  // a renews its lease too late: the run stays b's.
+  ASSERT_TRUE(
+      store_->Replicas().Renew({.id = "a", .host = "h1", .started_at = 1, .lease_until = 20000}));
+  EXPECT_FALSE(deployments.Transition("acme", "d1", S::kDispatched, S::kRunning, "",
+                                      {.expected_owner = "a"}));
+  auto ended = deployments.Transition("acme", "d1", S::kDispatched, S::kCancelled, "",
+                                      {.expected_owner = "b"});
+  ASSERT_TRUE(ended) << ended.error().ToString();
+  EXPECT_EQ(ended->owner, "b");
+  EXPECT_EQ(deployments.Get("acme", "d1")->cancel_requested_by, "");
+  EXPECT_FALSE(*deployments.RequestCancel("acme", "d1", "token tok-1")) << "it has ended";
+  auto replicas = store_->Replicas().List();
+  ASSERT_TRUE(replicas);
+  ASSERT_EQ(replicas->size(), 2u);
+  EXPECT_EQ((*replicas)[0].lease_until, 20000);
+  EXPECT_EQ((*replicas)[1].host, "h2");
+}
+
 TEST_P(DeploymentStoreTest, OfConcurrentDispatchersExactlyOneStartsADeployment) {
   ASSERT_TRUE(Queue("dev", "d1"));
   ASSERT_TRUE(Queue("dev", "d2"));

@@ -488,10 +488,11 @@ std::optional<std::string> KubernetesLauncher::BerthdUrlForRunners() const {
   return settings_.container_backend_url;
 }
 
-Result<void> KubernetesLauncher::Recover(const std::vector<LaunchRequest>& known) {
+Result<void> KubernetesLauncher::Recover(const std::vector<LaunchRequest>& adopt,
+                                         const RunIsHeld& held) {
   std::map<std::string, Run> adopted;
   std::set<std::string> namespaces = {settings_.ns};
-  for (const LaunchRequest& request : known) {
+  for (const LaunchRequest& request : adopt) {
     auto run = Prepare(request);
     if (!run) return run.error();
     namespaces.insert(run->manifests.ns);
@@ -509,7 +510,8 @@ Result<void> KubernetesLauncher::Recover(const std::vector<LaunchRequest>& known
         it->second.created = true;
         continue;
       }
-      if (!Kept(pod)) orphans.push_back({ns, WorkloadName(run_id), TokenSecretName(run_id), false});
+      if (!Kept(pod) && !held(run_id))
+        orphans.push_back({ns, WorkloadName(run_id), TokenSecretName(run_id), false});
     }
   }
   // The Secret of a Pod deleted here goes with it; one whose Pod went while berth was down

@@ -52,7 +52,8 @@ class KubernetesLauncher final : public Launcher {
 
   Result<void> Launch(const LaunchRequest& request) override;
   Result<void> Cancel(const std::string& run_id) override;
-  Result<void> Recover(const std::vector<LaunchRequest>& known) override;
+  Result<void> Recover(const std::vector<LaunchRequest>& adopt, const RunIsHeld& held) override;
+  bool SharedAcrossReplicas() const override { return true; }
   // KUBERNETES_CONTAINER_BACKEND_URL, when it is set.
   std::optional<std::string> BerthdUrlForRunners() const override;
 

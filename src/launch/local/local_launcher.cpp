@@ -34,6 +34,22 @@ bool IsRunnerOf(pid_t pid, const fs::path& dir) {
   return cmdline && cmdline->find(dir.string()) != std::string::npos;
 }
 
+// The runner of a run folder: the process its pid file names, or, when berthd stopped between
+// starting it and writing the pid, the process group leader whose command line names the
+// folder. -1 when there is none.
+pid_t RunnerPid(const fs::path& dir, const std::string& pid_text) {
+  pid_t pid = static_cast<pid_t>(std::atoi(pid_text.c_str()));
+  if (pid > 0) return Alive(pid) && IsRunnerOf(pid, dir) ? pid : -1;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    pid_t candidate = static_cast<pid_t>(std::atoi(entry.path().filename().c_str()));
+    if (candidate > 0 && getpgid(candidate) == candidate && IsRunnerOf(candidate, dir) &&
+        Alive(candidate))
+      return candidate;
+  }
+  return -1;
+}
+
 // Where the runner writes its result: in the one folder of the run's own that it may write
 // besides its work folder, home and tmp.
 fs::path ResultPath(const fs::path& dir) { return dir / "out" / "result.json"; }
@@ -282,6 +298,9 @@ Result<void> LocalLauncher::Start(Run& run) {
     // The sandbox's own processes outlive SIGTERM; the runner inside reads it and stops TF.
     spawn.ignore_stop_signals = true;
   }
+  // Recorded before it exists: a berthd that stops between the two finds a started run (and
+  // looks for its process) rather than a run to start a second time.
+  if (auto marked = sys::WriteFileAtomic(dir / "pid", ""); !marked) return marked.error();
   auto child = sys::Subprocess::Spawn(spawn);
   if (!child) return child.error();
   if (auto written = sys::WriteFileAtomic(dir / "pid", std::to_string(child->Pid())); !written) {
@@ -469,18 +488,24 @@ void LocalLauncher::Loop() {
   }
 }
 
-Result<void> LocalLauncher::Recover(const std::vector<LaunchRequest>& known) {
-  std::set<std::string> known_ids;
+Result<void> LocalLauncher::Recover(const std::vector<LaunchRequest>& adopt,
+                                    const RunIsHeld& held) {
+  std::set<std::string> adopted_ids;
   std::set<fs::path> roots = {options_.runs_dir};  // where run folders may be
   MutexLock lock(mutex_);
-  for (const LaunchRequest& request : known) {
-    known_ids.insert(request.run_id);
+  for (const LaunchRequest& request : adopt) {
+    adopted_ids.insert(request.run_id);
     roots.insert(RunDir(request).parent_path());
     if (running_.contains(request.run_id)) continue;
     fs::path dir = RunDir(request);
+    // The pid file is written (empty) before the runner starts: without one it never did.
     auto pid_text = sys::ReadFile(dir / "pid");
-    pid_t pid = pid_text ? static_cast<pid_t>(std::atoi(pid_text->c_str())) : -1;
-    if (pid > 0 && Alive(pid) && IsRunnerOf(pid, dir)) {
+    const bool launched = pid_text.has_value();
+    pid_t pid = launched ? RunnerPid(dir, *pid_text) : -1;
+    if (pid > 0) {
+      if (pid_text->empty())
+        IgnoreError(sys::WriteFileAtomic(dir / "pid", std::to_string(pid)),
+                    "found again by its command line at the next start");
       Run& run = running_[request.run_id];
       run.dir = dir;
       run.request = request;
@@ -496,9 +521,9 @@ Result<void> LocalLauncher::Recover(const std::vector<LaunchRequest>& known) {
       continue;
     }
     std::error_code ec;
-    if (pid > 0 && fs::exists(ResultPath(dir), ec)) {
+    if (launched && fs::exists(ResultPath(dir), ec)) {
       ended_.push_back({request.run_id, Finish(dir, std::nullopt)});
-    } else if (pid > 0) {
+    } else if (launched) {
       ended_.push_back({request.run_id,
                         RunnerEnded(RunnerEnd::kLost,
                                     "the runner ended while berthd was away and left no result")});
@@ -511,10 +536,10 @@ Result<void> LocalLauncher::Recover(const std::vector<LaunchRequest>& known) {
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(root, ec)) {
       std::string run_id = entry.path().filename().string();
-      if (known_ids.contains(run_id)) continue;
+      if (adopted_ids.contains(run_id)) continue;
       auto pid_text = sys::ReadFile(entry.path() / "pid");
-      pid_t pid = pid_text ? static_cast<pid_t>(std::atoi(pid_text->c_str())) : -1;
-      if (Alive(pid) && IsRunnerOf(pid, entry.path())) {
+      pid_t pid = pid_text ? RunnerPid(entry.path(), *pid_text) : -1;
+      if (pid > 0 && !held(run_id)) {
         observer_.OnRunEvent(run_id, {std::string(kUntrackedRunnerStopped),
                                       "stopping the runner of a run berthd no longer tracks"});
         kill(-pid, SIGTERM);

@@ -62,7 +62,8 @@ class LocalLauncher final : public Launcher {
 
   Result<void> Launch(const LaunchRequest& request) override;
   Result<void> Cancel(const std::string& run_id) override;
-  Result<void> Recover(const std::vector<LaunchRequest>& known) override;
+  Result<void> Recover(const std::vector<LaunchRequest>& adopt, const RunIsHeld& held) override;
+  bool SharedAcrossReplicas() const override { return false; }
 
   int Running() const EXCLUDES(mutex_);
   int Waiting() const EXCLUDES(mutex_);

@@ -122,6 +122,14 @@ Result<void> FitsItsEnvironments(store::Store& store, const std::string& org,
   }
 }
 
+// An environment's approval_timeout: a Go duration short enough to count in nanoseconds.
+Schema ApprovalTimeoutSchema() {
+  return std::move(
+      Schema::String()
+          .Pattern("([0-9]{1,5}(\\.[0-9]{1,3})?(ns|us|ms|s|m|h)){1,4}", "a duration (30m, 2h)")
+          .Doc("how long a plan may wait for approval before its deployment is cancelled"));
+}
+
 json Common(const Record& r) {
   json out = r.body;
   out["id"] = r.id;
@@ -186,6 +194,7 @@ std::vector<ResourceType> ResourceTypes(const ApiOptions& options) {
              // Read-only: the link is made by the first deployment or refresh_runner.
              Optional("runner_id", Schema::String()),
              Optional("labels", Schema::FreeObject()),
+             Optional("approval_timeout", ApprovalTimeoutSchema()),
          });
          auto valid = ValidateWith(kSchema, std::move(body));
          if (!valid) return valid.error();
@@ -204,7 +213,8 @@ std::vector<ResourceType> ResourceTypes(const ApiOptions& options) {
          r.id = id;
          r.body = {{"display_name", valid->value("display_name", id)},
                    {"env_type_id", (*valid)["env_type_id"]},
-                   {"labels", LabelsJson(*labels)}};
+                   {"labels", LabelsJson(*labels)},
+                   {"approval_timeout", valid->value("approval_timeout", json())}};
          r.columns = {{"env_type_id", (*valid)["env_type_id"].get<std::string>()},
                       {"runner_id", std::nullopt}};
          return r;

@@ -1,8 +1,8 @@
 #include "server/api/deployment_routes.h"
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
-#include <thread>
 
 #include "core/deployment_state.h"
 #include "core/run_labels.h"
@@ -16,7 +16,12 @@ using nlohmann::json;
 using S = DeploymentState;
 
 constexpr int kLogChunksPerRead = 256;
-constexpr std::chrono::milliseconds kFollowWait{1000};
+// Followed logs open at once (docs/api.md): a dashboard of one token may follow many.
+constexpr int kFollowersPerToken = 256;
+constexpr int kFollowersInAll = 2048;
+// How far back in an environment's deployments the one a queued deployment waits for is looked
+// for: a queue longer than this names the newest queued one ahead.
+constexpr int kQueueLookBack = 200;
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
@@ -35,6 +40,7 @@ json DeploymentJson(const store::Deployment& d) {
               {"labels", stored["labels"]},
               {"created_by", d.spec.created_by.empty() ? json(nullptr) : json(d.spec.created_by)},
               {"run_id", d.run_id.empty() ? json(nullptr) : json(d.run_id)},
+              {"replica", d.owner.empty() ? json(nullptr) : json(d.owner)},
               {"transitions", d.transitions},
               {"result", d.result},
               {"created_at", ApiTime(d.created_at)},
@@ -76,7 +82,11 @@ int64_t QueryInt(const RouteRequest& r, const std::string& name) {
 DeploymentRoutes::DeploymentRoutes(Router& router, store::Store& store,
                                    const TokenGuard& authorized, DeploymentControl& control,
                                    const ApiOptions& options)
-    : store_(store), authorized_(authorized), control_(control), options_(options) {
+    : store_(store),
+      authorized_(authorized),
+      control_(control),
+      options_(options),
+      followers_(std::make_unique<FollowerSlots>(kFollowersPerToken, kFollowersInAll)) {
   auto add = [&](const std::string& method, const std::string& path, Scope needed,
                  net::ServerResponse (DeploymentRoutes::*handler)(const RouteRequest&,
                                                                   const Caller&) const) {
@@ -176,12 +186,34 @@ net::ServerResponse DeploymentRoutes::List(const RouteRequest& r, const Caller& 
   return JsonResponse(200, Dump({{"items", items}}));
 }
 
+Result<json> DeploymentRoutes::DeploymentAhead(const store::Deployment& queued) const {
+  // Newest first: what holds the environment, else the queued one just before it.
+  auto list = store_.Deployments().ListForEnvironment(queued.org_id, queued.project_id,
+                                                      queued.env_id, kQueueLookBack);
+  if (!list) return list.error();
+  const store::Deployment* ahead = nullptr;
+  for (const store::Deployment& d : *list) {
+    if (d.state == S::kDispatched || d.state == S::kRunning || d.state == S::kWaitingApproval) {
+      ahead = &d;
+      break;
+    }
+    if (d.state == S::kQueued && d.sequence < queued.sequence && ahead == nullptr) ahead = &d;
+  }
+  if (ahead == nullptr) return Ok(json());
+  return Ok(json{{"id", ahead->id}, {"state", DeploymentStateName(ahead->state)}});
+}
+
 net::ServerResponse DeploymentRoutes::Get(const RouteRequest& r, const Caller& c) const {
   auto d = store_.Deployments().Get(c.org, r.params.at("id"));
   if (!d) return ErrorResponse(d.error());
   auto events = store_.DeploymentData().Events(c.org, d->id);
   if (!events) return ErrorResponse(events.error());
   json out = DeploymentJson(*d);
+  if (d->state == S::kQueued) {
+    auto ahead = DeploymentAhead(*d);
+    if (!ahead) return ErrorResponse(ahead.error());
+    out["waiting_for"] = *ahead;
+  }
   out["events"] = json::array();
   for (const store::DeploymentEvent& e : *events) {
     out["events"].push_back({{"run_id", e.run_id},
@@ -236,21 +268,34 @@ net::ServerResponse DeploymentRoutes::Logs(const RouteRequest& r, const Caller& 
   response.headers["X-Berth-Log-Position"] = std::to_string(after);
   response.body = std::move(text);
   if (!following || !LogWillGrow(d->state)) return response;
-  response.next_chunk = [this, org = c.org, id, after]() mutable -> std::optional<std::string> {
-    uint64_t seen = options_.logs ? options_.logs->Generation() : 0;
+  FollowerSlots::Slot slot = followers_->Take(c.token_id);
+  if (!slot) {
+    auto refused =
+        ErrorResponse(429, "ResourceExhausted",
+                      "too many followed logs: at most " + std::to_string(followers_->PerToken()) +
+                          " per token and " + std::to_string(followers_->Total()) +
+                          " in all at once; close one, or read the log with ?after=POSITION");
+    refused.headers["Retry-After"] = "5";
+    return refused;
+  }
+  // What the follower last saw of the log feed: a change after it wakes the follower's wait.
+  auto seen = std::make_shared<std::atomic<uint64_t>>(0);
+  response.next_chunk = [this, org = c.org, id, after, seen,
+                         slot = std::move(slot)]() mutable -> std::optional<std::string> {
+    if (options_.logs) seen->store(options_.logs->Generation());
     // The state first: chunks a run sent before it ended are stored by the time it has ended.
     auto now = store_.Deployments().Get(org, id);
     auto batch = ReadLogAfter(store_.DeploymentData(), org, id, after);
     if (!now || !batch) return std::nullopt;
     if (!batch->empty()) return std::move(*batch);
     if (!LogWillGrow(now->state)) return std::nullopt;
-    if (options_.logs) {
-      options_.logs->WaitPast(seen, kFollowWait);
-    } else {
-      std::this_thread::sleep_for(kFollowWait);
-    }
-    return std::string();
+    return std::string();  // nothing yet: the server waits, holding no thread
   };
+  if (options_.logs) {
+    response.wake_on_change = [feed = options_.logs, seen](std::function<void()> wake) {
+      feed->OnChangePast(seen->load(), std::move(wake));
+    };
+  }
   return response;
 }
 

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "server/api/api.h"
+#include "server/api/follower_slots.h"
 #include "server/api/request_support.h"
 
 namespace berth::server {
@@ -20,6 +21,9 @@ class DeploymentRoutes {
   net::ServerResponse Create(const RouteRequest& r, const Caller& c) const;
   net::ServerResponse List(const RouteRequest& r, const Caller& c) const;
   net::ServerResponse Get(const RouteRequest& r, const Caller& c) const;
+  // What a queued deployment waits for: the deployment holding its environment, else the one
+  // queued before it ({id, state}); null when it is next.
+  Result<nlohmann::json> DeploymentAhead(const store::Deployment& queued) const;
   net::ServerResponse Cancel(const RouteRequest& r, const Caller& c) const;
   net::ServerResponse Approve(const RouteRequest& r, const Caller& c) const;
   net::ServerResponse Logs(const RouteRequest& r, const Caller& c) const;
@@ -30,6 +34,7 @@ class DeploymentRoutes {
   const TokenGuard& authorized_;
   DeploymentControl& control_;
   const ApiOptions options_;
+  std::unique_ptr<FollowerSlots> followers_;
 };
 
 }  // namespace berth::server

@@ -4,8 +4,10 @@
 
 #include <array>
 
+#include "core/duration.h"
 #include "core/time_format.h"
 #include "crypto/random.h"
+#include "launch/run_outcome.h"
 #include "server/dispatch/backend_config.h"
 #include "server/live_run.h"
 #include "server/metrics.h"
@@ -18,7 +20,7 @@ namespace {
 using nlohmann::json;
 using S = DeploymentState;
 
-constexpr std::chrono::seconds kDeadlineCheckEvery{5};
+constexpr std::chrono::seconds kReconcileEvery{1};
 
 // What the deployment's current run does.
 std::string RunOp(const store::Deployment& d) {
@@ -147,7 +149,14 @@ Result<Dispatcher::Launch> Dispatcher::Prepare(const store::Deployment& d) {
   run.module = path;
   // An approved plan may delete what its summary showed the approver; a destroy deletes.
   bool approved = d.run_id == ApplyRunId(d.id);
-  if (approved) run.approved_plan = d.result.value("plan", json::object()).value("hash", "");
+  if (approved) {
+    run.approved_plan = d.result.value("plan", json::object()).value("hash", "");
+    // The plan file's bytes as the plan run uploaded them: an apply of exactly those skips its
+    // show -json (its provider schemas) and the guard, both done at plan time.
+    auto plan_file = store_.DeploymentData().GetArtifact(d.org_id, d.id, "plan");
+    if (!plan_file) return plan_file.error();
+    run.approved_plan_sha256 = plan_file->sha256;
+  }
   bool destroy = d.spec.op == DeploymentOp::kDestroy;
   run.plan_destroy = destroy && op == "plan";
   run.allow_destroy = destroy || approved || d.spec.allow_destroy;
@@ -185,10 +194,11 @@ void Dispatcher::OnRunEvent(const std::string& run_id, const launch::LaunchEvent
     log_.Error("event not logged", {{"deployment", d->id}, {"why", logged.error().message}});
 }
 
-void Dispatcher::ReleaseStateLocks(const std::string& run_id, const launch::RunOutcome& outcome) {
+void Dispatcher::ReleaseStateLocks(const std::string& run_id, const launch::RunOutcome& outcome,
+                                   bool release_lost) {
   // A lost runner may still be running (a node cut off, not dead): its lock stays for an
   // operator to judge rather than let two writers meet.
-  if (outcome.EndedAs(launch::RunnerEnd::kLost)) return;
+  if (outcome.EndedAs(launch::RunnerEnd::kLost) && !release_lost) return;
   auto released = store_.States().ReleaseLocksOf(run_id);
   if (!released) {
     log_.Error("state locks not released", {{"run", run_id}, {"why", released.error().message}});
@@ -210,6 +220,14 @@ Result<void> Dispatcher::Recover() {
   for (const auto& [type, launcher] : launchers_) known[launcher];  // each cleans up its own
   for (const store::Deployment& d : *holding) {
     if (d.state == S::kWaitingApproval) continue;  // no run: it waits for a person
+    // Another replica's run is taken over by Reconcile once its lease has ended; one from
+    // before replicas were recorded is this one's if no other took it first.
+    if (d.owner != options_.replica) {
+      auto taken = d.owner.empty() ? store_.Deployments().TakeOver(
+                                         d.org_id, d.id, "", options_.replica, clock_.WallMillis())
+                                   : Result<bool>(false);
+      if (!taken || !*taken) continue;
+    }
     auto launch = Prepare(d);
     if (!launch) {
       Move(d, d.state, S::kFailed, "cannot take it up again: " + launch.error().message);
@@ -224,9 +242,18 @@ Result<void> Dispatcher::Recover() {
     known[launch->launcher].push_back(std::move(launch->request));
   }
   for (auto& [launcher, requests] : known) {
-    if (auto recovered = launcher->Recover(requests); !recovered) return recovered.error();
+    auto recovered =
+        launcher->Recover(requests, [this](const std::string& run_id) { return Held(run_id); });
+    if (!recovered) return recovered.error();
   }
   return {};
+}
+
+bool Dispatcher::Held(const std::string& run_id) {
+  auto d = store_.Deployments().GetByRun(run_id);
+  // Unsure (the database did not answer): kept, an orphan is removed at a later start.
+  if (!d) return d.error().kind != ErrorKind::kNotFound;
+  return d->state == S::kDispatched || d->state == S::kRunning;
 }
 
 bool Dispatcher::Start(const store::Deployment& d) {
@@ -264,46 +291,158 @@ bool Dispatcher::Start(const store::Deployment& d) {
 
 int Dispatcher::Tick() {
   if (launchers_.empty()) return 0;
-  EndOverdueRuns();
+  Reconcile();
   auto startable = store_.Deployments().Startable(options_.batch);
   if (!startable) return 0;
   int started = 0;
   for (const store::Deployment& d : *startable) {
     // Another dispatcher may win this one: then it is theirs.
     auto claimed = store_.Deployments().Transition(d.org_id, d.id, S::kQueued, S::kDispatched, "",
-                                                   {.run_id = d.id});
+                                                   {.run_id = d.id, .owner = options_.replica});
     if (claimed && Start(*claimed)) ++started;
   }
   return started;
 }
 
-void Dispatcher::EndOverdueRuns() {
+void Dispatcher::Reconcile() {
   {
     MutexLock lock(mutex_);
     auto now = clock_.Now();
-    if (now < next_deadline_check_) return;
-    next_deadline_check_ = now + kDeadlineCheckEvery;
+    if (now < next_reconcile_) return;
+    next_reconcile_ = now + kReconcileEvery;
   }
   auto holding = store_.Deployments().Holding();
   if (!holding) return;
-  int64_t cutoff = clock_.WallMillis() - std::chrono::milliseconds(options_.run_deadline).count();
+  auto replicas = store_.Replicas().List();
+  if (!replicas) return;
+  std::map<std::string, int64_t> lease_until;
+  for (const store::ReplicaLease& r : *replicas) lease_until[r.id] = r.lease_until;
+  const int64_t now_ms = clock_.WallMillis();
+  const int64_t cutoff = now_ms - std::chrono::milliseconds(options_.run_deadline).count();
   for (const store::Deployment& d : *holding) {
-    if (d.state == S::kWaitingApproval || d.updated_at > cutoff) continue;
-    auto failed = store_.Deployments().Transition(
-        d.org_id, d.id, d.state, S::kFailed,
-        "deadline: run " + d.run_id + " had not ended " +
-            std::to_string(options_.run_deadline.count()) + " s after it started");
-    if (!failed) continue;
-    log_.Warn("run past its deadline",
-              {{"org", d.org_id}, {"deployment", d.id}, {"run", d.run_id}});
-    launch::Launcher* launcher = nullptr;
+    if (d.state == S::kWaitingApproval) {  // no run, but maybe a plan forgotten
+      CancelIfApprovalTimedOut(d, now_ms);
+      continue;
+    }
+    if (d.owner == options_.replica) {
+      if (d.updated_at <= cutoff)
+        EndOverdue(d);
+      else if (!d.cancel_requested_by.empty())
+        CancelAsked(d);
+      continue;
+    }
+    LetGo(d);
+    auto lease = lease_until.find(d.owner);
+    if (d.owner.empty() || lease == lease_until.end() || lease->second <= now_ms)
+      TakeOver(d, now_ms);
+  }
+}
+
+void Dispatcher::CancelIfApprovalTimedOut(const store::Deployment& d, int64_t now_ms) {
+  auto env = store_.Get(store::Kind::kEnvironment, d.org_id, d.project_id, d.env_id);
+  if (!env) return;
+  const json& setting = env->body.value("approval_timeout", json());
+  if (!setting.is_string()) return;
+  auto timeout = ParseDuration(setting.get<std::string>());  // checked when it was saved
+  if (!timeout) return;
+  int64_t waited = now_ms - d.updated_at;  // since the plan was ready
+  if (waited <= std::chrono::duration_cast<std::chrono::milliseconds>(*timeout).count()) return;
+  if (Move(d, S::kWaitingApproval, S::kCancelled,
+           "approval_timeout: the plan waited longer than " + setting.get<std::string>() +
+               " for approval (the environment's approval_timeout)"))
+    log_.Info("plan not approved in time", {{"org", d.org_id},
+                                            {"deployment", d.id},
+                                            {"approval_timeout", setting.get<std::string>()}});
+}
+
+void Dispatcher::EndOverdue(const store::Deployment& d) {
+  auto failed = store_.Deployments().Transition(d.org_id, d.id, d.state, S::kFailed,
+                                                "deadline: run " + d.run_id + " had not ended " +
+                                                    std::to_string(options_.run_deadline.count()) +
+                                                    " s after it started",
+                                                {.expected_owner = options_.replica});
+  if (!failed) return;
+  log_.Warn("run past its deadline", {{"org", d.org_id}, {"deployment", d.id}, {"run", d.run_id}});
+  launch::Launcher* launcher = nullptr;
+  {
+    MutexLock lock(mutex_);
+    if (auto it = runs_.find(d.run_id); it != runs_.end()) launcher = it->second.launcher;
+    runs_.erase(d.run_id);
+  }
+  if (launcher) IgnoreError(launcher->Cancel(d.run_id), "the runner may be gone already");
+}
+
+void Dispatcher::CancelAsked(const store::Deployment& d) {
+  launch::Launcher* launcher = nullptr;
+  {
+    MutexLock lock(mutex_);
+    auto it = runs_.find(d.run_id);
+    if (it == runs_.end() || it->second.cancel_sent) return;
+    it->second.cancel_sent = true;
+    launcher = it->second.launcher;
+  }
+  log_.Info(
+      "cancelling",
+      {{"org", d.org_id}, {"deployment", d.id}, {"run", d.run_id}, {"by", d.cancel_requested_by}});
+  if (auto stopping = launcher->Cancel(d.run_id); !stopping)
+    log_.Warn("cancel failed", {{"deployment", d.id}, {"why", stopping.error().message}});
+}
+
+void Dispatcher::LetGo(const store::Deployment& d) {
+  launch::Launcher* launcher = nullptr;
+  {
+    MutexLock lock(mutex_);
+    auto it = runs_.find(d.run_id);
+    if (it == runs_.end()) return;
+    launcher = it->second.launcher;
+    runs_.erase(it);
+  }
+  log_.Warn("run taken over by another replica: stopping its runner here",
+            {{"org", d.org_id}, {"deployment", d.id}, {"run", d.run_id}, {"replica", d.owner}});
+  IgnoreError(launcher->Cancel(d.run_id), "the runner may be gone already");
+}
+
+void Dispatcher::TakeOver(const store::Deployment& d, int64_t now_ms) {
+  auto taken = store_.Deployments().TakeOver(d.org_id, d.id, d.owner, options_.replica, now_ms);
+  if (!taken || !*taken) return;  // another replica was first, or the owner came back
+  std::string from = d.owner.empty() ? "an earlier berthd" : "replica " + d.owner;
+  log_.Warn("run taken over",
+            {{"org", d.org_id}, {"deployment", d.id}, {"run", d.run_id}, {"from", from}});
+  store::Deployment mine = d;
+  mine.owner = options_.replica;
+  auto launch = Prepare(mine);
+  if (launch && launch->launcher->SharedAcrossReplicas()) {
     {
       MutexLock lock(mutex_);
-      if (auto it = runs_.find(d.run_id); it != runs_.end()) launcher = it->second.launcher;
-      runs_.erase(d.run_id);
+      runs_[d.run_id] = {d.org_id, launch->launcher};
     }
-    if (launcher) IgnoreError(launcher->Cancel(d.run_id), "the runner may be gone already");
+    OnRunEvent(d.run_id, {.reason = "RunTakenOver",
+                          .message = from + " stopped renewing its lease; replica " +
+                                     options_.replica + " watches the run from here",
+                          .warning = false});
+    if (d.state == S::kDispatched)
+      Move(mine, S::kDispatched, S::kRunning, "taken over from " + from);
+    // Only this run: what else the launcher finds is other replicas' business.
+    auto adopted =
+        launch->launcher->Recover({launch->request}, [](const std::string&) { return true; });
+    if (!adopted)
+      log_.Error("run not adopted", {{"deployment", d.id}, {"why", adopted.error().message}});
+    return;
   }
+  // Never started again: the runner may have applied already, and may still be running on a
+  // machine nobody can reach. Its token is retired, so it can no longer write the state. A
+  // result it posted before its replica died says how it ended.
+  if (d.state == S::kDispatched) Move(mine, S::kDispatched, S::kRunning, "taken over");
+  auto posted = store_.DeploymentData().GetArtifact(d.org_id, d.id, "result:" + d.run_id);
+  launch::RunOutcome end =
+      posted ? launch::OutcomeFromResult(std::nullopt, posted->content)
+             : launch::RunnerEnded(
+                   launch::RunnerEnd::kLost,
+                   from +
+                       ", which ran it, stopped renewing its lease: its machine may be gone, "
+                       "so the run is not started again" +
+                       (launch ? "" : " (" + launch.error().message + ")"));
+  RecordEnd(mine, d.run_id, end, /*release_lost_locks=*/true);
 }
 
 Result<store::Deployment> Dispatcher::Cancel(const std::string& org, const std::string& id,
@@ -326,9 +465,14 @@ Result<store::Deployment> Dispatcher::Cancel(const std::string& org, const std::
     MutexLock lock(mutex_);
     if (auto it = runs_.find(d->run_id); it != runs_.end()) launcher = it->second.launcher;
   }
-  if (launcher == nullptr)
-    return MakeError(ErrorKind::kFailedPrecondition,
-                     "deployment " + id + " has no run this berthd started");
+  if (launcher == nullptr) {
+    // Another replica runs it: that one stops it when it next reads the database.
+    auto asked = store_.Deployments().RequestCancel(org, id, who);
+    if (!asked) return asked.error();
+    log_.Info("cancel passed to the owning replica",
+              {{"org", org}, {"deployment", id}, {"replica", d->owner}, {"by", who}});
+    return store_.Deployments().Get(org, id);
+  }
   log_.Info("cancelling", {{"org", org}, {"deployment", id}, {"run", d->run_id}, {"by", who}});
   if (auto stopping = launcher->Cancel(d->run_id); !stopping) return stopping.error();
   return store_.Deployments().Get(org, id);
@@ -358,17 +502,15 @@ Result<store::Deployment> Dispatcher::Approve(const std::string& org, const std:
                      "the plan is stale: the environment's state moved from version " +
                          std::to_string(planned_version) + " to " + std::to_string(*now_version) +
                          " since it was planned; deploy again");
-  auto dispatched = store_.Deployments().Transition(org, id, S::kWaitingApproval, S::kDispatched,
-                                                    "plan " + planned + " approved by " + who,
-                                                    {.run_id = ApplyRunId(id)});
+  auto dispatched = store_.Deployments().Transition(
+      org, id, S::kWaitingApproval, S::kDispatched, "plan " + planned + " approved by " + who,
+      {.run_id = ApplyRunId(id), .owner = options_.replica});
   if (!dispatched) return dispatched.error();
   Start(*dispatched);
   return store_.Deployments().Get(org, id);
 }
 
 void Dispatcher::OnRunEnd(const std::string& run_id, const launch::RunOutcome& reported) {
-  // Followers of its log end, and its environment is free for the next deployment.
-  NotifyWhenDone notify(options_.logs, options_.wake);
   std::string org;
   {
     MutexLock lock(mutex_);
@@ -383,40 +525,54 @@ void Dispatcher::OnRunEnd(const std::string& run_id, const launch::RunOutcome& r
   }
   auto d = store_.Deployments().GetByRun(run_id);
   if (!d || d->org_id != org) return;
+  if (d->owner != options_.replica) {
+    log_.Warn("run ended after another replica took it over: its end is that one's to record",
+              {{"deployment", d->id}, {"run", run_id}, {"replica", d->owner}});
+    return;
+  }
+  RecordEnd(*d, run_id, reported, /*release_lost_locks=*/false);
+}
+
+void Dispatcher::RecordEnd(const store::Deployment& d, const std::string& run_id,
+                           const launch::RunOutcome& reported, bool release_lost_locks) {
+  // Followers of its log end, and its environment is free for the next deployment.
+  NotifyWhenDone notify(options_.logs, options_.wake);
+  const std::string& org = d.org_id;
   // Its runner is gone: what still holds its token (a copy a module made) is refused from here.
-  if (auto retired = MarkRunEnded(store_, *d, run_id); !retired)
+  if (auto retired = MarkRunEnded(store_, d, run_id); !retired)
     log_.Warn("run token not retired", {{"run", run_id}, {"error", retired.error().ToString()}});
   // The result the runner posted through the gateway is whole; a termination log is capped.
   launch::RunOutcome outcome = reported;
-  if (auto posted = store_.DeploymentData().GetArtifact(org, d->id, "result:" + run_id)) {
+  if (auto posted = store_.DeploymentData().GetArtifact(org, d.id, "result:" + run_id)) {
     if (auto result = ParseRunResult(posted->content)) outcome.result = std::move(*result);
   }
-  // A deployment still dispatched (its launch raced its end) is moved on first.
   log_.Info("run ended",
             {{"org", org},
-             {"deployment", d->id},
+             {"deployment", d.id},
              {"run", run_id},
              {"outcome", std::string(reported.succeeded ? "succeeded" : reported.FailureName())},
              {"message", reported.message}});
-  if (d->state == S::kDispatched) Move(*d, S::kDispatched, S::kRunning, "runner started");
-  ReleaseStateLocks(run_id, reported);
-  if (outcome.succeeded && d->spec.NeedsApproval() && run_id != ApplyRunId(d->id)) {
+  const store::TransitionChanges owned{.expected_owner = options_.replica};
+  // A deployment still dispatched (its launch raced its end) is moved on first.
+  if (d.state == S::kDispatched) Move(d, S::kDispatched, S::kRunning, "runner started", owned);
+  ReleaseStateLocks(run_id, reported, release_lost_locks);
+  if (outcome.succeeded && d.spec.NeedsApproval() && run_id != ApplyRunId(d.id)) {
     json plan = json::object();
     if (outcome.result && outcome.result->plan) plan = RunResultToJson(*outcome.result)["plan"];
-    auto version = StateVersion(*d);
-    Move(*d, S::kRunning, S::kWaitingApproval, "plan " + plan.value("hash", "") + " ready",
+    auto version = StateVersion(d);
+    Move(d, S::kRunning, S::kWaitingApproval, "plan " + plan.value("hash", "") + " ready",
          {.result = json{{"plan", plan},
                          {"state_version", version ? *version : 0},
-                         {"plan_run", OutcomeJson(outcome)}}});
+                         {"plan_run", OutcomeJson(outcome)}},
+          .expected_owner = options_.replica});
     return;
   }
   S to = outcome.succeeded ? S::kSucceeded : outcome.Cancelled() ? S::kCancelled : S::kFailed;
   std::string reason =
       outcome.succeeded ? "" : fmt::format("{}: {}", outcome.FailureName(), outcome.message);
   json result = OutcomeJson(outcome);
-  if (d->result.is_object() && d->result.contains("plan"))
-    result["approved_plan"] = d->result["plan"];
-  Move(*d, S::kRunning, to, reason, {.result = result});
+  if (d.result.is_object() && d.result.contains("plan")) result["approved_plan"] = d.result["plan"];
+  Move(d, S::kRunning, to, reason, {.result = result, .expected_owner = options_.replica});
 }
 
 }  // namespace berth::server

@@ -35,6 +35,9 @@ struct DispatcherOptions {
   // A provider mirror folder local runs install providers from, offline (runner --providers);
   // empty: providers come from their registries.
   std::string providers;
+  // This berthd's replica id (server/replica.h): the owner of the runs it launches. Runs of a
+  // replica whose lease has ended are taken over; its local runs end as RunnerLost.
+  std::string replica;
   BerthdMetrics* metrics = nullptr;  // told of every run's end; may be null
   ChangeFeed* logs = nullptr;        // notified when a run ends or says something: followers read
   ChangeFeed* wake = nullptr;        // notified when a run ends: its environment is free
@@ -55,14 +58,18 @@ class Dispatcher : public launch::RunObserver, public DeploymentControl {
   Dispatcher(store::Store& store, const Launchers& launchers, const crypto::Ed25519Signer& signer,
              DispatcherOptions options);
 
-  // At start: the deployments a previous berthd left holding their environments are taken up
-  // again. Their runs are re-attached, ended from what they left, or never started again.
+  // At start: the runs this replica left (and runs from before replicas were recorded) are
+  // taken up again: re-attached, ended from what they left, or never started again. Runners
+  // no replica tracks are removed.
   Result<void> Recover() EXCLUDES(mutex_);
-  // Starts what may start now and ends runs past their deadline; how many it started.
+  // Starts what may start now, and about once a second reconciles with the database: ends this
+  // replica's runs past their deadline, stops those whose cancel another replica received,
+  // and takes over the runs of replicas whose lease ended. How many it started.
   int Tick() EXCLUDES(mutex_);
   // Cancels a deployment for who: a queued one, or one waiting for approval, at once; a started
-  // one through its run (the runner stops TF cleanly; its end is recorded when it comes); an
-  // ended one is refused. The deployment as it is now.
+  // one through its run (the runner stops TF cleanly; its end is recorded when it comes), by
+  // this replica's launcher or, through the database, the owning replica's; an ended one is
+  // refused. The deployment as it is now.
   Result<store::Deployment> Cancel(const std::string& org, const std::string& id,
                                    const std::string& who) override EXCLUDES(mutex_);
   // Starts the apply of the plan a deployment waits with, if plan_hash is that plan's and the
@@ -87,6 +94,7 @@ class Dispatcher : public launch::RunObserver, public DeploymentControl {
     launch::Launcher* launcher = nullptr;
     // When this berthd launched it (none for a run taken up after a restart).
     std::optional<std::chrono::steady_clock::time_point> launched;
+    bool cancel_sent = false;  // a cancel asked through the database was passed on
   };
   // The launch of a deployment's current run, or why it cannot be launched.
   Result<Launch> Prepare(const store::Deployment& deployment);
@@ -95,10 +103,33 @@ class Dispatcher : public launch::RunObserver, public DeploymentControl {
   // The newest version of the deployment's state in berth's backend (0: none, or the state
   // lives elsewhere): what a plan waiting for approval was made against.
   Result<int64_t> StateVersion(const store::Deployment& deployment);
-  void EndOverdueRuns() EXCLUDES(mutex_);
+  // What Tick does about once a second (see Tick); what waits for approval past its
+  // environment's approval_timeout is cancelled.
+  void Reconcile() EXCLUDES(mutex_);
+  // Cancels a deployment whose plan has waited for approval longer than its environment's
+  // approval_timeout (any replica may: it has no run).
+  void CancelIfApprovalTimedOut(const store::Deployment& d, int64_t now_ms);
+  // Fails this replica's run that has gone past its deadline, and stops its runner.
+  void EndOverdue(const store::Deployment& d) EXCLUDES(mutex_);
+  // Passes on a cancel another replica received for a run of this one.
+  void CancelAsked(const store::Deployment& d) EXCLUDES(mutex_);
+  // A run another replica took over while this one was away: its runner is stopped, its end
+  // is that replica's to record.
+  void LetGo(const store::Deployment& d) EXCLUDES(mutex_);
+  // The run of a replica whose lease ended becomes this one's: a run on a cluster is adopted
+  // and watched from here; a local one ended as RunnerLost (its machine may be gone).
+  void TakeOver(const store::Deployment& d, int64_t now_ms) EXCLUDES(mutex_);
+  // Whether some replica still tracks the run: its deployment holds its environment.
+  bool Held(const std::string& run_id);
+  // Records the end of this replica's run: its token retired, its locks released, the
+  // deployment moved on (or to waiting_approval after a plan that needs it).
+  void RecordEnd(const store::Deployment& d, const std::string& run_id,
+                 const launch::RunOutcome& reported, bool release_lost_locks);
   // The state locks a run that has ended still holds (its runner was killed mid-apply, say)
-  // are released, each with an event on its deployment.
-  void ReleaseStateLocks(const std::string& run_id, const launch::RunOutcome& outcome);
+  // are released, each with an event on its deployment. A lost runner's are kept unless
+  // release_lost: it may still be running, with a token that is still good.
+  void ReleaseStateLocks(const std::string& run_id, const launch::RunOutcome& outcome,
+                         bool release_lost);
   // Moves a deployment from one state to another; a refusal (another berthd moved it first,
   // or the state machine forbids it) is logged, never dropped unseen. The moved deployment, or
   // nothing.
@@ -114,7 +145,7 @@ class Dispatcher : public launch::RunObserver, public DeploymentControl {
   Clock& clock_;
   Mutex mutex_;
   std::map<std::string, RunPlace> runs_ GUARDED_BY(mutex_);  // by run id
-  std::chrono::steady_clock::time_point next_deadline_check_ GUARDED_BY(mutex_);
+  std::chrono::steady_clock::time_point next_reconcile_ GUARDED_BY(mutex_);
 };
 
 // The apply run's id of a deployment whose plan was approved.
