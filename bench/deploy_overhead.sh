@@ -49,9 +49,9 @@ up() {
 up "$BERTH" "$WORK/data"
 [[ -z $BASE_BERTH ]] || up "$BASE_BERTH" "$WORK/base"
 
-# examples/file (a provider-backed module) writes a file: each run its own, relative to its work
-# folder (a sandboxed run can write nowhere else).
-vars() { [[ $MODULE == *examples/file ]] && echo "{\"path\": \"$1.txt\"}" || echo "{}"; }
+# examples/file and examples/heavy (provider-backed modules) write a file: each run its own,
+# relative to its work folder (a sandboxed run can write nowhere else).
+vars() { [[ $MODULE == *examples/file || $MODULE == *examples/heavy ]] && echo "{\"path\": \"$1.txt\"}" || echo "{}"; }
 
 # Prints how long `berth deploy` of binary $1 against data folder $2 took for run $3, in ms.
 deploy() {

@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
 # Whole-process comparison: `runner run --op=plan` against a bare `tofu init && tofu plan -out`
 # on the same module, each from a fresh work folder, alternating, N times each. A third column
-# runs bare tofu through the same steps the runner takes (init, validate, plan, show -json), so
+# runs bare tofu through the same steps the runner takes (init, plan, show -json), so
 # that the runner's own overhead stands apart from the steps its contract adds. Prints medians,
 # ratios, and the runner's own peak memory (its -v=1 report; TF's memory is the same in all).
 #
-# Usage: bench/runner_overhead.sh [MODULE (default examples/hello)] [N (default 9)]
-# Needs: scripts/testenv, and the release runner (cmake --build --preset release --target runner).
+# Usage: [RUNNER=PATH] bench/runner_overhead.sh [MODULE (default examples/hello)] [N (default 9)]
+# Needs: scripts/testenv, and the release runner (cmake --build --preset release --target runner),
+# or RUNNER naming another build's (an older commit's, to compare).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 MODULE=${1:-examples/hello}
 N=${2:-9}
 source "$(scripts/testenv --env-file)"
-RUNNER=$PWD/build/release/apps/runner/runner
+RUNNER=${RUNNER:-$PWD/build/release/apps/runner/runner}
 [[ -x $RUNNER ]] || { echo "build the release runner first" >&2; exit 1; }
 TOFU=$BERTH_TEST_TOFU
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/berth-bench-XXXXXX")
@@ -24,9 +25,9 @@ export TF_CLI_CONFIG_FILE=$BERTH_TEST_TOFU_CLI_CONFIG
 now() { date +%s%N; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-# Variables for examples/file (a provider-backed module); other modules get none.
+# Variables for examples/file and examples/heavy (provider-backed modules); others get none.
 VARS=()
-if [[ $MODULE == *examples/file ]]; then
+if [[ $MODULE == *examples/file || $MODULE == *examples/heavy ]]; then
   echo "{\"path\": \"$WORK/world.txt\"}" >"$WORK/vars.json"
   VARS=(-var-file="$WORK/vars.json")
 fi
@@ -50,7 +51,6 @@ for i in $(seq "$N"); do
   mkdir -p "$WORK/s$i" && cp -r "$MODULE"/. "$WORK/s$i/"
   start=$(now)
   (cd "$WORK/s$i" && "$TOFU" init -input=false -no-color >/dev/null &&
-    "$TOFU" validate -no-color >/dev/null &&
     "$TOFU" plan -input=false -no-color "${VARS[@]}" -out=plan.tfplan >/dev/null &&
     "$TOFU" show -json plan.tfplan >/dev/null)
   same_ms+=($(( ($(now) - start) / 1000000 )))

@@ -45,6 +45,40 @@ TEST(TofuSmoke, InitAndApplyWithTheMirroredProviderOffline) {
   EXPECT_NE(state->find("\"berthtest_file\""), std::string::npos);
 }
 
+// examples/heavy's provider has a large cloud provider's schema (the benchmarks' fixture): it
+// holds thousands of resource types, and its one real resource applies.
+TEST(TofuSmoke, TheHeavyProviderHasALargeSchemaAndItsFileResourceApplies) {
+  auto env = TofuTestEnv::Shared();
+  ASSERT_TRUE(env) << env.error().ToString();
+  auto dir = sys::TempDir::Create("tofu-heavy");
+  ASSERT_TRUE(dir);
+  std::filesystem::copy(SourceDir() / "examples/heavy/main.tf", dir->Path() / "main.tf");
+  auto init = Tofu(**env, dir->Path(), {"init", "-input=false", "-no-color"});
+  ASSERT_TRUE(init);
+  ASSERT_EQ(init->exit_code, 0) << init->output;
+  sys::SpawnOptions schema_options;
+  schema_options.argv = {(*env)->Tofu().string(), "providers", "schema", "-json"};
+  schema_options.env = (*env)->Environment(dir->Path());
+  schema_options.working_dir = dir->Path().string();
+  schema_options.output_path = "/dev/null";
+  schema_options.stdout_path = (dir->Path() / "schema.json").string();
+  auto schema = sys::RunToCompletion(schema_options);
+  ASSERT_TRUE(schema);
+  ASSERT_EQ(schema->exit_code, 0);
+  auto text = sys::ReadFile(dir->Path() / "schema.json");
+  ASSERT_TRUE(text);
+  size_t types = 0;
+  for (size_t at = 0; (at = text->find("\"berthheavy_type_", at)) != std::string::npos; ++at)
+    ++types;
+  EXPECT_GE(types, 2000u);
+  auto apply = Tofu(**env, dir->Path(),
+                    {"apply", "-auto-approve", "-input=false", "-no-color",
+                     "-var=path=" + (dir->Path() / "heavy.txt").string()});
+  ASSERT_TRUE(apply);
+  EXPECT_EQ(apply->exit_code, 0) << apply->output;
+  EXPECT_TRUE(std::filesystem::exists(dir->Path() / "heavy.txt"));
+}
+
 TEST(TofuSmoke, AProviderOutsideTheMirrorCannotBeInstalled) {
   auto env = TofuTestEnv::Shared();
   ASSERT_TRUE(env) << env.error().ToString();
