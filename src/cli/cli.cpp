@@ -315,13 +315,19 @@ int Main(int argc, char** argv) {
       state->add_subcommand("show", "its versions, the newest, who holds the lock, its history");
   auto* state_unlock =
       state->add_subcommand("unlock", "break its lock; the reason stays in its history");
-  std::string reason;
-  for (auto* cmd : {state_show, state_unlock}) {
+  auto* state_push = state->add_subcommand(
+      "push", "push a state file (one a run could not persist) as the newest version");
+  std::string reason, state_file;
+  for (auto* cmd : {state_show, state_unlock, state_push}) {
     cmd->add_option("env", id, "the environment")->required();
     cmd->add_option("--project", project, "its project")->required();
     cmd->fallthrough();
   }
-  state_unlock->add_option("--reason", reason, "why (kept in the state's history)")->required();
+  for (auto* cmd : {state_unlock, state_push})
+    cmd->add_option("--reason", reason, "why (kept in the state's history)")->required();
+  state_push->add_option("--file", state_file, "the state file (JSON, as tofu writes it)")
+      ->required()
+      ->check(CLI::ExistingFile);
 
   TokenOptions token_options;
   auto* token = app.add_subcommand("token", "API tokens: create (shown once), list, revoke");
@@ -375,6 +381,16 @@ int Main(int argc, char** argv) {
     std::string path = "/projects/" + project + "/envs/" + id + "/state";
     if (*state_show) return Call(g, "GET", path, nullptr, nullptr, false);
     json body = {{"reason", reason}};
+    if (*state_push) {
+      auto text = sys::ReadFile(state_file);
+      json doc = text ? json::parse(*text, nullptr, false) : json();
+      if (!doc.is_object()) {
+        std::fprintf(stderr, "error: --file %s: not a JSON state\n", state_file.c_str());
+        return kExitUsage;
+      }
+      body["state"] = std::move(doc);
+      return Call(g, "POST", path + "/versions", &body, nullptr, false);
+    }
     return Call(g, "POST", path + "/unlock", &body, nullptr, false);
   }
   if (*refresh) {

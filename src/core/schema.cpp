@@ -25,6 +25,22 @@ size_t CodePoints(std::string_view utf8) {
   }));
 }
 
+bool IsBlank(std::string_view utf8) {
+  for (size_t at = 0; at < utf8.size();) {
+    auto byte = static_cast<unsigned char>(utf8[at]);
+    int length = byte < 0x80 ? 1 : byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : 2;
+    char32_t c = length == 1 ? byte : byte & (0x7FU >> length);
+    for (int i = 1; i < length && at + static_cast<size_t>(i) < utf8.size(); ++i)
+      c = (c << 6) | (static_cast<unsigned char>(utf8[at + static_cast<size_t>(i)]) & 0x3FU);
+    at += static_cast<size_t>(length);
+    bool space = (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0xA0 || c == 0x1680 ||
+                 (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
+                 c == 0x205F || c == 0x3000 || c == 0xFEFF;
+    if (!space) return false;
+  }
+  return true;
+}
+
 void AllowNull(json& schema) {
   if (schema.contains("enum")) schema["enum"].push_back(nullptr);
   if (schema.contains("type") && schema["type"].is_string())

@@ -91,6 +91,9 @@ std::string DescribeFields(const Schema& schema, const std::string& prefix = "")
 
 // How many characters JSON counts in a UTF-8 string: its code points.
 size_t CodePoints(std::string_view utf8);
+// Whether utf8 holds nothing but white space as JSON Schema's patterns (ECMA-262 \s) count it:
+// a "not blank" rule is then the pattern "\\S" exactly.
+bool IsBlank(std::string_view utf8);
 
 // A JSON Schema that also takes null (an optional field's, which berthd reads as absent).
 void AllowNull(nlohmann::json& schema);

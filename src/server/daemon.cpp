@@ -230,14 +230,15 @@ struct Foundations {
   std::string cgroups_refusal;
 };
 
-// What one request may send: an API body 1 MiB (docs/api.md); a state, a plan or a module
-// bundle 64 MiB.
+// What one request may send: an API body 1 MiB (docs/api.md); a state (through the backend, or
+// pushed by an operator), a plan or a module bundle 64 MiB.
 size_t BodyLimit(std::string_view method, std::string_view target) {
   constexpr size_t kApiBody = size_t{1} << 20, kFileBody = size_t{64} << 20;
   std::string path(target.substr(0, target.find('?')));
   bool file = StateBackend::Serves(path) ||
               (RunGateway::Serves(path) && path.find("/artifacts/") != std::string::npos) ||
-              (method == "POST" && path.starts_with("/orgs/") && path.ends_with("/bundles"));
+              (method == "POST" && path.starts_with("/orgs/") &&
+               (path.ends_with("/bundles") || path.ends_with("/state/versions")));
   return file ? kFileBody : kApiBody;
 }
 

@@ -187,7 +187,7 @@ TEST_F(BerthCli, LabelsAreSetByKeyWithDotsAndSlashesAndCheckedByTheServer) {
 
 // An operator breaks a lock no run will release (here one taken straight in the database, as
 // by a runner lost with its node) and finds the reason in the state's history.
-TEST_F(BerthCli, StateShowAndUnlockBreakAStuckLockWithAReason) {
+TEST_F(BerthCli, StateShowUnlockAndPushBreakAStuckLockAndPutAKeptStateBack) {
   CreateLocalRunnerAndEnvironment("here");
   {
     auto store = store::OpenStore("sqlite:" + (fs::path(data_) / "berth.db").string(), 1);
@@ -214,6 +214,20 @@ TEST_F(BerthCli, StateShowAndUnlockBreakAStuckLockWithAReason) {
   EXPECT_EQ(after["history"][0]["detail"], "lock stuck-1 of run d-lost broken: node-7 is gone");
   auto again = Berth({"state", "unlock", "dev", "--project", "web", "--reason", "x"});
   EXPECT_EQ(again.exit_code, 4) << "not locked: a conflict";
+
+  // A state kept aside goes back with `state push`, its reason in the history.
+  fs::path kept = fs::path(data_).parent_path() / "kept.tfstate";
+  ASSERT_TRUE(sys::WriteFileAtomic(kept, R"({"version":4,"serial":3,"lineage":"x"})"));
+  EXPECT_EQ(Berth({"state", "push", "dev", "--project", "web", "--file", kept.string()}).exit_code,
+            2)
+      << "--reason is required";
+  auto pushed = Berth({"state", "push", "dev", "--project", "web", "--file", kept.string(),
+                       "--reason", "errored.tfstate of d-lost"});
+  ASSERT_EQ(pushed.exit_code, 0) << pushed.output;
+  auto with_push =
+      json::parse(Berth({"state", "show", "dev", "--project", "web", "-o", "json"}).output);
+  EXPECT_EQ(with_push["versions"], 1);
+  EXPECT_EQ(with_push["history"][0]["detail"], "pushed as version 1: errored.tfstate of d-lost");
 }
 
 TEST_F(BerthCli, ErrorsArePrintedAsTheServerGaveThemWithExitCodesScriptsCanUse) {

@@ -41,6 +41,14 @@ TEST(Schema, MaxLengthCountsCharactersNotBytes) {
   EXPECT_EQ(CodePoints("a\u00e9\U0001F600"), 3U);
 }
 
+// "Not blank" is JSON Schema's pattern \S: Unicode spaces are blank too, anything else is not.
+TEST(Schema, BlankIsWhatTheJsonSchemaPatternCallsWhiteSpace) {
+  for (const char* blank : {"", " \t\r\n\f\v", "\u00a0", "\u2003\u3000", "\ufeff\u2029"})
+    EXPECT_TRUE(IsBlank(blank)) << blank;
+  for (const char* text : {"x", " x ", "\u00e9", "\u200b", "\U0001F600"})
+    EXPECT_FALSE(IsBlank(text)) << text;
+}
+
 TEST(Schema, AWholeNumberWrittenWithAFractionIsAnInteger) {
   json value = {{"name", "x"}, {"size", 5.0}};
   FieldErrors errors;

@@ -89,5 +89,43 @@ TEST_F(StateVersionsApi, ShowsTheLockWithItsRunAndBreaksItWithAReasonKeptInTheHi
   EXPECT_TRUE(after["history"][0]["actor"].get<std::string>().starts_with("token "));
 }
 
+// A state an operator kept (one a run could not persist) goes back as the newest version, with
+// the reason in the history; what is not a TF state, a blank reason, and a locked state are
+// refused, and nothing is written then.
+TEST_F(StateVersionsApi, AKeptStateIsPushedAsTheNewestVersionWithItsReason) {
+  auto& states = store_->States();
+  const std::string base = "/orgs/acme/projects/web/envs/dev/state";
+  ASSERT_TRUE(states.Put("acme/web/dev", R"({"version":4,"serial":1})", "", "run-1"));
+  const json kept = {
+      {"version", 4}, {"serial", 7}, {"lineage", "l-1"}, {"resources", json::array()}};
+  for (const json& bad : {json{{"state", kept}, {"reason", " "}}, json{{"state", kept}},
+                          json{{"state", {{"serial", 7}}}, {"reason", "x"}},
+                          json{{"state", {{"version", 4}, {"serial", -1}}}, {"reason", "x"}},
+                          json{{"state", "not an object"}, {"reason", "x"}}}) {
+    auto refused = Call("POST", base + "/versions", bad.dump());
+    EXPECT_EQ(refused.status, 400) << bad.dump() << ": " << refused.body;
+  }
+  ASSERT_TRUE(states.Lock("acme/web/dev", {"l1", R"({"ID":"l1"})", 0, "run-2"}));
+  EXPECT_EQ(Call("POST", base + "/versions", json{{"state", kept}, {"reason", "x"}}.dump()).status,
+            409);
+  ASSERT_TRUE(states.Unlock("acme/web/dev", "l1"));
+  EXPECT_EQ(states.Versions("acme/web/dev")->size(), 1u) << "a refused push wrote a version";
+
+  // A whole number written with a fraction is one (JSON Schema's integer), stored as tofu reads it.
+  json written = kept;
+  written["serial"] = 7.0;
+  auto pushed = Call("POST", base + "/versions",
+                     json{{"state", written}, {"reason", "apply lost its backend"}}.dump());
+  ASSERT_EQ(pushed.status, 201) << pushed.body;
+  EXPECT_EQ(json::parse(pushed.body)["version"], 2);
+  EXPECT_EQ(json::parse(*states.Current("acme/web/dev")), kept);
+  EXPECT_NE(states.Current("acme/web/dev")->find(R"("serial":7,)"), std::string::npos)
+      << *states.Current("acme/web/dev");
+  auto history = json::parse(Call("GET", base).body)["history"];
+  ASSERT_EQ(history.size(), 1u);
+  EXPECT_EQ(history[0]["action"], "push");
+  EXPECT_EQ(history[0]["detail"], "pushed as version 2: apply lost its backend");
+}
+
 }  // namespace
 }  // namespace berth::server

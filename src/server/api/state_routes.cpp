@@ -1,6 +1,7 @@
 #include "server/api/state_routes.h"
 
 #include <chrono>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "core/schema.h"
@@ -35,6 +36,35 @@ json LockJson(const store::StateLock& lock) {
   return out;
 }
 
+// An operator's reason, kept in the state's history: up to 1024 characters, not blank.
+Schema ReasonSchema() {
+  return std::move(
+      Schema::String().MaxLength(1024).Require([](const json& v) -> std::optional<std::string> {
+        if (IsBlank(v.get_ref<const std::string&>())) return "must not be blank";
+        return std::nullopt;
+      }));
+}
+
+// A state's version or serial as a whole number (JSON Schema's integer: 7 and 7.0 alike).
+std::optional<int64_t> StateNumber(const json& state, const char* field) {
+  auto it = state.find(field);
+  if (it == state.end() || !it->is_number()) return std::nullopt;
+  if (it->is_number_integer()) return it->get<int64_t>();
+  double value = it->get<double>();
+  if (value != std::floor(value) || std::fabs(value) > 9.0e15) return std::nullopt;
+  return static_cast<int64_t>(value);
+}
+
+// A TF state document: an object with a format version and a serial (tofu refuses others).
+Schema StateDocumentSchema() {
+  return std::move(Schema::FreeObject().Require([](const json& v) -> std::optional<std::string> {
+    auto version = StateNumber(v, "version"), serial = StateNumber(v, "serial");
+    if (!version || *version < 1 || !serial || *serial < 0)
+      return "must be a TF state: an object with a version (from 1) and a serial (from 0)";
+    return std::nullopt;
+  }));
+}
+
 // The state key of the environment in the path, or why there is none.
 Result<std::string> StateKeyOf(store::Store& store, const RouteRequest& r, const Caller& c) {
   const std::string& project = r.params.at("project");
@@ -61,6 +91,7 @@ StateRoutes::StateRoutes(Router& router, store::Store& store, const TokenGuard& 
   // A state holds every secret its resources have: for those who may deploy (and so could
   // read it through a run anyway), not for a read token.
   add("GET", state + "/versions/{version}", Scope::kDeploy, &StateRoutes::Version);
+  add("POST", state + "/versions", Scope::kAdmin, &StateRoutes::Push);
   add("POST", state + "/rollback", Scope::kAdmin, &StateRoutes::Rollback);
   add("POST", state + "/unlock", Scope::kAdmin, &StateRoutes::Unlock);
 }
@@ -123,6 +154,31 @@ net::ServerResponse StateRoutes::Version(const RouteRequest& r, const Caller& c)
   return JsonResponse(200, *content);
 }
 
+// Pushes a state an operator kept (one a run could not persist, say) as the newest version, with
+// the reason in the state's history; refused while a run holds the lock, like a rollback.
+net::ServerResponse StateRoutes::Push(const RouteRequest& r, const Caller& c) const {
+  auto key = StateKeyOf(store_, r, c);
+  if (!key) return ErrorResponse(key.error());
+  auto body = ParseJsonBody(r);
+  if (!body) return body.error();
+  static const Schema kSchema = Schema::Object(
+      {Required("state", StateDocumentSchema()), Required("reason", ReasonSchema())});
+  auto valid = ValidateWith(kSchema, std::move(*body));
+  if (!valid) return ErrorResponse(valid.error());
+  const std::string reason = (*valid)["reason"];
+  json& state = (*valid)["state"];
+  // As tofu reads them: whole numbers written without a fraction.
+  for (const char* field : {"version", "serial"}) state[field] = *StateNumber(state, field);
+  auto put = store_.States().Put(*key, state.dump(), "", "pushed by token " + c.token_id);
+  if (!put) return ErrorResponse(put.error());
+  if (auto recorded = store_.States().Record(
+          *key, {"push", "token " + c.token_id,
+                 "pushed as version " + std::to_string(put->version) + ": " + reason});
+      !recorded)
+    return ErrorResponse(recorded.error());
+  return JsonResponse(201, json{{"version", put->version}}.dump());
+}
+
 // Puts an earlier version back as the newest: nothing is overwritten, and a locked state
 // (a run at work) is refused.
 net::ServerResponse StateRoutes::Rollback(const RouteRequest& r, const Caller& c) const {
@@ -157,13 +213,9 @@ net::ServerResponse StateRoutes::Unlock(const RouteRequest& r, const Caller& c) 
   if (!key) return ErrorResponse(key.error());
   auto body = ParseJsonBody(r);
   if (!body) return body.error();
-  static const Schema kSchema =
-      Schema::Object({Required("reason", std::move(Schema::String().MaxLength(1024)))});
+  static const Schema kSchema = Schema::Object({Required("reason", ReasonSchema())});
   auto valid = ValidateWith(kSchema, std::move(*body));
   if (!valid) return ErrorResponse(valid.error());
-  const std::string& given = (*valid)["reason"].get_ref<const std::string&>();
-  if (given.find_first_not_of(" \t\r\n") == std::string::npos)
-    return ErrorResponse(InvalidFields("invalid unlock", {{"$.reason", "must not be blank"}}));
   auto holder = store_.States().Holder(*key);
   if (!holder && holder.error().kind == ErrorKind::kNotFound)
     return ErrorResponse(409, "FailedPrecondition", "the state of " + *key + " is not locked");

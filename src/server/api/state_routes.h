@@ -17,6 +17,7 @@ class StateRoutes {
   net::ServerResponse Show(const RouteRequest& r, const Caller& c) const;
   net::ServerResponse Versions(const RouteRequest& r, const Caller& c) const;
   net::ServerResponse Version(const RouteRequest& r, const Caller& c) const;
+  net::ServerResponse Push(const RouteRequest& r, const Caller& c) const;
   net::ServerResponse Rollback(const RouteRequest& r, const Caller& c) const;
   net::ServerResponse Unlock(const RouteRequest& r, const Caller& c) const;
 
