@@ -110,6 +110,13 @@ class Launcher {
   // Whether any berthd can watch its runs, not only the one that launched them: a cluster's
   // Pods can be; a process on the machine of a berthd that died cannot.
   virtual bool SharedAcrossReplicas() const = 0;
+  // Removes what ended runs left on this machine beyond the newest keep of them (their log,
+  // result and state are in berthd's database), never a run that held says some berthd still
+  // tracks. A launcher whose runs leave nothing behind (reaped Pods) has nothing to do.
+  virtual void PruneEnded(const RunIsHeld& held, size_t keep) {
+    (void)held;
+    (void)keep;
+  }
   // The URL its runners reach berthd at (gateway and state backend) when it is not the one the
   // dispatcher was given: a Pod may need a Service name where a local process uses loopback.
   virtual std::optional<std::string> BerthdUrlForRunners() const { return std::nullopt; }

@@ -291,6 +291,26 @@ TEST_F(LocalLauncherTest, ARecoveryStopsUntrackedRunnersButNotHeldOnes) {
   kill(-pid_of("held"), SIGKILL);
 }
 
+// Ended runs' folders beyond the newest ones kept are removed, but never a running run's, nor
+// one that some berthd still holds.
+TEST_F(LocalLauncherTest, EndedRunFoldersBeyondTheNewestKeptArePruned) {
+  Start(Options());
+  for (const char* id : {"old", "older-held", "new"}) {
+    ASSERT_TRUE(launcher_->Launch(Request(id, "plan", Example("hello"))));
+    ASSERT_TRUE(outcomes_.WaitFor(id));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // distinct start times
+  }
+  ASSERT_TRUE(launcher_->Launch(Request("running", "apply", Example("slow"))));
+  ASSERT_TRUE(WaitUntilLogSays("running", "berth-slow-started"));
+  launcher_->PruneEnded([](const std::string& run) { return run == "older-held"; }, 1);
+  const fs::path runs = dir_->Path() / "runs";
+  EXPECT_FALSE(fs::exists(runs / "old"));
+  EXPECT_TRUE(fs::exists(runs / "older-held")) << "a held run's folder went";
+  EXPECT_TRUE(fs::exists(runs / "new")) << "the newest ended run's folder went";
+  EXPECT_TRUE(fs::exists(runs / "running" / "work")) << "a running run's folder went";
+  ASSERT_TRUE(outcomes_.WaitFor("running"));
+}
+
 TEST_F(LocalLauncherTest, WithoutASandboxRunsAreRefusedWithWhyUnlessInsecureIsChosen) {
   LocalLauncherOptions options = Options();
   options.sandbox.reset();

@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "core/http_url.h"
@@ -157,6 +158,7 @@ void LocalLauncher::StartWaiting() {
     std::string run_id = request.run_id;
     Run& run = running_[run_id];
     run.dir = RunDir(request);
+    roots_.insert(run.dir.parent_path());
     run.request = std::move(request);
     if (auto started = Start(run); !started) {
       running_.erase(run_id);
@@ -496,6 +498,7 @@ Result<void> LocalLauncher::Recover(const std::vector<LaunchRequest>& adopt,
   for (const LaunchRequest& request : adopt) {
     adopted_ids.insert(request.run_id);
     roots.insert(RunDir(request).parent_path());
+    roots_.insert(RunDir(request).parent_path());
     if (running_.contains(request.run_id)) continue;
     fs::path dir = RunDir(request);
     // The pid file is written (empty) before the runner starts: without one it never did.
@@ -549,6 +552,36 @@ Result<void> LocalLauncher::Recover(const std::vector<LaunchRequest>& adopt,
   StartWaiting();
   wake_.notify_all();
   return {};
+}
+
+void LocalLauncher::PruneEnded(const RunIsHeld& held, size_t keep) {
+  std::set<fs::path> roots;
+  std::set<std::string> active;
+  {
+    MutexLock lock(mutex_);
+    roots = roots_;
+    roots.insert(options_.runs_dir);
+    for (const auto& [id, run] : running_) active.insert(id);
+    for (const LaunchRequest& waiting : waiting_) active.insert(waiting.run_id);
+  }
+  // Ended: started once (a pid file) and no runner left; newest start first.
+  std::vector<std::pair<fs::file_time_type, fs::path>> ended;
+  for (const fs::path& root : roots) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(root, ec)) {
+      if (active.contains(entry.path().filename().string())) continue;
+      auto pid_text = sys::ReadFile(entry.path() / "pid");
+      if (!pid_text || RunnerPid(entry.path(), *pid_text) > 0) continue;
+      auto started = fs::last_write_time(entry.path() / "pid", ec);
+      if (!ec) ended.emplace_back(started, entry.path());
+    }
+  }
+  std::sort(ended.begin(), ended.end(), [](const auto& a, const auto& b) { return a > b; });
+  for (size_t i = keep; i < ended.size(); ++i) {
+    if (held(ended[i].second.filename().string())) continue;
+    std::error_code ec;
+    fs::remove_all(ended[i].second, ec);
+  }
 }
 
 int LocalLauncher::Running() const {

@@ -64,6 +64,8 @@ class LocalLauncher final : public Launcher {
   Result<void> Cancel(const std::string& run_id) override;
   Result<void> Recover(const std::vector<LaunchRequest>& adopt, const RunIsHeld& held) override;
   bool SharedAcrossReplicas() const override { return false; }
+  // The folders of ended runs, beyond the newest keep, in every folder runs were put in.
+  void PruneEnded(const RunIsHeld& held, size_t keep) override EXCLUDES(mutex_);
 
   int Running() const EXCLUDES(mutex_);
   int Waiting() const EXCLUDES(mutex_);
@@ -106,6 +108,8 @@ class LocalLauncher final : public Launcher {
   RunOutcome Finish(const std::filesystem::path& dir, std::optional<int> exit_code) const;
 
   const LocalLauncherOptions options_;
+  // Where run folders were put: runs_dir, and the work_dir of any runner seen.
+  std::set<std::filesystem::path> roots_ GUARDED_BY(mutex_);
   const std::vector<std::filesystem::path> environment_mounts_;  // read-only in every sandbox
   RunObserver& observer_;
   mutable Mutex mutex_;

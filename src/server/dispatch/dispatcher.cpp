@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <set>
 
 #include "core/duration.h"
 #include "core/time_format.h"
@@ -21,6 +22,10 @@ using nlohmann::json;
 using S = DeploymentState;
 
 constexpr std::chrono::seconds kReconcileEvery{1};
+// What ended runs left on this machine (local run folders) is pruned this often, beyond the
+// newest kKeptEndedRuns of each launcher (docs/reliability.md).
+constexpr std::chrono::minutes kPruneEvery{1};
+constexpr size_t kKeptEndedRuns = 50;
 
 // What the deployment's current run does.
 std::string RunOp(const store::Deployment& d) {
@@ -305,11 +310,21 @@ int Dispatcher::Tick() {
 }
 
 void Dispatcher::Reconcile() {
+  bool prune = false;
   {
     MutexLock lock(mutex_);
     auto now = clock_.Now();
     if (now < next_reconcile_) return;
     next_reconcile_ = now + kReconcileEvery;
+    prune = now >= next_prune_;
+    if (prune) next_prune_ = now + kPruneEvery;
+  }
+  if (prune) {
+    std::set<launch::Launcher*> launchers;
+    for (const auto& [type, launcher] : launchers_) launchers.insert(launcher);
+    for (launch::Launcher* launcher : launchers)
+      launcher->PruneEnded([this](const std::string& run_id) { return Held(run_id); },
+                           kKeptEndedRuns);
   }
   auto holding = store_.Deployments().Holding();
   if (!holding) return;

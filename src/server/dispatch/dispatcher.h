@@ -146,6 +146,7 @@ class Dispatcher : public launch::RunObserver, public DeploymentControl {
   Mutex mutex_;
   std::map<std::string, RunPlace> runs_ GUARDED_BY(mutex_);  // by run id
   std::chrono::steady_clock::time_point next_reconcile_ GUARDED_BY(mutex_);
+  std::chrono::steady_clock::time_point next_prune_ GUARDED_BY(mutex_);
 };
 
 // The apply run's id of a deployment whose plan was approved.
