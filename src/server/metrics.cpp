@@ -92,6 +92,18 @@ std::string BerthdMetrics::Scrape(store::Store& store, std::string_view extra) {
       waited.Add(labels).Set(static_cast<double>(now_ms - q.oldest_created_at) / 1000.0);
     }
   }
+  auto& lease_left = BuildGauge()
+                         .Name("berth_replica_lease_seconds")
+                         .Help(
+                             "Seconds left of each berthd replica's lease on the database "
+                             "(negative: it ended, and its runs are taken over).")
+                         .Register(now);
+  if (auto replicas = store.Replicas().List()) {
+    int64_t now_ms = UnixMillisNow();
+    for (const store::ReplicaLease& r : *replicas)
+      lease_left.Add({{"replica", r.id}, {"host", r.host}})
+          .Set(static_cast<double>(r.lease_until - now_ms) / 1000.0);
+  }
   std::ostringstream out;
   prometheus::TextSerializer serializer;
   serializer.Serialize(out, registry_.Collect());

@@ -1,6 +1,7 @@
 // berthd's metrics (docs/metrics.md) in the Prometheus text format, served at /metrics: HTTP
 // requests by route, method and status with their durations; deployments by state and each
-// environment's queue (read from the store at scrape time, so every replica tells the same);
+// environment's queue and each replica's lease (read from the store at scrape time, so every
+// replica tells the same);
 // runs by outcome and their durations; runner gateway bytes; Kubernetes API requests.
 #pragma once
 

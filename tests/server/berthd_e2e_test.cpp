@@ -349,6 +349,16 @@ TEST_F(BerthdE2e, MetricsCountRequestsRunsAndDeploymentsInThePrometheusTextForma
       samples["berth_http_requests_total{method=POST,route=/runs/v1/{run}/result,status=200,}"], 1)
       << parsed->output;
   EXPECT_GT(samples["berth_gateway_bytes_total{direction=out,}"], 0) << parsed->output;
+  // This berthd's lease, renewed every third of it (15 s by default).
+  auto replica_id = sys::ReadFile(data_ / "replica-id");
+  ASSERT_TRUE(replica_id);
+  replica_id->pop_back();  // its newline
+  std::array<char, 256> host{};
+  ASSERT_EQ(gethostname(host.data(), host.size() - 1), 0);
+  double lease = samples["berth_replica_lease_seconds{host=" + std::string(host.data()) +
+                         ",replica=" + *replica_id + ",}"];
+  EXPECT_GT(lease, 0) << parsed->output;
+  EXPECT_LE(lease, 15) << parsed->output;
   EXPECT_EQ(scraped->body.find(token_), std::string::npos) << "a token in the metrics";
 }
 
