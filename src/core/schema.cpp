@@ -41,6 +41,14 @@ bool IsBlank(std::string_view utf8) {
   return true;
 }
 
+std::optional<int64_t> AsWholeNumber(const json& value) {
+  if (value.is_number_integer()) return value.get<int64_t>();
+  if (!value.is_number_float()) return std::nullopt;
+  double d = value.get<double>();
+  if (std::trunc(d) != d || std::fabs(d) >= 9.0e15) return std::nullopt;
+  return static_cast<int64_t>(d);
+}
+
 void AllowNull(json& schema) {
   if (schema.contains("enum")) schema["enum"].push_back(nullptr);
   if (schema.contains("type") && schema["type"].is_string())
@@ -222,10 +230,7 @@ void Schema::Validate(json& value, const std::string& path, FieldErrors& errors)
       break;
     case Kind::kInteger:
       // JSON Schema counts 5.0 as an integer, so a client may send one: it is read as 5.
-      if (value.is_number_float()) {
-        double d = value.get<double>();
-        if (std::trunc(d) == d && std::fabs(d) < 9.0e15) value = static_cast<int64_t>(d);
-      }
+      if (auto whole = AsWholeNumber(value)) value = *whole;
       if (!value.is_number_integer()) return fail("must be a whole number");
       break;
     case Kind::kFreeObject:

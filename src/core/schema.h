@@ -94,6 +94,8 @@ size_t CodePoints(std::string_view utf8);
 // Whether utf8 holds nothing but white space as JSON Schema's patterns (ECMA-262 \s) count it:
 // a "not blank" rule is then the pattern "\\S" exactly.
 bool IsBlank(std::string_view utf8);
+// A JSON number as JSON Schema's integer reads it (5 and 5.0 alike); nullopt for anything else.
+std::optional<int64_t> AsWholeNumber(const nlohmann::json& value);
 
 // A JSON Schema that also takes null (an optional field's, which berthd reads as absent).
 void AllowNull(nlohmann::json& schema);

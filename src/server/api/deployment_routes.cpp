@@ -292,8 +292,15 @@ net::ServerResponse DeploymentRoutes::Logs(const RouteRequest& r, const Caller& 
     return std::string();  // nothing yet: the server waits, holding no thread
   };
   if (options_.logs) {
-    response.wake_on_change = [feed = options_.logs, seen](std::function<void()> wake) {
-      feed->OnChangePast(seen->load(), std::move(wake));
+    // One wake waits in the feed per follower: a quiet hour of one-second waits adds none
+    // (each of the server's wakes does the same: it ends the follower's current wait).
+    auto waiting = std::make_shared<std::atomic<bool>>(false);
+    response.wake_on_change = [feed = options_.logs, seen, waiting](std::function<void()> wake) {
+      if (waiting->exchange(true)) return;
+      feed->OnChangePast(seen->load(), [waiting, wake = std::move(wake)] {
+        waiting->store(false);
+        wake();
+      });
     };
   }
   return response;

@@ -1,7 +1,6 @@
 #include "server/api/state_routes.h"
 
 #include <chrono>
-#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "core/schema.h"
@@ -48,11 +47,7 @@ Schema ReasonSchema() {
 // A state's version or serial as a whole number (JSON Schema's integer: 7 and 7.0 alike).
 std::optional<int64_t> StateNumber(const json& state, const char* field) {
   auto it = state.find(field);
-  if (it == state.end() || !it->is_number()) return std::nullopt;
-  if (it->is_number_integer()) return it->get<int64_t>();
-  double value = it->get<double>();
-  if (value != std::floor(value) || std::fabs(value) > 9.0e15) return std::nullopt;
-  return static_cast<int64_t>(value);
+  return it == state.end() ? std::nullopt : AsWholeNumber(*it);
 }
 
 // A TF state document: an object with a format version and a serial (tofu refuses others).
