@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdio>
 
+#include "core/duration.h"
 #include "server/daemon.h"
 
 namespace {
@@ -53,6 +54,16 @@ int main(int argc, char** argv) {
                  "after it stops renewing its lease (every third of it); then another takes "
                  "them over")
       ->check(CLI::Range(int64_t{3}, int64_t{3600}));
+  std::string keep_deployments_for = "2160h";
+  app.add_option("--keep-deployments-for", keep_deployments_for,
+                 "ended deployments, their logs and artifacts are removed this long after they "
+                 "ended (a duration: 720h, 90m); the newest of each environment stays")
+      ->check([](const std::string& text) -> std::string {
+        auto parsed = berth::ParseDuration(text);
+        if (!parsed) return "--keep-deployments-for: " + parsed.error().message;
+        if (*parsed < std::chrono::seconds(1)) return "--keep-deployments-for: at least 1s";
+        return "";
+      });
   app.add_option("--providers", options.providers,
                  "a provider mirror folder local runs install providers from, offline")
       ->check(CLI::ExistingDirectory);
@@ -77,6 +88,8 @@ int main(int argc, char** argv) {
   options.data_dir = data_dir;
   options.run_deadline = std::chrono::seconds(run_deadline_seconds);
   options.replica_lease = std::chrono::seconds(replica_lease_seconds);
+  options.keep_deployments_for = std::chrono::duration_cast<std::chrono::milliseconds>(
+      *berth::ParseDuration(keep_deployments_for));  // checked by the flag
   if (*rotate) {
     auto rotated = berth::server::RotateKeys(options);
     if (!rotated) {

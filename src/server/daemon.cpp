@@ -21,6 +21,7 @@
 #include "server/gateway/run_gateway.h"
 #include "server/metrics.h"
 #include "server/replica.h"
+#include "server/retention.h"
 #include "server/statebackend/state_backend.h"
 #include "store/store.h"
 #include "sys/files.h"
@@ -352,6 +353,9 @@ class Berthd {
                         .logs = &log_feed_,
                         .wake = &dispatch_feed_,
                         .log = &log_}),
+        retention_(*base_.store,
+                   RetentionPolicy{.ended_deployments_kept_for = options.keep_deployments_for},
+                   log_, SystemClock::Instance()),
         api_(*base_.store, dispatcher_,
              ApiOptions{.requests_per_second = options.rate_limit,
                         .burst = options.rate_limit * 2,
@@ -450,6 +454,7 @@ class Berthd {
     while (!stop.load()) {
       uint64_t seen = dispatch_feed_.Generation();
       dispatcher_.Tick();
+      retention_.PruneIfDue();
       dispatch_feed_.WaitPast(seen, std::chrono::milliseconds(200));
     }
   }
@@ -497,6 +502,7 @@ class Berthd {
   RunGateway gateway_;
   Launchers launchers_;  // filled in the constructor's body, before the dispatcher's first use
   Dispatcher dispatcher_;
+  Retention retention_;
   Api api_;
   std::unique_ptr<launch::LocalLauncher> local_;
   std::string local_isolation_;  // sandboxed, INSECURE or refused

@@ -46,6 +46,9 @@ struct DaemonOptions {
   // Several berthd may share one database (each with a data folder of its own): a replica's
   // runs are taken over by another this long after it last renewed its lease.
   std::chrono::seconds replica_lease{15};
+  // Ended deployments (their logs, events, artifacts) are removed this long after they ended;
+  // the newest ended one of each environment stays (server/retention.h).
+  std::chrono::milliseconds keep_deployments_for{std::chrono::hours(90 * 24)};
   // An embedded berthd (`berth up`): one person is both caller and server, so deployments may
   // name module folders on this machine.
   bool embedded = false;

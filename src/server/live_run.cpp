@@ -4,7 +4,9 @@ namespace berth::server {
 namespace {
 
 // Kept with the deployment's artifacts, durable like the result beside it.
-std::string EndedMarker(const std::string& run_id) { return "run-ended:" + run_id; }
+std::string EndedMarker(const std::string& run_id) {
+  return std::string(kRunEndedMarkerPrefix) + run_id;
+}
 
 }  // namespace
 

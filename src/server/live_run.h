@@ -5,11 +5,15 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "core/error.h"
 #include "store/store.h"
 
 namespace berth::server {
+
+// The artifact that marks a run as ended is named this and the run's id.
+inline constexpr std::string_view kRunEndedMarkerPrefix = "run-ended:";
 
 // The deployment whose current run is run_id, until MarkRunEnded; kFailedPrecondition after
 // that, or if it is no deployment's run.

@@ -38,6 +38,11 @@ struct DeploymentEvent {
   int64_t first_at = 0, last_at = 0;
 };
 
+// Which run of which deployment an artifact came from.
+struct ArtifactOwner {
+  std::string org, deployment, run_id;
+};
+
 struct Artifact {
   std::string name, run_id, sha256;
   std::string content;
@@ -47,9 +52,13 @@ struct Artifact {
 class DeploymentDataStore {
  public:
   virtual ~DeploymentDataStore() = default;
-  // Bundles are named by their content: storing the same bytes twice gives the same bundle.
+  // Bundles are named by their content: storing the same bytes twice gives the same bundle,
+  // young again (a pruning spares it).
   virtual Result<Bundle> PutBundle(const std::string& org, const std::string& content) = 0;
   virtual Result<Bundle> GetBundle(const std::string& org, const std::string& id) = 0;
+  // Removes the bundles stored before `before` (milliseconds since the epoch) that no
+  // deployment runs (nor may run: one not ended from before bundles were recorded); how many.
+  virtual Result<int64_t> PruneBundles(int64_t before) = 0;
   // Appends chunk seq of a run to its deployment's log; false when the run had sent that seq
   // already (a retry), which is not stored again.
   virtual Result<bool> AppendLog(const std::string& org, const std::string& deployment,
@@ -70,6 +79,13 @@ class DeploymentDataStore {
                                    const Artifact& artifact) = 0;
   virtual Result<Artifact> GetArtifact(const std::string& org, const std::string& deployment,
                                        const std::string& name) = 0;  // kNotFound
+  // The artifacts named `name` whose run also has one named with_prefix + its run id and none
+  // named without_prefix + its run id (what ended runs left for berthd to settle), oldest
+  // first, at most limit.
+  virtual Result<std::vector<ArtifactOwner>> ArtifactsAwaiting(const std::string& name,
+                                                               const std::string& with_prefix,
+                                                               const std::string& without_prefix,
+                                                               int limit) = 0;
 };
 
 }  // namespace berth::store

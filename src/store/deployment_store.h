@@ -90,6 +90,10 @@ class DeploymentStore {
   virtual Result<std::vector<std::pair<DeploymentState, int64_t>>> CountByState() = 0;
   // Every environment with queued deployments.
   virtual Result<std::vector<EnvironmentQueue>> Queues() = 0;
+  // Removes ended deployments last changed before `before` (milliseconds since the epoch),
+  // with their logs, events and artifacts, at most limit of them; the newest ended deployment
+  // of each environment stays. How many.
+  virtual Result<int64_t> PruneEnded(int64_t before, int limit) = 0;
 };
 
 }  // namespace berth::store

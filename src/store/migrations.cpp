@@ -122,6 +122,14 @@ constexpr Migration kMigrations[] = {
      "started_at BIGINT NOT NULL, lease_until BIGINT NOT NULL);"
      "ALTER TABLE deployments ADD COLUMN owner TEXT NOT NULL DEFAULT '';"
      "ALTER TABLE deployments ADD COLUMN cancel_requested_by TEXT NOT NULL DEFAULT '';"},
+    // Retention (server/retention.h) and kept states (server/dispatch/kept_states.h): artifacts
+    // found by name across deployments, the bundle each deployment runs (NULL: recorded before
+    // this version), ended deployments by age.
+    {11,
+     "CREATE INDEX deployment_artifacts_by_name ON deployment_artifacts (name, at);"
+     "ALTER TABLE deployments ADD COLUMN bundle_id TEXT;"
+     "CREATE INDEX deployments_by_bundle ON deployments (org_id, bundle_id);"
+     "CREATE INDEX deployments_by_age ON deployments (state, updated_at);"},
 };
 
 #undef BERTH_RECORD_COLUMNS

@@ -19,11 +19,20 @@ class SqlDeploymentDataStore final : public DeploymentDataStore {
     auto c = pool_.Borrow();
     auto n = c->Execute(
         "INSERT INTO bundles (org_id, id, sha256, size, content, created_at) VALUES ($1, $2, $3, "
-        "$4, $5, $6) ON CONFLICT (org_id, id) DO NOTHING",
+        "$4, $5, $6) ON CONFLICT (org_id, id) DO UPDATE SET created_at = excluded.created_at",
         {org, b.id, b.sha256, static_cast<int64_t>(content.size()), Base64Encode(content),
          b.created_at});
     if (!n) return n.error();
     return b;
+  }
+
+  Result<int64_t> PruneBundles(int64_t before) override {
+    auto c = pool_.Borrow();
+    return c->Execute(
+        "DELETE FROM bundles WHERE created_at < $1 AND NOT EXISTS (SELECT 1 FROM deployments d "
+        "WHERE d.org_id = bundles.org_id AND (d.bundle_id = bundles.id OR (d.bundle_id IS NULL "
+        "AND d.state NOT IN ('succeeded', 'failed', 'cancelled'))))",
+        {before});
   }
 
   Result<Bundle> GetBundle(const std::string& org, const std::string& id) override {
@@ -168,6 +177,24 @@ class SqlDeploymentDataStore final : public DeploymentDataStore {
     if (!content) return content.error();
     return Artifact{name, rows->front().Text(0), rows->front().Text(1), std::move(*content),
                     rows->front().Int(3)};
+  }
+
+  Result<std::vector<ArtifactOwner>> ArtifactsAwaiting(const std::string& name,
+                                                       const std::string& with_prefix,
+                                                       const std::string& without_prefix,
+                                                       int limit) override {
+    auto c = pool_.Borrow();
+    auto rows = c->Query(
+        "SELECT a.org_id, a.deployment_id, a.run_id FROM deployment_artifacts a WHERE a.name = "
+        "$1 AND EXISTS (SELECT 1 FROM deployment_artifacts w WHERE w.org_id = a.org_id AND "
+        "w.deployment_id = a.deployment_id AND w.name = $2 || a.run_id) AND NOT EXISTS (SELECT "
+        "1 FROM deployment_artifacts o WHERE o.org_id = a.org_id AND o.deployment_id = "
+        "a.deployment_id AND o.name = $3 || a.run_id) ORDER BY a.at LIMIT $4",
+        {name, with_prefix, without_prefix, static_cast<int64_t>(limit)});
+    if (!rows) return rows.error();
+    std::vector<ArtifactOwner> out;
+    for (const auto& row : *rows) out.push_back({row.Text(0), row.Text(1), row.Text(2)});
+    return out;
   }
 
  private:

@@ -80,11 +80,12 @@ class SqlDeploymentStore final : public DeploymentStore {
       d.transitions = json::array({TransitionEntry(d.state, d.created_at, "")});
       auto n =
           c->Execute(std::string("INSERT INTO deployments (") + kColumns +
-                         ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, $9, $10, $11, '', '')",
+                         ", bundle_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, $9, $10, $11, "
+                         "'', '', $12)",
                      {d.org_id, d.project_id, d.env_id, d.id, d.sequence,
                       std::string(DeploymentStateName(d.state)),
                       SealValue(keys_, d.spec.ToJson().dump(), kSpecContext), d.transitions.dump(),
-                      d.run_id, d.created_at, d.updated_at});
+                      d.run_id, d.created_at, d.updated_at, d.spec.source_bundle});
       if (!n && n.error().kind == ErrorKind::kAlreadyExists && attempt + 1 < kAttempts) {
         if (Get(d.org_id, d.id))
           return MakeError(ErrorKind::kAlreadyExists, "deployment " + d.id + " exists");
@@ -238,6 +239,17 @@ class SqlDeploymentStore final : public DeploymentStore {
       if (auto state = ParseDeploymentState(row.Text(0))) counts.emplace_back(*state, row.Int(1));
     }
     return counts;
+  }
+
+  Result<int64_t> PruneEnded(int64_t before, int limit) override {
+    auto c = pool_.Borrow();
+    return c->Execute(
+        "DELETE FROM deployments WHERE (org_id, id) IN (SELECT d.org_id, d.id FROM deployments d "
+        "WHERE d.state IN ('succeeded', 'failed', 'cancelled') AND d.updated_at < $1 AND "
+        "d.sequence < (SELECT MAX(n.sequence) FROM deployments n WHERE n.org_id = d.org_id AND "
+        "n.project_id = d.project_id AND n.env_id = d.env_id AND n.state IN ('succeeded', "
+        "'failed', 'cancelled')) ORDER BY d.updated_at LIMIT $2)",
+        {before, static_cast<int64_t>(limit)});
   }
 
   Result<std::vector<EnvironmentQueue>> Queues() override {

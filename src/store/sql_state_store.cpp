@@ -2,7 +2,9 @@
 // key (state_key, version) makes two concurrent writers collide instead of both winning.
 #include "store/sql_state_store.h"
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "core/time_format.h"
 #include "crypto/digest.h"
@@ -35,6 +37,31 @@ class SqlStateStore final : public StateStore {
   Result<StateVersion> Put(const std::string& key, const std::string& content,
                            const std::string& lock_id, const std::string& run_id) override {
     return Write(key, &content, lock_id, run_id);
+  }
+
+  Result<int64_t> PruneVersions(const std::string& key, int64_t keep_last,
+                                int64_t before) override {
+    auto c = pool_.Borrow();
+    return c->Execute(
+        "DELETE FROM state_versions WHERE state_key = $1 AND created_at < $3 AND version <= "
+        "(SELECT MAX(version) FROM state_versions WHERE state_key = $1) - $2",
+        {key, std::max<int64_t>(keep_last, 1), before});
+  }
+
+  Result<std::vector<std::string>> KeysWithHistory() override {
+    auto c = pool_.Borrow();
+    auto rows = c->Query(
+        "SELECT state_key FROM state_versions GROUP BY state_key HAVING COUNT(*) > 1 ORDER BY "
+        "state_key");
+    if (!rows) return rows.error();
+    std::vector<std::string> keys;
+    for (const auto& row : *rows) keys.push_back(row.Text(0));
+    return keys;
+  }
+
+  Result<StateVersion> PutOver(const std::string& key, int64_t newest_version,
+                               const std::string& content, const std::string& run_id) override {
+    return Write(key, &content, "", run_id, newest_version);
   }
 
   Result<StateVersion> Delete(const std::string& key, const std::string& lock_id,
@@ -143,8 +170,10 @@ class SqlStateStore final : public StateStore {
                      rows->front().Text(3)};
   }
 
+  // expected_newest: the version the write is decided on (kConflict when another came since).
   Result<StateVersion> Write(const std::string& key, const std::string* content,
-                             const std::string& lock_id, const std::string& run_id) {
+                             const std::string& lock_id, const std::string& run_id,
+                             std::optional<int64_t> expected_newest = std::nullopt) {
     auto c = pool_.Borrow();
     auto tx = Transaction::Begin(*c);
     if (!tx) return tx.error();
@@ -159,6 +188,8 @@ class SqlStateStore final : public StateStore {
                            " is no longer held (it was broken or released): the write is refused");
     auto last = c->Query("SELECT MAX(version) FROM state_versions WHERE state_key = $1", {key});
     if (!last) return last.error();
+    if (expected_newest && last->front().Int(0) != *expected_newest)
+      return MakeError(ErrorKind::kConflict, "the state of " + key + " changed meanwhile");
     StateVersion version;
     version.version = last->front().Int(0) + 1;
     version.size = content ? static_cast<int64_t>(content->size()) : 0;

@@ -42,6 +42,11 @@ class StateStore {
   // Writes a new version. A locked state takes writes only with its lock's id (kConflict).
   virtual Result<StateVersion> Put(const std::string& key, const std::string& content,
                                    const std::string& lock_id, const std::string& run_id) = 0;
+  // Writes a new version only if the state is unlocked and its newest version is still
+  // newest_version (0: none yet); kConflict otherwise. For a write by berthd itself, decided
+  // on what it read.
+  virtual Result<StateVersion> PutOver(const std::string& key, int64_t newest_version,
+                                       const std::string& content, const std::string& run_id) = 0;
   // Ends the state with a deletion version (the history stays).
   virtual Result<StateVersion> Delete(const std::string& key, const std::string& lock_id,
                                       const std::string& run_id) = 0;
@@ -56,6 +61,12 @@ class StateStore {
   virtual Result<void> Record(const std::string& key, const StateHistoryEntry& entry) = 0;
   virtual Result<std::vector<StateHistoryEntry>> History(const std::string& key,
                                                          int limit) = 0;  // newest first
+  // Removes the key's versions beyond its newest keep_last (at least 1) that were written
+  // before `before` (milliseconds since the epoch); how many.
+  virtual Result<int64_t> PruneVersions(const std::string& key, int64_t keep_last,
+                                        int64_t before) = 0;
+  // The keys with more than one version: those a pruning may shorten.
+  virtual Result<std::vector<std::string>> KeysWithHistory() = 0;
   // Releases every lock the run holds; the keys it held.
   virtual Result<std::vector<std::string>> ReleaseLocksOf(const std::string& run_id) = 0;
 };

@@ -6,9 +6,11 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <optional>
 
 #include "loopback.h"
@@ -118,6 +120,27 @@ PostgresTestServer::~PostgresTestServer() {
     server_->Signal(SIGINT);  // fast shutdown: no waiting for clients
     server_->Wait();
   }
+}
+
+Result<void> PostgresTestServer::Execute(const std::string& database,
+                                         const std::string& sql) const {
+  std::unique_ptr<PGconn, decltype(&PQfinish)> conn(PQconnectdb(ConnectionString(database).c_str()),
+                                                    PQfinish);
+  if (PQstatus(conn.get()) != CONNECTION_OK)
+    return MakeError(ErrorKind::kUnavailable, PQerrorMessage(conn.get()));
+  std::unique_ptr<PGresult, decltype(&PQclear)> result(PQexec(conn.get(), sql.c_str()), PQclear);
+  auto status = PQresultStatus(result.get());
+  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
+    return MakeError(ErrorKind::kInternal, PQerrorMessage(conn.get()));
+  return {};
+}
+
+Result<std::string> PostgresTestServer::CreateDatabase(const std::string& prefix) const {
+  static std::atomic<int> counter{0};
+  std::string name = fmt::format("{}_{}_{}", prefix, getpid(), counter++);
+  if (auto created = Execute("postgres", "CREATE DATABASE " + name); !created)
+    return created.error();
+  return name;
 }
 
 std::string PostgresTestServer::ConnectionString(const std::string& database) const {

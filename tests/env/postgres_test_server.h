@@ -20,6 +20,10 @@ class PostgresTestServer {
   // postgres://postgres@127.0.0.1:PORT/DATABASE
   std::string Url(const std::string& database = "postgres") const;
   int Port() const { return port_; }
+  // Runs SQL (one or more statements) on database as the superuser.
+  Result<void> Execute(const std::string& database, const std::string& sql) const;
+  // A new empty database named prefix and a number no other in this process has.
+  Result<std::string> CreateDatabase(const std::string& prefix) const;
 
   ~PostgresTestServer();
   PostgresTestServer(const PostgresTestServer&) = delete;

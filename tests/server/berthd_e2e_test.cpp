@@ -209,6 +209,37 @@ TEST_F(BerthdE2e, AForgottenPlanIsCancelledAtItsApprovalTimeoutAndTheQueueSaysWh
   EXPECT_EQ(WaitFor(behind, {"succeeded", "failed"})["state"], "succeeded") << Log(behind);
 }
 
+// --keep-deployments-for acts from the first pass after a start: an ended deployment past it
+// is gone with its log, the newest of its environment stays; a duration that is none is
+// refused at start, naming the flag.
+TEST_F(BerthdE2e, EndedDeploymentsArePrunedAfterKeepDeploymentsForButTheNewestStays) {
+  std::string older = Deploy(Hello(), {{"op", "apply"}});
+  ASSERT_EQ(WaitFor(older, {"succeeded", "failed"})["state"], "succeeded") << Log(older);
+  std::string newest = Deploy(Hello(), {{"op", "apply"}, {"variables", {{"name", "again"}}}});
+  ASSERT_EQ(WaitFor(newest, {"succeeded", "failed"})["state"], "succeeded") << Log(newest);
+  StopBerthd();
+
+  berthd_flags_ = {"--keep-deployments-for=0s"};
+  EXPECT_FALSE(berthd_->Start(berthd_flags_)) << "a retention of nothing was taken";
+  auto refused = sys::ReadFile(berthd_->LogPath(berthd_->Starts()));
+  ASSERT_TRUE(refused);
+  EXPECT_NE(refused->find("--keep-deployments-for"), std::string::npos) << *refused;
+
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  berthd_flags_ = {"--keep-deployments-for=1s"};
+  StartBerthd();
+  if (HasFatalFailure()) return;
+  int status = 0;
+  for (int i = 0; i < 100 && status != 404; ++i) {
+    status = Call("GET", "/deployments/" + older).status;
+    if (status != 404) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(status, 404) << "the older deployment outlived --keep-deployments-for";
+  EXPECT_EQ(Call("GET", "/deployments/" + older + "/logs").status, 404);
+  EXPECT_EQ(Get(newest)["state"], "succeeded") << "the newest of the environment stays";
+  EXPECT_NE(Log(newest).find("Apply complete!"), std::string::npos);
+}
+
 TEST_F(BerthdE2e, TheDatabaseFileHoldsNoSecretAndRotateKeysKeepsItAllReadable) {
   const std::string secret = "tok-at-rest-81f3c2";
   std::string id = Deploy(testenv::SourceDir() / "examples/secret",

@@ -16,120 +16,14 @@
 #include <set>
 #include <thread>
 
-#include "berthd_process.h"
-#include "postgres_test_server.h"
-#include "store/sql.h"
-#include "sys/files.h"
-#include "test_tools.h"
+#include "berthds_on_postgres.h"
 
 namespace berth::server {
 namespace {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 
-constexpr int kLeaseSeconds = 3;
-
-class ReplicasE2e : public ::testing::Test {
- protected:
-  void SetUp() override {
-    auto dir = sys::TempDir::Create("replicas-e2e");
-    ASSERT_TRUE(dir);
-    dir_.emplace(std::move(*dir));
-    auto pg = testenv::PostgresTestServer::Shared();
-    ASSERT_TRUE(pg) << pg.error().ToString();
-    static std::atomic<int> counter{0};
-    std::string db = "replicas_" + std::to_string(getpid()) + "_" + std::to_string(counter++);
-    auto admin = store::OpenPostgres((*pg)->ConnectionString());
-    ASSERT_TRUE(admin) << admin.error().ToString();
-    ASSERT_TRUE((*admin)->ExecuteScript("CREATE DATABASE " + db));
-    database_ = (*pg)->Url(db);
-  }
-
-  void TearDown() override {
-    for (auto& replica : replicas_) {
-      if (replica->Running()) {
-        EXPECT_EQ(replica->Stop(), 0);
-      }
-    }
-  }
-
-  // Starts n replicas on the database (the first makes the organization and its admin token),
-  // and the objects the tests deploy with: a local runner for every environment of project
-  // web, environments e0 .. e{envs-1}.
-  void StartReplicas(int n, int envs) {
-    for (int i = 0; i < n; ++i) {
-      replicas_.push_back(std::make_unique<BerthdProcess>(
-          dir_->Path(), "replica-" + std::string(1, char('a' + i))));
-      StartReplica(i);
-      if (HasFatalFailure()) return;
-    }
-    token_ = Replica(0).AdminToken();
-    ASSERT_FALSE(token_.empty());
-    std::vector<std::pair<std::string, std::string>> objects = {
-        {"/runners", R"({"id":"here","runner_configuration":{"type":"local"},)"
-                     R"("state_storage_configuration":{"type":"berth"}})"},
-        {"/runner-rules", R"({"id":"all","runner_id":"here"})"},
-        {"/projects", R"({"id":"web"})"},
-        {"/env-types", R"({"id":"development"})"}};
-    for (int e = 0; e < envs; ++e)
-      objects.emplace_back("/projects/web/envs",
-                           R"({"id":"e)" + std::to_string(e) + R"(","env_type_id":"development"})");
-    for (const auto& [path, body] : objects) {
-      auto created = Api(0).Call("POST", path, body);
-      ASSERT_EQ(created.status, 201) << path << ": " << created.body;
-    }
-  }
-
-  void StartReplica(int i) {
-    auto started = Replica(i).Start({"--database=" + database_,
-                                     "--encryption-key-file=" + (dir_->Path() / "keys").string(),
-                                     "--replica-lease-seconds=" + std::to_string(kLeaseSeconds)});
-    ASSERT_TRUE(started) << started.error().ToString();
-  }
-
-  BerthdProcess& Replica(int i) const { return *replicas_.at(static_cast<size_t>(i)); }
-  BerthdClient Api(int i) const { return {Replica(i).Url(), token_, http_.get()}; }
-
-  // The replica whose id the deployment names, by index.
-  int OwnerOf(const json& deployment) const {
-    for (int i = 0; i < static_cast<int>(replicas_.size()); ++i) {
-      auto id = sys::ReadFile(Replica(i).DataDir() / "replica-id");
-      if (id && id->substr(0, id->find('\n')) == deployment.value("replica", "")) return i;
-    }
-    return -1;
-  }
-
-  // Waits until the deployment runs its apply (the slow module printed its marker); the
-  // deployment as it is then.
-  json WaitUntilApplying(int via, const std::string& id) {
-    EXPECT_TRUE(Api(via).WaitForLog(id, "berth-slow-started")) << Api(via).Log(id);
-    return Api(via).Get(id);
-  }
-
-  // How often text is in a deployment's log.
-  static int Count(const std::string& log, const std::string& text) {
-    int n = 0;
-    for (size_t at = 0; (at = log.find(text, at)) != std::string::npos; ++at) ++n;
-    return n;
-  }
-  // How often the slow module's resource was created in a deployment (tofu prints the
-  // command's output once, after its own line).
-  static int Creates(const std::string& log) {
-    return Count(log, "(local-exec): berth-slow-started");
-  }
-
-  json State(int via, const std::string& env) {
-    return json::parse(Api(via).Call("GET", "/projects/web/envs/" + env + "/state").body);
-  }
-
-  fs::path Slow() const { return testenv::SourceDir() / "examples/slow"; }
-
-  std::optional<sys::TempDir> dir_;
-  std::string database_, token_;
-  std::vector<std::unique_ptr<BerthdProcess>> replicas_;
-  std::unique_ptr<net::HttpClient> http_ = net::MakeCurlHttpClient();
-};
+using ReplicasE2e = BerthdsOnPostgres;
 
 TEST_F(ReplicasE2e, DeploymentsSpreadOverTheReplicasAndEachIsAppliedOnce) {
   StartReplicas(2, 8);

@@ -22,6 +22,7 @@
 #include "server/api/request_support.h"
 #include "server/api/state_routes.h"
 #include "server/api/token_routes.h"
+#include "server/retention.h"
 #include "server/runner_resolution.h"
 
 namespace berth::server {
@@ -122,12 +123,32 @@ Result<void> FitsItsEnvironments(store::Store& store, const std::string& org,
   }
 }
 
-// An environment's approval_timeout: a Go duration short enough to count in nanoseconds.
-Schema ApprovalTimeoutSchema() {
+// A Go duration short enough to count in nanoseconds (30m, 2h, 720h).
+Schema DurationSchema(std::string doc) {
   return std::move(
       Schema::String()
           .Pattern("([0-9]{1,5}(\\.[0-9]{1,3})?(ns|us|ms|s|m|h)){1,4}", "a duration (30m, 2h)")
-          .Doc("how long a plan may wait for approval before its deployment is cancelled"));
+          .Doc(std::move(doc)));
+}
+
+// An environment's state_retention (server/retention.h): which state versions a pruning spares.
+Schema StateRetentionSchema() {
+  return Schema::Object(
+      {Optional("keep_last",
+                std::move(Schema::Integer()
+                              .Range(1, 1000000)
+                              .Doc("the newest versions always kept (default " +
+                                   std::to_string(StateRetention::kDefaultKeepLast) + ")"))),
+       Optional("keep_younger_than",
+                DurationSchema(std::string("versions younger than this are kept (default ") +
+                               StateRetention::kDefaultKeepYoungerThan + ")"))});
+}
+
+// The setting as it acts: what the request gave, the defaults for the rest.
+json StateRetentionJson(const json& given) {
+  return {{"keep_last", given.value("keep_last", StateRetention::kDefaultKeepLast)},
+          {"keep_younger_than",
+           given.value("keep_younger_than", std::string(StateRetention::kDefaultKeepYoungerThan))}};
 }
 
 json Common(const Record& r) {
@@ -194,7 +215,10 @@ std::vector<ResourceType> ResourceTypes(const ApiOptions& options) {
              // Read-only: the link is made by the first deployment or refresh_runner.
              Optional("runner_id", Schema::String()),
              Optional("labels", Schema::FreeObject()),
-             Optional("approval_timeout", ApprovalTimeoutSchema()),
+             Optional("approval_timeout",
+                      DurationSchema("how long a plan may wait for approval before its "
+                                     "deployment is cancelled")),
+             Optional("state_retention", StateRetentionSchema()),
          });
          auto valid = ValidateWith(kSchema, std::move(body));
          if (!valid) return valid.error();
@@ -214,7 +238,9 @@ std::vector<ResourceType> ResourceTypes(const ApiOptions& options) {
          r.body = {{"display_name", valid->value("display_name", id)},
                    {"env_type_id", (*valid)["env_type_id"]},
                    {"labels", LabelsJson(*labels)},
-                   {"approval_timeout", valid->value("approval_timeout", json())}};
+                   {"approval_timeout", valid->value("approval_timeout", json())},
+                   {"state_retention",
+                    StateRetentionJson(valid->value("state_retention", json::object()))}};
          r.columns = {{"env_type_id", (*valid)["env_type_id"].get<std::string>()},
                       {"runner_id", std::nullopt}};
          return r;
@@ -222,6 +248,9 @@ std::vector<ResourceType> ResourceTypes(const ApiOptions& options) {
        [](const Record& r) {
          json out = Common(r);
          out["project_id"] = r.parent_id;
+         // As it acts, for an environment saved before it had the setting too.
+         out["state_retention"] =
+             StateRetentionJson(r.body.value("state_retention", json::object()));
          auto link = r.columns.find("runner_id");
          out["runner_id"] =
              link != r.columns.end() && link->second ? json(*link->second) : json(nullptr);

@@ -10,6 +10,7 @@
 #include "crypto/random.h"
 #include "launch/run_outcome.h"
 #include "server/dispatch/backend_config.h"
+#include "server/dispatch/deployment_events.h"
 #include "server/live_run.h"
 #include "server/metrics.h"
 #include "server/run_inputs.h"
@@ -26,6 +27,8 @@ constexpr std::chrono::seconds kReconcileEvery{1};
 // newest kKeptEndedRuns of each launcher (docs/reliability.md).
 constexpr std::chrono::minutes kPruneEvery{1};
 constexpr size_t kKeptEndedRuns = 50;
+// Kept states the store could not take yet are pushed again this often.
+constexpr std::chrono::seconds kSettleEvery{5};
 
 // What the deployment's current run does.
 std::string RunOp(const store::Deployment& d) {
@@ -81,7 +84,8 @@ Dispatcher::Dispatcher(store::Store& store, const Launchers& launchers,
       signer_(signer),
       options_(std::move(options)),
       log_(options_.log ? *options_.log : Silent()),
-      clock_(options_.clock ? *options_.clock : SystemClock::Instance()) {}
+      clock_(options_.clock ? *options_.clock : SystemClock::Instance()),
+      kept_states_(store_, log_) {}
 
 std::optional<store::Deployment> Dispatcher::Move(const store::Deployment& d, S from, S to,
                                                   const std::string& reason,
@@ -175,28 +179,7 @@ void Dispatcher::OnRunEvent(const std::string& run_id, const launch::LaunchEvent
   NotifyWhenDone notify(options_.logs);  // followers see the event's line
   auto d = store_.Deployments().GetByRun(run_id);
   if (!d) return;  // the runner of a run no deployment has (an untracked one being stopped)
-  store::DeploymentEvent e{.run_id = run_id,
-                           .type = event.warning ? "Warning" : "Normal",
-                           .reason = event.reason,
-                           .message = event.message};
-  log_.Info("launcher event", {{"org", d->org_id},
-                               {"deployment", d->id},
-                               {"run", run_id},
-                               {"type", e.type},
-                               {"reason", e.reason},
-                               {"message", e.message}});
-  auto stored = store_.DeploymentData().AppendEvent(d->org_id, d->id, e);
-  if (!stored) {
-    log_.Error("event not stored", {{"deployment", d->id}, {"why", stored.error().message}});
-    return;
-  }
-  if (stored->count > 1) return;
-  // Numbered by the event's place, under a name no runner uses: stored once, whoever retries.
-  auto logged = store_.DeploymentData().AppendLog(
-      d->org_id, d->id, run_id + "/events", stored->position,
-      "[berth] " + e.type + " " + e.reason + ": " + e.message + "\n");
-  if (!logged)
-    log_.Error("event not logged", {{"deployment", d->id}, {"why", logged.error().message}});
+  RecordDeploymentEvent(store_, log_, d->org_id, d->id, run_id, event);
 }
 
 void Dispatcher::ReleaseStateLocks(const std::string& run_id, const launch::RunOutcome& outcome,
@@ -310,7 +293,7 @@ int Dispatcher::Tick() {
 }
 
 void Dispatcher::Reconcile() {
-  bool prune = false;
+  bool prune = false, settle = false;
   {
     MutexLock lock(mutex_);
     auto now = clock_.Now();
@@ -318,6 +301,12 @@ void Dispatcher::Reconcile() {
     next_reconcile_ = now + kReconcileEvery;
     prune = now >= next_prune_;
     if (prune) next_prune_ = now + kPruneEvery;
+    settle = now >= next_settle_;
+    if (settle) next_settle_ = now + kSettleEvery;
+  }
+  if (settle) {
+    NotifyWhenDone notify(options_.logs);  // a rescue's event is a line of its log
+    kept_states_.SettlePending();
   }
   if (prune) {
     std::set<launch::Launcher*> launchers;
@@ -571,6 +560,7 @@ void Dispatcher::RecordEnd(const store::Deployment& d, const std::string& run_id
   // A deployment still dispatched (its launch raced its end) is moved on first.
   if (d.state == S::kDispatched) Move(d, S::kDispatched, S::kRunning, "runner started", owned);
   ReleaseStateLocks(run_id, reported, release_lost_locks);
+  kept_states_.Settle(org, d.id, run_id);
   if (outcome.succeeded && d.spec.NeedsApproval() && run_id != ApplyRunId(d.id)) {
     json plan = json::object();
     if (outcome.result && outcome.result->plan) plan = RunResultToJson(*outcome.result)["plan"];

@@ -18,6 +18,7 @@
 #include "launch/launcher.h"
 #include "server/api/deployment_control.h"
 #include "server/change_feed.h"
+#include "server/dispatch/kept_states.h"
 #include "store/store.h"
 #include "sys/logger.h"
 
@@ -64,7 +65,8 @@ class Dispatcher : public launch::RunObserver, public DeploymentControl {
   Result<void> Recover() EXCLUDES(mutex_);
   // Starts what may start now, and about once a second reconciles with the database: ends this
   // replica's runs past their deadline, stops those whose cancel another replica received,
-  // and takes over the runs of replicas whose lease ended. How many it started.
+  // and takes over the runs of replicas whose lease ended; every few seconds it pushes again
+  // the states runs kept that could not be pushed yet (KeptStates). How many it started.
   int Tick() EXCLUDES(mutex_);
   // Cancels a deployment for who: a queued one, or one waiting for approval, at once; a started
   // one through its run (the runner stops TF cleanly; its end is recorded when it comes), by
@@ -121,8 +123,9 @@ class Dispatcher : public launch::RunObserver, public DeploymentControl {
   void TakeOver(const store::Deployment& d, int64_t now_ms) EXCLUDES(mutex_);
   // Whether some replica still tracks the run: its deployment holds its environment.
   bool Held(const std::string& run_id);
-  // Records the end of this replica's run: its token retired, its locks released, the
-  // deployment moved on (or to waiting_approval after a plan that needs it).
+  // Records the end of this replica's run: its token retired, its locks released, the state
+  // it kept pushed (KeptStates), the deployment moved on (or to waiting_approval after a plan that
+  // needs it).
   void RecordEnd(const store::Deployment& d, const std::string& run_id,
                  const launch::RunOutcome& reported, bool release_lost_locks);
   // The state locks a run that has ended still holds (its runner was killed mid-apply, say)
@@ -147,6 +150,8 @@ class Dispatcher : public launch::RunObserver, public DeploymentControl {
   std::map<std::string, RunPlace> runs_ GUARDED_BY(mutex_);  // by run id
   std::chrono::steady_clock::time_point next_reconcile_ GUARDED_BY(mutex_);
   std::chrono::steady_clock::time_point next_prune_ GUARDED_BY(mutex_);
+  std::chrono::steady_clock::time_point next_settle_ GUARDED_BY(mutex_);
+  KeptStates kept_states_;
 };
 
 // The apply run's id of a deployment whose plan was approved.
