@@ -17,6 +17,7 @@
 #include "runner/copy_self.h"
 #include "runner/gateway_run.h"
 #include "runner/run.h"
+#include "runner/state_encryption.h"
 
 extern char** environ;
 
@@ -149,5 +150,7 @@ int main(int argc, char** argv) {
     return kOk;
   }
   if (auto* version = std::get_if<VersionCommand>(&line.command)) return Version(*version);
+  if (auto* provider = std::get_if<KeyProviderCommand>(&line.command))
+    return ServeStateKey(provider->key_file, stdin, stdout);
   return Run(std::get<RunCommand>(line.command), line.logging);
 }

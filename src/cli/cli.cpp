@@ -308,6 +308,10 @@ int Main(int argc, char** argv) {
   outputs->add_flag("--show-sensitive", sensitive, "print sensitive values too");
   auto* deployment = app.add_subcommand("deployment", "show a deployment");
   deployment->add_option("id", id, "the deployment")->required();
+  bool timings = false;
+  deployment->add_flag("--timings", timings,
+                       "where its time went: the queue, its runner's launch, each run and its TF "
+                       "steps, the wait for approval");
 
   auto* state = app.add_subcommand("state", "an environment's TF state in berth's backend");
   state->require_subcommand(1);
@@ -373,7 +377,7 @@ int Main(int argc, char** argv) {
   if (*approve) return Approve(g, id, plan_hash);
   if (*cancel) return CancelDeployment(g, id);
   if (*outputs) return ShowOutputs(g, id, sensitive);
-  if (*deployment) return ShowDeployment(g, id);
+  if (*deployment) return ShowDeployment(g, id, timings);
   if (*token_create) return CreateToken(g, token_options);
   if (*token_list) return ListTokens(g);
   if (*token_revoke) return RevokeToken(g, id);

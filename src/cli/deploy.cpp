@@ -9,6 +9,8 @@
 #include "cli/body.h"
 #include "cli/bundle.h"
 #include "cli/cli.h"
+#include "cli/timings.h"
+#include "core/time_format.h"
 #include "sys/files.h"
 
 namespace berth::cli {
@@ -208,11 +210,17 @@ int ShowOutputs(const Globals& g, const std::string& id, bool sensitive) {
   return kExitOk;
 }
 
-int ShowDeployment(const Globals& g, const std::string& id) {
+int ShowDeployment(const Globals& g, const std::string& id, bool timings) {
   auto c = Reach(g);
   if (!c) return kExitUnavailable;
   auto d = Send(*c, "GET", "/deployments/" + id);
   if (d.exit_code != kExitOk) return d.exit_code;
+  if (timings) {
+    json spans = DeploymentTimings(d.body, UnixMillisNow());
+    std::printf("%s",
+                g.output == "json" ? (spans.dump(2) + "\n").c_str() : RenderTimings(spans).c_str());
+    return kExitOk;
+  }
   std::printf("%s",
               g.output == "json" ? (d.body.dump(2) + "\n").c_str() : JsonToYaml(d.body).c_str());
   return kExitOk;

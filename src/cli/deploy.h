@@ -30,6 +30,7 @@ int ShowLogs(const Globals& g, const std::string& id, bool follow);
 int Approve(const Globals& g, const std::string& id, const std::string& plan_hash);
 int CancelDeployment(const Globals& g, const std::string& id);
 int ShowOutputs(const Globals& g, const std::string& id, bool sensitive);
-int ShowDeployment(const Globals& g, const std::string& id);
+// Prints the deployment, or with timings where its time went (cli/timings.h).
+int ShowDeployment(const Globals& g, const std::string& id, bool timings);
 
 }  // namespace berth::cli

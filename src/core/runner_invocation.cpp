@@ -21,6 +21,7 @@ std::vector<std::string> RunnerInvocation::Args() const {
   value("approved-plan-sha256", approved_plan_sha256);
   if (plan_destroy) args.emplace_back("--plan-destroy");
   if (allow_destroy) args.emplace_back("--allow-destroy");
+  if (state_encryption) args.emplace_back("--state-encryption");
   value("namespace", ns);
   value("name", name);
   value("workdir", workdir);

@@ -26,6 +26,7 @@ struct RunnerInvocation {
   std::string approved_plan_sha256;  // the approved plan file's bytes
   bool plan_destroy = false;
   bool allow_destroy = false;
+  bool state_encryption = false;  // the gateway's state-key encrypts state and plans
 
   // Where it runs: the launcher's.
   std::string ns, name;

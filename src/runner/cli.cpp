@@ -200,6 +200,8 @@ void AddRunFlags(FlagSet& flags, RunOptions& o) {
     return {};
   });
   flags.Value("plan-key-file", NonEmptyString(&o.plan_key_file));
+  flags.Value("state-key-file", NonEmptyString(&o.state_key_file));
+  flags.Bool("state-encryption", &o.state_encryption);
   flags.Bool("allow-destroy", &o.allow_destroy);
   flags.Bool("plan-destroy", &o.plan_destroy);
   flags.Value("restore-from", NonEmptyString(&o.restore_from));
@@ -293,6 +295,7 @@ std::string ResultPathIn(const std::vector<std::string>& args) {
 std::string_view Usage() {
   return "Usage:\n"
          "  runner [global flags] copy <dest>\n"
+         "  runner [global flags] key-provider --key-file=<file>   (for tofu, TF_ENCRYPTION)\n"
          "  runner [global flags] run --op=<op> [flags]\n"
          "  runner [global flags] version\n"
          "  runner --version[=raw]\n"
@@ -376,13 +379,31 @@ CommandLine ParseFlags(const std::vector<std::string>& args) {
       line.error = Usage("run: --gateway and --run-id go together");
     } else if (!run.options.berthd_relay.empty() && run.options.gateway.empty()) {
       line.error = Usage("run: --berthd-relay relays to berthd: it needs --gateway");
+    } else if (run.options.state_encryption && run.options.gateway.empty()) {
+      line.error = Usage(
+          "run: --state-encryption takes the key from berthd: it needs --gateway (or give "
+          "--state-key-file)");
     }
     if (run.options.module.empty() && run.options.gateway.empty())
       run.options.module = "/berth/module";
     line.command = std::move(run);
     return line;
   }
-  line.error = Usage("unknown command \"" + sub + "\" (copy, run or version)");
+  if (sub == "key-provider") {
+    KeyProviderCommand provider;
+    FlagSet flags("runner key-provider");
+    AddLoggingFlags(flags, line.logging);
+    flags.Value("key-file", NonEmptyString(&provider.key_file));
+    auto positional = flags.Parse(sub_args);
+    if (!positional) {
+      line.error = positional.error();
+    } else if (!positional->empty() || provider.key_file.empty()) {
+      line.error = Usage("key-provider: --key-file is required, and nothing else");
+    }
+    line.command = std::move(provider);
+    return line;
+  }
+  line.error = Usage("unknown command \"" + sub + "\" (copy, key-provider, run or version)");
   return line;
 }
 

@@ -22,11 +22,15 @@ struct VersionCommand {
 struct RunCommand {
   RunOptions options;
 };
+// OpenTofu's external key provider: serves the state key in key_file (runner/state_encryption.h).
+struct KeyProviderCommand {
+  std::string key_file;
+};
 struct UsageCommand {};  // a bare `runner`
 
 struct CommandLine {
   LoggingOptions logging;
-  std::variant<UsageCommand, CopyCommand, VersionCommand, RunCommand> command;
+  std::variant<UsageCommand, CopyCommand, VersionCommand, RunCommand, KeyProviderCommand> command;
   // Set when the flags are invalid (exit 2). For `run`, the options parsed so far still say
   // where to write the result.
   std::optional<Error> error;

@@ -71,6 +71,10 @@ Result<void> GatewayRun::Prepare(RunOptions& options, LogSink& log) {
     if (auto staged = Stage("plan", options.plan_file); !staged) return staged.error();
   }
   if (options.outputs.empty()) options.outputs = (staging_ / "outputs.json").string();
+  if (options.state_encryption && options.state_key_file.empty()) {
+    options.state_key_file = (staging_ / "state.key").string();
+    if (auto staged = Stage("state-key", options.state_key_file); !staged) return staged.error();
+  }
   if (options.plan_key_file.empty()) {
     options.plan_key_file = (staging_ / "plan.key").string();
     if (auto staged = Stage("plan-key", options.plan_key_file); !staged) return staged.error();

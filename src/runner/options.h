@@ -51,6 +51,10 @@ struct RunOptions {
   // The approved plan file's SHA-256: an apply of exactly those bytes needs no show -json.
   std::string approved_plan_sha256;
   std::string plan_key_file;
+  // OpenTofu encrypts state and plans with the key in this file (runner/state_encryption.h);
+  // --state-encryption: the key is the gateway's state-key.
+  std::string state_key_file;
+  bool state_encryption = false;
   bool allow_destroy = false;
   bool plan_destroy = false;  // plan: a destroy plan (for a destroy that needs approval)
   // restore and events

@@ -13,6 +13,7 @@
 #include "core/time_format.h"
 #include "crypto/digest.h"
 #include "runner/module_archive.h"
+#include "runner/state_encryption.h"
 #include "runner/step_runner.h"
 #include "runner/work_dir.h"
 #include "sys/fd.h"
@@ -166,6 +167,15 @@ class Run {
       masker_.Add(*token);
       env.push_back("TF_HTTP_USERNAME=run");
       env.push_back("TF_HTTP_PASSWORD=" + *token);
+    }
+    if (!o_.state_key_file.empty()) {
+      auto key = ReadStateKey(o_.state_key_file);
+      if (!key) return Fail(RunErrorKind::kInvalidFlags, "inputs", key.error().ToString());
+      masker_.Add(*key);
+      auto self = sys::SelfExecutable();
+      if (!self) return Fail(RunErrorKind::kInternal, "inputs", self.error().ToString());
+      env.push_back("TF_ENCRYPTION=" +
+                    EncryptionConfig(*self, std::filesystem::absolute(o_.state_key_file)));
     }
     auto binary = tf::ChooseBinary(o_.binary, o_.bin, Lookup(env, "PATH"));
     if (!binary) return Fail(RunErrorKind::kInit, "binary", binary.error().ToString());

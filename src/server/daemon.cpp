@@ -340,6 +340,8 @@ class Berthd {
         base_(std::move(foundations)),
         states_(*base_.store, base_.signer.PublicKey(), SystemClock::Instance()),
         gateway_(*base_.store, {.public_key = base_.signer.PublicKey(), .feed = &log_feed_}),
+        left_locks_(base_.kube_client ? std::make_unique<KubernetesStateLocks>(*base_.kube_client)
+                                      : nullptr),
         dispatcher_(*base_.store, launchers_, base_.signer,
                     DispatcherOptions{
                         .url = options.advertise_url.empty() ? base_.url : options.advertise_url,
@@ -350,6 +352,7 @@ class Berthd {
                         .providers = options.providers,
                         .replica = base_.replica.id,
                         .metrics = &metrics_,
+                        .left_locks = left_locks_.get(),
                         .logs = &log_feed_,
                         .wake = &dispatch_feed_,
                         .log = &log_}),
@@ -501,6 +504,8 @@ class Berthd {
   StateBackend states_;
   RunGateway gateway_;
   Launchers launchers_;  // filled in the constructor's body, before the dispatcher's first use
+  // With a cluster: the kubernetes storage's Leases that dead runs left are broken.
+  std::unique_ptr<LeftStateLocks> left_locks_;
   Dispatcher dispatcher_;
   Retention retention_;
   Api api_;

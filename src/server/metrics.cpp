@@ -23,6 +23,22 @@ const Histogram::BucketBoundaries kRequestBuckets = {0.005, 0.01, 0.025, 0.05, 0
 const Histogram::BucketBoundaries kRunBuckets = {1,   5,   10,   30,   60,   120,
                                                  300, 600, 1800, 3600, 21600};
 
+// From 10 ms to an hour: the steps of a deployment.
+const Histogram::BucketBoundaries kStepBuckets = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+                                                  2.5,  5,     10,   30,  60,   300, 3600};
+
+// The steps a deployment's time is made of: berthd's own, then the runner's (docs/runner.md).
+constexpr std::string_view kKnownSteps[] = {
+    "queue", "launch",  "version", "init",   "force-unlock", "validate", "plan", "show",
+    "apply", "refresh", "output",  "rescue", "restore",      "push",     "drift"};
+
+std::string StepLabel(std::string_view step) {
+  for (std::string_view known : kKnownSteps) {
+    if (step == known) return std::string(step);
+  }
+  return "other";
+}
+
 }  // namespace
 
 BerthdMetrics::BerthdMetrics()
@@ -45,7 +61,12 @@ BerthdMetrics::BerthdMetrics()
       run_seconds_(BuildHistogram()
                        .Name("berth_run_duration_seconds")
                        .Help("From a run's launch to its end.")
-                       .Register(registry_)) {}
+                       .Register(registry_)),
+      step_seconds_(BuildHistogram()
+                        .Name("berth_deployment_step_seconds")
+                        .Help("Each step of a deployment: its wait in the queue, its run's "
+                              "launch, and each TF step its runner timed.")
+                        .Register(registry_)) {}
 
 void BerthdMetrics::Request(std::string_view route, std::string_view method, int status,
                             std::chrono::duration<double> took) {
@@ -62,6 +83,10 @@ void BerthdMetrics::GatewayBytes(std::string_view direction, size_t bytes) {
 void BerthdMetrics::RunEnded(std::string_view outcome, std::chrono::duration<double> took) {
   runs_.Add({{"outcome", std::string(outcome)}}).Increment();
   run_seconds_.Add({}, kRunBuckets).Observe(took.count());
+}
+
+void BerthdMetrics::DeploymentStep(std::string_view step, double seconds) {
+  step_seconds_.Add({{"step", StepLabel(step)}}, kStepBuckets).Observe(seconds);
 }
 
 std::string BerthdMetrics::Scrape(store::Store& store, std::string_view extra) {

@@ -2,7 +2,8 @@
 // requests by route, method and status with their durations; deployments by state and each
 // environment's queue and each replica's lease (read from the store at scrape time, so every
 // replica tells the same);
-// runs by outcome and their durations; runner gateway bytes; Kubernetes API requests.
+// runs by outcome and their durations; each step of a deployment's time; runner gateway bytes;
+// Kubernetes API requests.
 #pragma once
 
 #include <prometheus/counter.h>
@@ -29,6 +30,10 @@ class BerthdMetrics {
   void GatewayBytes(std::string_view direction, size_t bytes);  // "in" or "out"
   // outcome: "succeeded" or the error kind.
   void RunEnded(std::string_view outcome, std::chrono::duration<double> took);
+  // One step of a deployment: waiting in its queue ("queue"), its run's launch ("launch"), or
+  // a TF step its runner timed ("init", "plan", "apply", ...; a name no runner uses counts as
+  // "other": runners' results do not choose berthd's labels).
+  void DeploymentStep(std::string_view step, double seconds);
 
   // The registry's metrics, then the store's gauges, then extra (already in the text format).
   std::string Scrape(store::Store& store, std::string_view extra = {});
@@ -40,6 +45,7 @@ class BerthdMetrics {
   prometheus::Family<prometheus::Counter>& gateway_bytes_;
   prometheus::Family<prometheus::Counter>& runs_;
   prometheus::Family<prometheus::Histogram>& run_seconds_;
+  prometheus::Family<prometheus::Histogram>& step_seconds_;
 };
 
 }  // namespace berth::server

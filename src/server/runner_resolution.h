@@ -3,6 +3,7 @@
 // stays until refresh_runner moves it).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -18,5 +19,9 @@ Result<std::vector<RunnerRule>> LoadRunnerRules(store::Store& store, const std::
 // when no rule matches).
 Result<std::string> ResolveRunner(store::Store& store, const std::string& org,
                                   const std::string& project, const std::string& env);
+
+// Where the environment's state lives: its runner's state_storage_configuration.
+Result<nlohmann::json> StateStorageOf(store::Store& store, const std::string& org,
+                                      const std::string& project, const std::string& env);
 
 }  // namespace berth::server

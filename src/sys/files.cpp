@@ -20,6 +20,13 @@ Error Errno(std::string_view what, const std::filesystem::path& path) {
 
 }  // namespace
 
+Result<std::filesystem::path> SelfExecutable() {
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return MakeError(ErrorKind::kInternal, "cannot read /proc/self/exe: " + ec.message());
+  return self;
+}
+
 Result<std::string> ReadFile(const std::filesystem::path& path) {
   Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) {

@@ -12,6 +12,9 @@ namespace berth::sys {
 
 Result<std::string> ReadFile(const std::filesystem::path& path);
 
+// The file this process runs (/proc/self/exe), whatever argv[0] said.
+Result<std::filesystem::path> SelfExecutable();
+
 // Writes to a sibling temporary file, fsyncs it, then renames it over path: a reader sees the
 // old content or the new, never half of it.
 Result<void> WriteFileAtomic(const std::filesystem::path& path, std::string_view content,

@@ -373,6 +373,36 @@ TEST_F(BerthCli, BerthDeployPlansApprovesAppliesAndPrintsTheOutputsOnAFreshBerth
   ASSERT_EQ(outputs.exit_code, 0) << outputs.output;
   EXPECT_EQ(json::parse(outputs.output)["outputs"]["greeting"]["value"], "hello, cli");
 
+  // Where its time went: the queue, each launch, the plan run and the apply run with the TF
+  // steps their runner timed, the (short) wait for the approval.
+  auto timings = Berth({"deployment", id, "--timings", "-o", "json"});
+  ASSERT_EQ(timings.exit_code, 0) << timings.output;
+  json spans = json::parse(timings.output)["spans"];
+  std::vector<std::string> names;
+  double sum = 0;
+  for (const json& span : spans) {
+    names.push_back(span["name"]);
+    sum += span["seconds"].get<double>();
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"queued", "launch", "run", "waiting_approval",
+                                             "launch", "run"}))
+      << spans.dump(2);
+  EXPECT_NEAR(sum, json::parse(timings.output)["total_seconds"].get<double>(), 1e-6);
+  auto steps_of = [&](size_t span) {
+    std::vector<std::string> steps;
+    for (const json& step : spans.at(span)["steps"]) steps.push_back(step["name"]);
+    return steps;
+  };
+  EXPECT_EQ(steps_of(2),
+            (std::vector<std::string>{"version", "init", "plan", "show", "(outside TF)"}))
+      << spans.dump(2);
+  EXPECT_EQ(steps_of(5),
+            (std::vector<std::string>{"version", "init", "apply", "output", "(outside TF)"}))
+      << "an approved plan is applied without another show: " << spans.dump(2);
+  auto table = Berth({"deployment", id, "--timings"});
+  EXPECT_NE(table.output.find("    apply"), std::string::npos) << table.output;
+  EXPECT_NE(table.output.find(id + "  succeeded"), std::string::npos) << table.output;
+
   // Waiting for approval is not a failure; a broken module is, with its own exit code.
   auto waiting = Berth({"deploy", hello, "--env", "dev", "--var", "name=x", "--require-approval"});
   EXPECT_EQ(waiting.exit_code, 0) << waiting.output;

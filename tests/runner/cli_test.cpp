@@ -68,6 +68,7 @@ TEST(RunnerCli, RunTakesEveryFlagOfTheContract) {
                      std::string(64, 'c'),
                      "--approved-plan-sha256=" + std::string(64, 'd'),
                      "--plan-key-file=/k",
+                     "--state-key-file=/sk",
                      "--allow-destroy",
                      "--restore-from=/s",
                      "--event-object=Terraform/team/net",
@@ -104,6 +105,25 @@ TEST(RunnerCli, RunTakesEveryFlagOfTheContract) {
   EXPECT_EQ(o.event_object, "Terraform/team/net");
   EXPECT_EQ(o.state_backend, "http");
   EXPECT_EQ(o.approved_plan_sha256, std::string(64, 'd'));
+  EXPECT_EQ(o.state_key_file, "/sk");
+}
+
+TEST(RunnerCli, StateEncryptionFromTheGatewayNeedsTheGateway) {
+  auto alone = Parse({"run", "--op=plan", "--state-encryption"});
+  ASSERT_TRUE(alone.error);
+  EXPECT_NE(alone.error->message.find("--state-encryption"), std::string::npos);
+  auto with = Parse(
+      {"run", "--op=plan", "--state-encryption", "--gateway=http://127.0.0.1:1", "--run-id=r1"});
+  ASSERT_FALSE(with.error) << with.error->message;
+  EXPECT_TRUE(std::get<RunCommand>(with.command).options.state_encryption);
+}
+
+TEST(RunnerCli, KeyProviderNeedsItsKeyFileAndNothingElse) {
+  auto line = Parse({"key-provider", "--key-file=/run/k"});
+  ASSERT_FALSE(line.error) << line.error->message;
+  EXPECT_EQ(std::get<KeyProviderCommand>(line.command).key_file, "/run/k");
+  EXPECT_TRUE(Parse({"key-provider"}).error);
+  EXPECT_TRUE(Parse({"key-provider", "--key-file=/k", "extra"}).error);
 }
 
 TEST(RunnerCli, RunDefaultsMatchTheContract) {

@@ -240,6 +240,54 @@ TEST_F(BerthdE2e, EndedDeploymentsArePrunedAfterKeepDeploymentsForButTheNewestSt
   EXPECT_NE(Log(newest).find("Apply complete!"), std::string::npos);
 }
 
+// state_encryption: berth. OpenTofu encrypts the environment's state and plans with a key
+// berth keeps for it: berth's backend and the plan artifact hold only ciphertext, the plan is
+// still approved by its effect, the outputs are read, a plaintext state from before is taken
+// over (and encrypted at the next write), and the setting cannot go back to none.
+TEST_F(BerthdE2e, AnEncryptedEnvironmentsStateAndPlansReachBerthOnlyAsCiphertext) {
+  std::string plain = Deploy(Hello(), {{"op", "apply"}, {"variables", {{"name", "in-clear"}}}});
+  ASSERT_EQ(WaitFor(plain, {"succeeded", "failed"})["state"], "succeeded") << Log(plain);
+  auto refused = Call("PATCH", "/projects/web/envs/dev", R"({"state_encryption":"aes"})",
+                      "application/merge-patch+json");
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_NE(refused.body.find("state_encryption"), std::string::npos) << refused.body;
+  auto set = Call("PATCH", "/projects/web/envs/dev", R"({"state_encryption":"berth"})",
+                  "application/merge-patch+json");
+  ASSERT_EQ(set.status, 200) << set.body;
+  EXPECT_EQ(json::parse(set.body)["state_encryption"], "berth");
+
+  std::string id = Deploy(Hello(), {{"op", "apply"},
+                                    {"variables", {{"name", "under-cipher"}}},
+                                    {"approval", {{"required", true}}}});
+  json waiting = WaitFor(id, {"waiting_approval", "failed"});
+  ASSERT_EQ(waiting["state"], "waiting_approval") << waiting.dump(2) << Log(id);
+  EXPECT_EQ(waiting["plan"]["change"], 1) << waiting.dump(2);  // read the plaintext state
+  auto plan_file = Call("GET", "/deployments/" + id + "/artifacts/plan");
+  ASSERT_EQ(plan_file.status, 200);
+  EXPECT_EQ(plan_file.body.find("under-cipher"), std::string::npos) << "a plan in clear";
+  auto approved = Call("POST", "/deployments/" + id + "/approve",
+                       json{{"plan_hash", waiting["plan"]["hash"]}}.dump());
+  ASSERT_EQ(approved.status, 202) << approved.body;
+  ASSERT_EQ(WaitFor(id, {"succeeded", "failed"})["state"], "succeeded") << Log(id);
+  auto outputs = json::parse(Call("GET", "/deployments/" + id + "/outputs").body);
+  EXPECT_EQ(outputs["outputs"]["greeting"]["value"], "hello, under-cipher");
+  auto versions = json::parse(Call("GET", "/projects/web/envs/dev/state/versions").body);
+  std::string newest = std::to_string(versions["items"].back()["version"].get<int64_t>());
+  auto state = Call("GET", "/projects/web/envs/dev/state/versions/" + newest);
+  ASSERT_EQ(state.status, 200);
+  EXPECT_NE(state.body.find("encrypted_data"), std::string::npos) << state.body;
+  EXPECT_EQ(state.body.find("under-cipher"), std::string::npos) << state.body;
+
+  // The next run reads the encrypted state: the same inputs change nothing.
+  std::string again = Deploy(Hello(), {{"op", "apply"}, {"variables", {{"name", "under-cipher"}}}});
+  ASSERT_EQ(WaitFor(again, {"succeeded", "failed"})["state"], "succeeded") << Log(again);
+  EXPECT_NE(Log(again).find("No changes"), std::string::npos) << Log(again);
+  auto back = Call("PATCH", "/projects/web/envs/dev", R"({"state_encryption":"none"})",
+                   "application/merge-patch+json");
+  EXPECT_EQ(back.status, 400) << back.body;
+  EXPECT_NE(back.body.find("$.state_encryption"), std::string::npos) << back.body;
+}
+
 TEST_F(BerthdE2e, TheDatabaseFileHoldsNoSecretAndRotateKeysKeepsItAllReadable) {
   const std::string secret = "tok-at-rest-81f3c2";
   std::string id = Deploy(testenv::SourceDir() / "examples/secret",
@@ -372,6 +420,11 @@ TEST_F(BerthdE2e, MetricsCountRequestsRunsAndDeploymentsInThePrometheusTextForma
   EXPECT_EQ(samples["berth_deployments{state=succeeded,}"], 1) << parsed->output;
   EXPECT_EQ(samples["berth_runs_total{outcome=succeeded,}"], 1) << parsed->output;
   EXPECT_EQ(samples["berth_run_duration_seconds_count{}"], 1) << parsed->output;
+  // Where its time went, one observation per step of its one run.
+  for (const char* step : {"queue", "launch", "version", "init", "plan", "show", "apply", "output"})
+    EXPECT_EQ(samples["berth_deployment_step_seconds_count{step=" + std::string(step) + ",}"], 1)
+        << step << "\n"
+        << parsed->output;
   EXPECT_GE(samples["berth_http_requests_total{method=POST,route=/orgs/{org}/projects/{project}/"
                     "envs/{env}/deployments,status=201,}"],
             1)

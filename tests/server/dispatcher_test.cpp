@@ -8,8 +8,10 @@
 
 #include <thread>
 
+#include "kube/kube_config.h"
 #include "kube_test_cluster.h"
 #include "launch/local/local_launcher.h"
+#include "server/dispatch/backend_config.h"
 #include "state_server.h"
 #include "sys/files.h"
 #include "test_tools.h"
@@ -53,7 +55,7 @@ class DispatcherTest : public ::testing::Test {
         {"state_storage_configuration", {{"type", "kubernetes"}, {"namespace", "default"}}}};
     ASSERT_TRUE(store_->Create(secrets));
     for (const auto& [env, runner_id] : std::vector<std::pair<std::string, std::string>>{
-             {"dev", "here"}, {"orphan", ""}, {"cluster", "secrets"}}) {
+             {"dev", "here"}, {"orphan", ""}, {"cluster", "secrets"}, {"leases", "secrets"}}) {
       store::Record e{
           .kind = store::Kind::kEnvironment, .org_id = "acme", .parent_id = "web", .id = env};
       e.columns = {
@@ -83,10 +85,16 @@ class DispatcherTest : public ::testing::Test {
     auto cluster = testenv::KubeTestCluster::Shared();
     ASSERT_TRUE(cluster) << cluster.error().ToString();
     options.environment.push_back("KUBE_CONFIG_PATH=" + (*cluster)->AdminKubeconfig().string());
+    // As berthd with a cluster: the kubernetes storage's Leases dead runs left are broken.
+    auto config = kube::KubeConfig::FromFiles({(*cluster)->AdminKubeconfig()}, {});
+    ASSERT_TRUE(config) << config.error().ToString();
+    kube_ = kube::MakeKubeClient(std::move(*config));
+    left_locks_ = std::make_unique<KubernetesStateLocks>(*kube_);
     // Time moves only when a test moves it (the deadline), from the real wall time.
-    dispatcher_ =
-        std::make_unique<Dispatcher>(*store_, launchers_, server_->Signer(),
-                                     DispatcherOptions{.url = server_->Url(), .clock = &clock_});
+    dispatcher_ = std::make_unique<Dispatcher>(
+        *store_, launchers_, server_->Signer(),
+        DispatcherOptions{
+            .url = server_->Url(), .left_locks = left_locks_.get(), .clock = &clock_});
     launcher_ = std::make_unique<launch::LocalLauncher>(options, *dispatcher_);
     launchers_["local"] = launcher_.get();
   }
@@ -138,6 +146,8 @@ class DispatcherTest : public ::testing::Test {
   }
 
   ManualClock clock_;
+  std::unique_ptr<kube::KubeClient> kube_;
+  std::unique_ptr<KubernetesStateLocks> left_locks_;
   std::optional<sys::TempDir> dir_;
   std::unique_ptr<StateServer> server_;
   store::Store* store_ = nullptr;
@@ -295,6 +305,61 @@ TEST_F(DispatcherTest, ADeploymentWithoutARunnerFailsWithTheReason) {
   EXPECT_EQ(o1->state, S::kFailed);
   EXPECT_NE(o1->transitions.back()["reason"].get<std::string>().find("has no runner"),
             std::string::npos);
+}
+
+// A runner killed mid-apply leaves the kubernetes storage's Lease held: tofu cannot unlock it
+// any more. berthd breaks it, seeing in its lock info that the dead run took it (its sandbox's
+// host name), and the next deployment runs at once instead of failing with StateLocked.
+TEST_F(DispatcherTest, AKubernetesStorageLeaseARunnerDiedHoldingIsBrokenForTheNextDeployment) {
+  Queue("leases", "l1", "apply", "acme", "slow", {{"seconds", 60}});
+  Queue("leases", "l2", "apply", "acme", "slow", {{"seconds", 0}});
+  ASSERT_TRUE(UntilApplying("l1"));
+  const std::string lease =
+      "lock-tfstate-default-" + KubernetesSecretSuffix({"acme", "web", "leases"});
+  auto held = kube_->Get(kube::kLeases, "default", lease);
+  ASSERT_TRUE(held) << held.error().ToString();
+  json info = json::parse(
+      (*held)["metadata"]["annotations"].value("app.terraform.io/lock-info", "{}"), nullptr, false);
+  EXPECT_TRUE(info.value("Who", "").ends_with("@l1")) << held->dump(2);
+  auto pid = sys::ReadFile(dir_->Path() / "runs/l1/pid");
+  ASSERT_TRUE(pid);
+  ASSERT_EQ(kill(-std::atoi(pid->c_str()), SIGKILL), 0);  // the runner and tofu, at once
+
+  ASSERT_TRUE(RunUntilEnded({"l1", "l2"}));
+  auto l2 = store_->Deployments().Get("acme", "l2");
+  EXPECT_EQ(store_->Deployments().Get("acme", "l1")->state, S::kFailed);
+  EXPECT_EQ(l2->state, S::kSucceeded) << l2->transitions.dump() << l2->result.dump();
+  auto events = store_->DeploymentData().Events("acme", "l1");
+  ASSERT_TRUE(events);
+  ASSERT_FALSE(events->empty());
+  EXPECT_EQ(events->back().reason, "StateLockReleased");
+  EXPECT_NE(events->back().message.find(lease), std::string::npos) << events->back().message;
+  auto after = kube_->Get(kube::kLeases, "default", lease);
+  ASSERT_TRUE(after);
+  EXPECT_FALSE((*after)["spec"].contains("holderIdentity")) << after->dump(2);
+}
+
+// A Lease some other holder took (an operator's tofu, another installation) is never broken.
+TEST_F(DispatcherTest, AKubernetesStorageLeaseHeldByAnotherIsLeftAlone) {
+  const std::string lease =
+      "lock-tfstate-default-" + KubernetesSecretSuffix({"acme", "web", "elsewhere"});
+  json info = {{"ID", "op-1"}, {"Who", "alice@laptop"}, {"Operation", "OperationTypeApply"}};
+  json object = {
+      {"apiVersion", "coordination.k8s.io/v1"},
+      {"kind", "Lease"},
+      {"metadata",
+       {{"name", lease}, {"annotations", {{"app.terraform.io/lock-info", info.dump()}}}}},
+      {"spec", {{"holderIdentity", "op-1"}}}};
+  ASSERT_TRUE(kube_->Create(kube::kLeases, "default", object));
+  auto broken = left_locks_->BreakIfHeldBy({{"type", "kubernetes"}, {"namespace", "default"}},
+                                           {"acme", "web", "elsewhere"}, "laptop-run");
+  ASSERT_TRUE(broken) << broken.error().ToString();
+  EXPECT_FALSE(*broken);
+  broken = left_locks_->BreakIfHeldBy({{"type", "kubernetes"}, {"namespace", "default"}},
+                                      {"acme", "web", "elsewhere"}, "laptop");
+  ASSERT_TRUE(broken);
+  EXPECT_TRUE(*broken) << "alice@laptop is the holder named laptop";
+  ASSERT_TRUE(kube_->Delete(kube::kLeases, "default", lease, {}));
 }
 
 TEST_F(DispatcherTest, AKubernetesStateStorageKeepsTheStateInASecretOfItsOwn) {

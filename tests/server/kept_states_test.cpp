@@ -61,7 +61,9 @@ class KeptStatesTest : public ApiFixture {
     ASSERT_TRUE(store_->Deployments().Create(d));
     ASSERT_TRUE(store_->DeploymentData().PutArtifact(
         "acme", id, {.name = "state", .run_id = id, .content = content}));
-    if (ended) ASSERT_TRUE(MarkRunEnded(*store_, d, id));
+    if (ended) {
+      ASSERT_TRUE(MarkRunEnded(*store_, d, id));
+    }
   }
 
   // The reasons and messages of a deployment's events, "Reason: message" each.
@@ -113,9 +115,13 @@ TEST_F(KeptStatesTest, WhatIsNotTheSameStateFurtherOnIsNotPushedAndTheDeployment
   ASSERT_TRUE(store_->States().Put(kKey, State("L1", 5, "now"), "", "d-0"));
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {State("L2", 9, "other"), "lineage L2"}, {State("L1", 5, "same serial"), "moved on"},
-      {State("L1", 2, "older"), "moved on"},   {R"({"serial":9,"lineage":"L1"})", "not a TF state"},
-      {"not json at all", "not a TF state"},   {deep, "not a TF state"},
+      {State("L2", 9, "other"), "lineage L2"},
+      {State("L1", 5, "same serial"), "moved on"},
+      {State("L1", 2, "older"), "moved on"},
+      {R"({"serial":9,"lineage":"L1"})", "not a TF state"},
+      {"not json at all", "not a TF state"},
+      {R"({"meta":{},"encrypted_data":"c2VjcmV0","encryption_version":"v0"})", "encrypted"},
+      {deep, "not a TF state"},
   };
   int n = 0;
   for (const auto& [content, why] : cases) {

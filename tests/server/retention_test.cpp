@@ -19,7 +19,7 @@ namespace {
 using nlohmann::json;
 using std::chrono::hours;
 
-constexpr int64_t kHour = 3600 * 1000;
+constexpr int64_t kHour = int64_t{3600} * 1000;
 
 class RetentionTest : public ApiFixture {
  protected:
@@ -41,9 +41,10 @@ class RetentionTest : public ApiFixture {
     EXPECT_TRUE(store_->DeploymentData().AppendLog("acme", d.id, d.id, 1, "a line\n"));
     EXPECT_TRUE(
         store_->DeploymentData().PutArtifact("acme", d.id, {.name = "plan", .run_id = d.id}));
-    if (ended)
+    if (ended) {
       EXPECT_TRUE(store_->Deployments().Transition("acme", d.id, DeploymentState::kQueued,
                                                    DeploymentState::kCancelled, "by the test"));
+    }
     return d.id;
   }
 

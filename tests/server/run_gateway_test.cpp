@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/base64.h"
 #include "core/run_result.h"
 #include "crypto/digest.h"
 #include "net/http_client.h"
@@ -82,6 +83,28 @@ TEST_F(RunGatewayTest, ARunGetsItsOrganizationsPlanKeyAndNoOtherRunDoes) {
       << "one key per organization, made once";
   EXPECT_EQ(Send("GET", "/runs/v1/run-1/plan-key", "").status, 401);
   auto other = Send("GET", "/runs/v1/run-1/plan-key", Token("run-2"));
+  EXPECT_EQ(other.status, 403) << other.body;
+  EXPECT_EQ(other.body.find(key.body), std::string::npos);
+}
+
+// An environment's state key goes to its runs only once its state_encryption is berth: a
+// 32-byte key, the same at every ask, and never to another run's token.
+TEST_F(RunGatewayTest, ARunGetsItsEnvironmentsStateKeyOnlyWhenItsStateIsEncrypted) {
+  auto plain = Send("GET", "/runs/v1/run-1/state-key", Token("run-1"));
+  EXPECT_EQ(plain.status, 404) << plain.body;
+  EXPECT_NE(plain.body.find("state_encryption"), std::string::npos) << plain.body;
+  auto env = server_->Store().Get(store::Kind::kEnvironment, "acme", "web", "dev");
+  ASSERT_TRUE(env);
+  env->body["state_encryption"] = "berth";
+  ASSERT_TRUE(server_->Store().Update(*env, env->version));
+
+  auto key = Send("GET", "/runs/v1/run-1/state-key", Token("run-1"));
+  ASSERT_EQ(key.status, 200) << key.body;
+  auto bytes = Base64Decode(key.body);
+  ASSERT_TRUE(bytes);
+  EXPECT_EQ(bytes->size(), 32u);
+  EXPECT_EQ(Send("GET", "/runs/v1/run-1/state-key", Token("run-1")).body, key.body);
+  auto other = Send("GET", "/runs/v1/run-1/state-key", Token("run-2"));
   EXPECT_EQ(other.status, 403) << other.body;
   EXPECT_EQ(other.body.find(key.body), std::string::npos);
 }

@@ -232,11 +232,11 @@ Result<RunnerManifests> BuildRunnerManifests(const KubernetesSettings& settings,
                    {"secret", {{"secretName", out.secret_name}, {"defaultMode", 0444}}}}};
   for (const json& volume : Array(spec, "volumes")) volumes.push_back(volume);
 
-  json pod_spec = {{"restartPolicy", "Never"},
-                   {"enableServiceLinks", false},
-                   {"initContainers", init_containers},
-                   {"containers", {main}},
-                   {"volumes", volumes}};
+  // The run's id as its host name: TF writes it into the state locks it takes ("Who":
+  // user@host), so that berthd knows a lock a dead run left (server/dispatch/left_state_locks.h).
+  json pod_spec = {{"restartPolicy", "Never"},    {"hostname", request.run_id},
+                   {"enableServiceLinks", false}, {"initContainers", init_containers},
+                   {"containers", {main}},        {"volumes", volumes}};
   std::string account =
       config.service_account.empty() ? settings.service_account : config.service_account;
   if (!account.empty()) pod_spec["serviceAccountName"] = account;

@@ -208,7 +208,8 @@ SandboxMounts LocalLauncher::MountsOf(const Run& run, const RunnerInvocation& in
   SandboxMounts mounts{.read_write = {dir / "work", dir / "home", dir / "out"},
                        .read_only = {dir / "token", dir / "kubeconfig", options_.runner_binary},
                        .tmp = dir / "tmp",
-                       .working_dir = dir / "work"};
+                       .working_dir = dir / "work",
+                       .hostname = run.request.run_id};
   for (const std::string* path :
        {&invocation.module, &invocation.config, &invocation.bin, &invocation.providers}) {
     if (!path->empty() && fs::path(*path).is_absolute()) mounts.read_only.emplace_back(*path);

@@ -112,6 +112,7 @@ std::vector<std::string> Sandbox::Wrap(const SandboxMounts& mounts,
   for (const auto& [p, rw] : writable)
     args.insert(args.end(), {rw ? "--bind" : "--ro-bind-try", p, p});
   if (mounts.own_network) args.emplace_back("--unshare-net");
+  if (!mounts.hostname.empty()) args.insert(args.end(), {"--hostname", mounts.hostname});
   if (!mounts.hosts.empty()) args.insert(args.end(), {"--ro-bind", mounts.hosts, "/etc/hosts"});
   args.insert(args.end(), {"--chdir", mounts.working_dir.string()});
   args.insert(args.end(), {"--seccomp", std::to_string(seccomp_fd)});

@@ -28,6 +28,9 @@ struct SandboxMounts {
   // A network namespace of its own, with loopback only; hosts, if set, is its /etc/hosts.
   bool own_network = false;
   std::filesystem::path hosts;
+  // Its host name (a UTS namespace of its own): the run's id, which TF writes into the state
+  // locks it takes ("Who": user@host), so that berthd knows a lock a dead run left.
+  std::string hostname;
 };
 
 class Sandbox {

@@ -151,6 +151,21 @@ json StateRetentionJson(const json& given) {
            given.value("keep_younger_than", std::string(StateRetention::kDefaultKeepYoungerThan))}};
 }
 
+// An environment whose state was encrypted with berth's key stays so: a run without the key
+// could read neither its state nor its plans.
+Result<void> KeepsItsEncryption(store::Store& store, const std::string& org,
+                                const std::string& project, const std::string& id,
+                                const std::string& encryption) {
+  if (encryption != "none") return {};
+  auto current = store.Get(Kind::kEnvironment, org, project, id);
+  if (!current) return {};  // being created
+  if (current->body.value("state_encryption", "none") != "berth") return {};
+  return InvalidFields("invalid environment",
+                       {{"$.state_encryption",
+                         "must stay berth: the environment's state and plans are encrypted with "
+                         "berth's key, which a run without it cannot read"}});
+}
+
 json Common(const Record& r) {
   json out = r.body;
   out["id"] = r.id;
@@ -219,9 +234,20 @@ std::vector<ResourceType> ResourceTypes(const ApiOptions& options) {
                       DurationSchema("how long a plan may wait for approval before its "
                                      "deployment is cancelled")),
              Optional("state_retention", StateRetentionSchema()),
+             Optional(
+                 "state_encryption",
+                 std::move(
+                     Schema::String()
+                         .OneOf({"none", "berth"})
+                         .Doc("berth: OpenTofu encrypts the environment's state and plans with a "
+                              "key berth keeps for it (docs/security.md); none (the default)"))),
          });
          auto valid = ValidateWith(kSchema, std::move(body));
          if (!valid) return valid.error();
+         const std::string encryption = valid->value("state_encryption", "none");
+         if (auto refused = KeepsItsEncryption(store, caller.org, project, id, encryption);
+             !refused)
+           return refused.error();
          auto labels = ParseLabels(valid->value("labels", json::object()), "$.labels");
          if (!labels) return labels.error();
          // With its project's labels, as its deployments will have them.
@@ -240,7 +266,8 @@ std::vector<ResourceType> ResourceTypes(const ApiOptions& options) {
                    {"labels", LabelsJson(*labels)},
                    {"approval_timeout", valid->value("approval_timeout", json())},
                    {"state_retention",
-                    StateRetentionJson(valid->value("state_retention", json::object()))}};
+                    StateRetentionJson(valid->value("state_retention", json::object()))},
+                   {"state_encryption", encryption}};
          r.columns = {{"env_type_id", (*valid)["env_type_id"].get<std::string>()},
                       {"runner_id", std::nullopt}};
          return r;
@@ -248,9 +275,10 @@ std::vector<ResourceType> ResourceTypes(const ApiOptions& options) {
        [](const Record& r) {
          json out = Common(r);
          out["project_id"] = r.parent_id;
-         // As it acts, for an environment saved before it had the setting too.
+         // As they act, for an environment saved before it had the settings too.
          out["state_retention"] =
              StateRetentionJson(r.body.value("state_retention", json::object()));
+         out["state_encryption"] = r.body.value("state_encryption", "none");
          auto link = r.columns.find("runner_id");
          out["runner_id"] =
              link != r.columns.end() && link->second ? json(*link->second) : json(nullptr);

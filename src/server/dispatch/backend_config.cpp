@@ -14,16 +14,16 @@ std::string StateKey(const nlohmann::json& storage, const EnvironmentRef& where)
   return prefix.empty() ? key : prefix + "/" + key;
 }
 
-// A Secret suffix is also a label value (at most 63 characters): the environment's id, cut,
-// and a hash of the whole location that keeps suffixes of different environments apart.
-std::string SecretSuffix(const EnvironmentRef& where) {
-  std::string hash = crypto::Sha256Hex(where.Key()).substr(0, 10);
-  return where.env.substr(0, 52) + "-" + hash;
-}
-
 std::string Quoted(const std::string& value) { return "\"" + value + "\""; }
 
 }  // namespace
+
+// A Secret suffix is also a label value (at most 63 characters): the environment's id, cut,
+// and a hash of the whole location that keeps suffixes of different environments apart.
+std::string KubernetesSecretSuffix(const EnvironmentRef& where) {
+  std::string hash = crypto::Sha256Hex(where.Key()).substr(0, 10);
+  return where.env.substr(0, 52) + "-" + hash;
+}
 
 Result<BackendSettings> RenderBackend(const nlohmann::json& storage, const EnvironmentRef& where,
                                       const std::string& berth_url, bool in_cluster) {
@@ -46,7 +46,7 @@ Result<BackendSettings> RenderBackend(const nlohmann::json& storage, const Envir
   if (type == "kubernetes") {
     out.type = "kubernetes";
     set("namespace", storage.value("namespace", ""));
-    set("secret_suffix", SecretSuffix(where));
+    set("secret_suffix", KubernetesSecretSuffix(where));
     if (in_cluster) set("in_cluster_config", "true");
   } else if (type == "s3") {
     out.type = "s3";

@@ -19,6 +19,9 @@ struct BackendSettings {
   std::vector<std::string> config;  // its --backend-config KEY=VALUE entries
 };
 
+// The suffix of the kubernetes storage's Secret (and Lease) of an environment's state.
+std::string KubernetesSecretSuffix(const EnvironmentRef& where);
+
 // storage: the runner's state_storage_configuration. berth_url: berthd as runners reach it.
 // in_cluster: the runner is a Pod (the kubernetes backend uses its service account).
 Result<BackendSettings> RenderBackend(const nlohmann::json& storage, const EnvironmentRef& where,

@@ -166,6 +166,9 @@ Result<Dispatcher::Launch> Dispatcher::Prepare(const store::Deployment& d) {
     if (!plan_file) return plan_file.error();
     run.approved_plan_sha256 = plan_file->sha256;
   }
+  auto env = store_.Get(store::Kind::kEnvironment, d.org_id, d.project_id, d.env_id);
+  if (!env) return env.error();
+  run.state_encryption = env->body.value("state_encryption", "none") == "berth";
   bool destroy = d.spec.op == DeploymentOp::kDestroy;
   run.plan_destroy = destroy && op == "plan";
   run.allow_destroy = destroy || approved || d.spec.allow_destroy;
@@ -182,8 +185,8 @@ void Dispatcher::OnRunEvent(const std::string& run_id, const launch::LaunchEvent
   RecordDeploymentEvent(store_, log_, d->org_id, d->id, run_id, event);
 }
 
-void Dispatcher::ReleaseStateLocks(const std::string& run_id, const launch::RunOutcome& outcome,
-                                   bool release_lost) {
+void Dispatcher::ReleaseStateLocks(const store::Deployment& d, const std::string& run_id,
+                                   const launch::RunOutcome& outcome, bool release_lost) {
   // A lost runner may still be running (a node cut off, not dead): its lock stays for an
   // operator to judge rather than let two writers meet.
   if (outcome.EndedAs(launch::RunnerEnd::kLost) && !release_lost) return;
@@ -195,6 +198,18 @@ void Dispatcher::ReleaseStateLocks(const std::string& run_id, const launch::RunO
   for (const std::string& key : *released) {
     OnRunEvent(run_id, {.reason = "StateLockReleased",
                         .message = "the run ended holding the state lock of " + key +
+                                   "; berth released it so that the next deployment can run",
+                        .warning = false});
+  }
+  if (options_.left_locks == nullptr) return;
+  auto storage = StateStorageOf(store_, d.org_id, d.project_id, d.env_id);
+  auto broken = storage ? options_.left_locks->BreakIfHeldBy(*storage, d.Environment(), run_id)
+                        : Result<std::optional<std::string>>(storage.error());
+  if (!broken) {
+    log_.Error("left state lock not checked", {{"run", run_id}, {"why", broken.error().message}});
+  } else if (*broken) {
+    OnRunEvent(run_id, {.reason = "StateLockReleased",
+                        .message = "the run ended holding " + **broken +
                                    "; berth released it so that the next deployment can run",
                         .warning = false});
   }
@@ -253,7 +268,12 @@ bool Dispatcher::Start(const store::Deployment& d) {
       MutexLock lock(mutex_);
       runs_[d.run_id] = {d.org_id, launch->launcher, clock_.Now()};
     }
+    auto launching = clock_.Now();
     launched = launch->launcher->Launch(launch->request);
+    if (launched && options_.metrics) {
+      options_.metrics->DeploymentStep(
+          "launch", std::chrono::duration<double>(clock_.Now() - launching).count());
+    }
   }
   if (!launched) {
     {
@@ -287,7 +307,12 @@ int Dispatcher::Tick() {
     // Another dispatcher may win this one: then it is theirs.
     auto claimed = store_.Deployments().Transition(d.org_id, d.id, S::kQueued, S::kDispatched, "",
                                                    {.run_id = d.id, .owner = options_.replica});
-    if (claimed && Start(*claimed)) ++started;
+    if (!claimed) continue;
+    // The first run's wait in the queue (an approved apply's run waited for a person instead).
+    if (options_.metrics)
+      options_.metrics->DeploymentStep(
+          "queue", static_cast<double>(clock_.WallMillis() - claimed->created_at) / 1000);
+    if (Start(*claimed)) ++started;
   }
   return started;
 }
@@ -550,6 +575,10 @@ void Dispatcher::RecordEnd(const store::Deployment& d, const std::string& run_id
   if (auto posted = store_.DeploymentData().GetArtifact(org, d.id, "result:" + run_id)) {
     if (auto result = ParseRunResult(posted->content)) outcome.result = std::move(*result);
   }
+  if (options_.metrics && outcome.result) {
+    for (const RunStep& step : outcome.result->steps)
+      options_.metrics->DeploymentStep(step.name, step.seconds);
+  }
   log_.Info("run ended",
             {{"org", org},
              {"deployment", d.id},
@@ -559,7 +588,7 @@ void Dispatcher::RecordEnd(const store::Deployment& d, const std::string& run_id
   const store::TransitionChanges owned{.expected_owner = options_.replica};
   // A deployment still dispatched (its launch raced its end) is moved on first.
   if (d.state == S::kDispatched) Move(d, S::kDispatched, S::kRunning, "runner started", owned);
-  ReleaseStateLocks(run_id, reported, release_lost_locks);
+  ReleaseStateLocks(d, run_id, reported, release_lost_locks);
   kept_states_.Settle(org, d.id, run_id);
   if (outcome.succeeded && d.spec.NeedsApproval() && run_id != ApplyRunId(d.id)) {
     json plan = json::object();
@@ -576,7 +605,10 @@ void Dispatcher::RecordEnd(const store::Deployment& d, const std::string& run_id
   std::string reason =
       outcome.succeeded ? "" : fmt::format("{}: {}", outcome.FailureName(), outcome.message);
   json result = OutcomeJson(outcome);
+  // An approved apply's result keeps the plan it applied and how its plan run went.
   if (d.result.is_object() && d.result.contains("plan")) result["approved_plan"] = d.result["plan"];
+  if (d.result.is_object() && d.result.contains("plan_run"))
+    result["plan_run"] = d.result["plan_run"];
   Move(d, S::kRunning, to, reason, {.result = result, .expected_owner = options_.replica});
 }
 

@@ -19,6 +19,7 @@
 #include "server/api/deployment_control.h"
 #include "server/change_feed.h"
 #include "server/dispatch/kept_states.h"
+#include "server/dispatch/left_state_locks.h"
 #include "store/store.h"
 #include "sys/logger.h"
 
@@ -40,10 +41,13 @@ struct DispatcherOptions {
   // replica whose lease has ended are taken over; its local runs end as RunnerLost.
   std::string replica;
   BerthdMetrics* metrics = nullptr;  // told of every run's end; may be null
-  ChangeFeed* logs = nullptr;        // notified when a run ends or says something: followers read
-  ChangeFeed* wake = nullptr;        // notified when a run ends: its environment is free
-  sys::Logger* log = nullptr;        // its decisions; null: not logged
-  Clock* clock = nullptr;            // null: the system's
+  // Breaks the state locks runs that died left in a storage other than berth's own (the
+  // kubernetes storage's Lease); null: those stay for tofu's force-unlock.
+  LeftStateLocks* left_locks = nullptr;
+  ChangeFeed* logs = nullptr;  // notified when a run ends or says something: followers read
+  ChangeFeed* wake = nullptr;  // notified when a run ends: its environment is free
+  sys::Logger* log = nullptr;  // its decisions; null: not logged
+  Clock* clock = nullptr;      // null: the system's
 };
 
 // The launcher of each runner type this berthd runs ("local", "kubernetes", ...).
@@ -131,8 +135,8 @@ class Dispatcher : public launch::RunObserver, public DeploymentControl {
   // The state locks a run that has ended still holds (its runner was killed mid-apply, say)
   // are released, each with an event on its deployment. A lost runner's are kept unless
   // release_lost: it may still be running, with a token that is still good.
-  void ReleaseStateLocks(const std::string& run_id, const launch::RunOutcome& outcome,
-                         bool release_lost);
+  void ReleaseStateLocks(const store::Deployment& d, const std::string& run_id,
+                         const launch::RunOutcome& outcome, bool release_lost);
   // Moves a deployment from one state to another; a refusal (another berthd moved it first,
   // or the state machine forbids it) is logged, never dropped unseen. The moved deployment, or
   // nothing.

@@ -48,25 +48,21 @@ launch::LaunchEvent NotRescued(const std::string& why) {
                      ".../deployments/{id}/artifacts/state); `berth state push` puts it back"};
 }
 
-// The type of the environment's state storage ("berth": berthd's own backend).
-Result<std::string> StorageTypeOf(store::Store& store, const store::Deployment& d) {
-  auto runner_id = ResolveRunner(store, d.org_id, d.project_id, d.env_id);
-  if (!runner_id) return runner_id.error();
-  auto runner = store.Get(store::Kind::kRunner, d.org_id, "", *runner_id);
-  if (!runner) return runner.error();
-  return runner->body.value("state_storage_configuration", json::object()).value("type", "");
-}
-
 // Pushes the kept state if nothing forbids it; what the deployment is told, or the error that
 // makes it wait for the next attempt.
 Result<launch::LaunchEvent> Rescue(store::Store& store, const store::Deployment& d,
                                    const std::string& run_id, const std::string& content) {
-  auto storage = StorageTypeOf(store, d);
+  auto storage = StateStorageOf(store, d.org_id, d.project_id, d.env_id);
   if (!storage) return storage.error();
-  if (*storage != "berth")
-    return NotRescued("the environment's state storage is " + *storage +
+  const std::string type = storage->value("type", "");
+  if (type != "berth")
+    return NotRescued("the environment's state storage is " + type +
                       ", which berthd does not write; push it there");
   auto kept = IdentityOf(content);
+  if (!kept && content.find("\"encrypted_data\"") != std::string::npos)
+    return NotRescued(
+        "it is encrypted (state_encryption), so berthd cannot tell whether it is the "
+        "environment's state further on");
   if (!kept)
     return NotRescued(
         "it is not a TF state (an object with a lineage, a version and a "

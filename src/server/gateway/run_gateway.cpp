@@ -3,6 +3,7 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
+#include "core/base64.h"
 #include "core/bounded_json.h"
 #include "core/run_result.h"
 #include "crypto/jws.h"
@@ -22,6 +23,9 @@ net::ServerResponse Bytes(std::string body, std::string content_type) {
   response.body = std::move(body);
   return response;
 }
+
+// Where an environment's state encryption key is kept (sealed, like every shared secret).
+std::string StateKeyName(const EnvironmentRef& env) { return "state-key/" + env.Key(); }
 
 bool IsArtifactName(const std::string& name) {
   return name == "plan" || name == "outputs" || name == "state";
@@ -43,6 +47,8 @@ RunGateway::RunGateway(store::Store& store, RunGatewayOptions options)
   add("GET", run + "/inputs", [this](const RouteRequest&, const auto& d) { return Inputs(d); });
   add("GET", run + "/plan", [this](const RouteRequest&, const auto& d) { return Plan(d); });
   add("GET", run + "/plan-key", [this](const RouteRequest&, const auto& d) { return PlanKey(d); });
+  add("GET", run + "/state-key",
+      [this](const RouteRequest&, const auto& d) { return StateKey(d); });
   add("POST", run + "/logs",
       [this](const RouteRequest& r, const auto& d) { return AppendLog(r, d); });
   add("PUT", run + "/artifacts/{name}",
@@ -148,6 +154,19 @@ net::ServerResponse RunGateway::PostResult(const RouteRequest& r,
                                                   .content = RunResultToJson(*result).dump()});
   if (!put) return ErrorResponse(put.error());
   return JsonResponse(200, "{}");
+}
+
+net::ServerResponse RunGateway::StateKey(const store::Deployment& d) const {
+  auto env = store_.Get(store::Kind::kEnvironment, d.org_id, d.project_id, d.env_id);
+  if (!env) return ErrorResponse(env.error());
+  if (env->body.value("state_encryption", "none") != "berth")
+    return ErrorResponse(404, "NotFound",
+                         "environment " + d.project_id + "/" + d.env_id +
+                             " does not encrypt its state (state_encryption is not berth)");
+  auto key = store_.EnsureSharedSecret(StateKeyName(d.Environment()),
+                                       Base64Encode(crypto::RandomBytes(32)));
+  if (!key) return ErrorResponse(key.error());
+  return Bytes(std::move(*key), "text/plain");
 }
 
 }  // namespace berth::server

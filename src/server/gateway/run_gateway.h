@@ -44,6 +44,9 @@ class RunGateway {
   // The organization's key for plan hashes: a hash then names a plan's effect without being a
   // way to test guesses of its (sensitive) values.
   net::ServerResponse PlanKey(const store::Deployment& d) const;
+  // The environment's state encryption key (32 bytes, base64), made at its first use; 404
+  // for an environment whose state_encryption is not berth.
+  net::ServerResponse StateKey(const store::Deployment& d) const;
   net::ServerResponse AppendLog(const RouteRequest& r, const store::Deployment& d) const;
   net::ServerResponse PutArtifact(const RouteRequest& r, const store::Deployment& d) const;
   net::ServerResponse PostResult(const RouteRequest& r, const store::Deployment& d) const;

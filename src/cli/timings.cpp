@@ -1,0 +1,103 @@
+#include "cli/timings.h"
+
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "core/time_format.h"
+
+namespace berth::cli {
+namespace {
+
+using nlohmann::json;
+
+std::string SpanName(const std::string& state) {
+  if (state == "dispatched") return "launch";
+  if (state == "running") return "run";
+  return state;  // queued, waiting_approval
+}
+
+double Seconds(const json& object) {
+  auto it = object.find("seconds");
+  return it != object.end() && it->is_number() ? it->get<double>() : 0;
+}
+
+bool Ended(const std::string& state) {
+  return state == "succeeded" || state == "failed" || state == "cancelled";
+}
+
+// The TF steps of one run, as its runner reported them, and the rest of the time from its
+// launch to its end (the runner starts while berthd records the launch).
+json RunSteps(const json& outcome, double launched_seconds) {
+  json steps = json::array();
+  double in_steps = 0;
+  const json run = outcome.is_object() ? outcome.value("run", json::object()) : json::object();
+  for (const json& step : run.value("steps", json::array())) {
+    if (!step.is_object() || !step.value("name", json()).is_string()) continue;
+    double seconds = Seconds(step);
+    in_steps += seconds;
+    steps.push_back({{"name", step["name"]}, {"seconds", seconds}});
+  }
+  if (!steps.empty() && launched_seconds >= in_steps)
+    steps.push_back({{"name", "(outside TF)"}, {"seconds", launched_seconds - in_steps}});
+  return steps;
+}
+
+}  // namespace
+
+json DeploymentTimings(const json& deployment, int64_t now_ms) {
+  const std::string state = deployment.value("state", "");
+  const json transitions = deployment.value("transitions", json::array());
+  const json result = deployment.value("result", json());
+  std::vector<std::pair<std::string, int64_t>> moments;
+  for (const json& t : transitions) {
+    if (!t.is_object()) continue;
+    auto at = ParseRfc3339Millis(t.value("at", ""));
+    if (at) moments.emplace_back(t.value("state", ""), *at);
+  }
+  // A deployment with two runs: the first is the plan run, whose outcome the result keeps.
+  int runs = 0;
+  for (const auto& [s, at] : moments) runs += s == "running" ? 1 : 0;
+  json spans = json::array();
+  int run = 0;
+  int64_t launched_at = 0;
+  for (size_t i = 0; i < moments.size(); ++i) {
+    const auto& [s, at] = moments[i];
+    if (Ended(s)) break;
+    bool last = i + 1 == moments.size();
+    int64_t until = last ? now_ms : moments[i + 1].second;
+    json span = {{"name", SpanName(s)}, {"seconds", static_cast<double>(until - at) / 1000}};
+    if (last) span["so_far"] = true;
+    if (s == "dispatched") launched_at = at;
+    if (s == "running") {
+      ++run;
+      bool plan_run = run == 1 && (runs > 1 || state == "waiting_approval");
+      const json outcome =
+          result.is_object() ? (plan_run ? result.value("plan_run", json()) : result) : json();
+      span["steps"] =
+          RunSteps(outcome, static_cast<double>(until - (launched_at ? launched_at : at)) / 1000);
+    }
+    spans.push_back(std::move(span));
+  }
+  double total = 0;
+  for (const json& span : spans) total += Seconds(span);
+  return {{"id", deployment.value("id", "")},
+          {"state", state},
+          {"total_seconds", total},
+          {"spans", spans}};
+}
+
+std::string RenderTimings(const json& timings) {
+  std::string out = fmt::format("{}  {}  {:.3f} s{}\n", timings.value("id", ""),
+                                timings.value("state", ""), timings["total_seconds"].get<double>(),
+                                Ended(timings.value("state", "")) ? "" : " so far");
+  for (const json& span : timings["spans"]) {
+    out += fmt::format("  {:<22}{:>10.3f} s{}\n", span.value("name", ""), Seconds(span),
+                       span.value("so_far", false) ? " so far" : "");
+    for (const json& step : span.value("steps", json::array()))
+      out += fmt::format("    {:<20}{:>10.3f} s\n", step.value("name", ""), Seconds(step));
+  }
+  return out;
+}
+
+}  // namespace berth::cli
