@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "core/time_format.h"
@@ -27,17 +29,22 @@ bool Ended(const std::string& state) {
 }
 
 // The TF steps of one run, as its runner reported them, and the rest of the time from its
-// launch to its end (the runner starts while berthd records the launch).
+// launch to its end (the runner starts while berthd records the launch). The runner runs
+// `version` beside `init`: the two overlap by the shorter one.
 json RunSteps(const json& outcome, double launched_seconds) {
   json steps = json::array();
   double in_steps = 0;
+  std::optional<double> version, init;
   const json run = outcome.is_object() ? outcome.value("run", json::object()) : json::object();
   for (const json& step : run.value("steps", json::array())) {
     if (!step.is_object() || !step.value("name", json()).is_string()) continue;
     double seconds = Seconds(step);
     in_steps += seconds;
+    if (step["name"] == "version") version = seconds;
+    if (step["name"] == "init") init = seconds;
     steps.push_back({{"name", step["name"]}, {"seconds", seconds}});
   }
+  if (version && init) in_steps -= std::min(*version, *init);
   if (!steps.empty() && launched_seconds >= in_steps)
     steps.push_back({{"name", "(outside TF)"}, {"seconds", launched_seconds - in_steps}});
   return steps;
