@@ -201,7 +201,8 @@ void Dispatcher::ReleaseStateLocks(const store::Deployment& d, const std::string
                                    "; berth released it so that the next deployment can run",
                         .warning = false});
   }
-  if (options_.left_locks == nullptr) return;
+  // A run that succeeded had tofu unlock what it locked: no storage to read at every end.
+  if (options_.left_locks == nullptr || outcome.succeeded) return;
   auto storage = StateStorageOf(store_, d.org_id, d.project_id, d.env_id);
   auto broken = storage ? options_.left_locks->BreakIfHeldBy(*storage, d.Environment(), run_id)
                         : Result<std::optional<std::string>>(storage.error());
