@@ -73,19 +73,44 @@ class PostgresConnection final : public SqlConnection {
   }
 
   Result<void> ExecuteScript(std::string_view sql) override {
+    bool ends = sql == "COMMIT" || sql == "ROLLBACK";
+    if (auto usable = EnsureConnected(ends); !usable) return usable;
+    if (ends) in_transaction_ = false;
     std::string text(sql);
     Owned r(PQexec(conn_, text.c_str()), PQclear);
     auto status = PQresultStatus(r.get());
     if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
       return PostgresError(conn_, r.get(), sql);
     }
+    if (sql.starts_with("BEGIN")) in_transaction_ = true;
     return {};
   }
+
+  // What every session needs: a commit is answered once it is flushed, whatever the server's
+  // default says (a state version tofu was told is saved must survive the server's crash).
+  Result<void> ApplySessionSettings() { return ExecuteScript("SET synchronous_commit = on"); }
 
  private:
   using Owned = std::unique_ptr<PGresult, void (*)(PGresult*)>;
 
+  // A connection the server dropped (a restart, a failover, an administrator's
+  // pg_terminate_backend) is made again before the next unit of work, never in the middle of a
+  // transaction: that transaction is gone, so its remaining statements fail until the caller
+  // ends it.
+  Result<void> EnsureConnected(bool ends_transaction) {
+    if (PQstatus(conn_) == CONNECTION_OK) return {};
+    if (in_transaction_) {
+      if (ends_transaction) in_transaction_ = false;
+      return MakeError(ErrorKind::kUnavailable,
+                       "postgres: the connection was lost mid-transaction");
+    }
+    PQreset(conn_);
+    if (PQstatus(conn_) != CONNECTION_OK) return PostgresError(conn_, nullptr, "reconnect");
+    return ApplySessionSettings();
+  }
+
   Result<Owned> Run(std::string_view sql, const SqlParams& params) {
+    if (auto usable = EnsureConnected(false); !usable) return usable.error();
     std::vector<std::string> texts(params.size());
     std::vector<const char*> values(params.size(), nullptr);
     for (size_t i = 0; i < params.size(); ++i) {
@@ -109,6 +134,7 @@ class PostgresConnection final : public SqlConnection {
   }
 
   PGconn* conn_;
+  bool in_transaction_ = false;
 };
 
 }  // namespace
@@ -126,10 +152,7 @@ Result<std::unique_ptr<SqlConnection>> OpenPostgres(const std::string& conninfo)
   // Quiet NOTICEs (CREATE ... IF NOT EXISTS) that libpq would print on stderr.
   PQsetNoticeProcessor(
       conn, [](void*, const char*) {}, nullptr);
-  // A commit is answered once it is flushed, whatever the server's default says: a state
-  // version tofu was told is saved must survive the database server's crash.
-  if (auto durable = connection->ExecuteScript("SET synchronous_commit = on"); !durable)
-    return durable.error();
+  if (auto settled = connection->ApplySessionSettings(); !settled) return settled.error();
   return std::unique_ptr<SqlConnection>(std::move(connection));
 }
 

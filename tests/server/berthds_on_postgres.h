@@ -32,6 +32,7 @@ class BerthdsOnPostgres : public ::testing::Test {
     auto db = (*pg)->CreateDatabase("berthds");
     ASSERT_TRUE(db) << db.error().ToString();
     database_ = (*pg)->Url(*db);
+    database_name_ = *db;
     auto faults = testenv::PostgresFaults::Install(**pg, *db);
     ASSERT_TRUE(faults) << faults.error().ToString();
     faults_.emplace(std::move(*faults));
@@ -118,6 +119,7 @@ class BerthdsOnPostgres : public ::testing::Test {
 
   std::optional<sys::TempDir> dir_;
   std::string database_, token_;
+  std::string database_name_;
   std::optional<testenv::PostgresFaults> faults_;
   std::vector<std::unique_ptr<BerthdProcess>> replicas_;
   std::unique_ptr<net::HttpClient> http_ = net::MakeCurlHttpClient();

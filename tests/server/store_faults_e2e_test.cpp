@@ -96,5 +96,38 @@ TEST_F(StoreFaultsE2e, AStateWriteThatStallsSlowsTheApplyAndLosesNothing) {
   EXPECT_TRUE(State(0, "e0")["lock"].is_null());
 }
 
+// A database that drops berthd's connections and refuses new ones for a while (a restart, a
+// failover): berthd stays alive (/healthz, so that Kubernetes does not restart it for someone
+// else's outage), says it is not ready (/readyz: take no traffic), and once the database
+// answers again connects anew and serves as before.
+TEST_F(StoreFaultsE2e, ABerthdWhoseDatabaseIsAwayIsAliveButNotReadyThenReconnects) {
+  StartReplicas(1, 1);
+  if (HasFatalFailure()) return;
+  auto probe = [&](const std::string& path) {
+    auto answer = http_->Send({.url = Replica(0).Url() + path});
+    return answer ? answer->status : 0;
+  };
+  EXPECT_EQ(probe("/readyz"), 200);
+  auto pg = testenv::PostgresTestServer::Shared();
+  ASSERT_TRUE(pg);
+  const std::string cut = "ALTER DATABASE " + database_name_ +
+                          " ALLOW_CONNECTIONS false; SELECT pg_terminate_backend(pid) FROM "
+                          "pg_stat_activity WHERE datname = '" +
+                          database_name_ + "'";
+  ASSERT_TRUE((*pg)->Execute("postgres", cut));
+  EXPECT_EQ(probe("/readyz"), 503);
+  EXPECT_EQ(probe("/healthz"), 200);
+  ASSERT_TRUE(
+      (*pg)->Execute("postgres", "ALTER DATABASE " + database_name_ + " ALLOW_CONNECTIONS true"));
+  int ready = 0;
+  for (int i = 0; i < 100 && (ready = probe("/readyz")) != 200; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(ready, 200);
+  for (int i = 0; i < 4; ++i) {  // every pooled connection, not only the one /readyz used
+    auto made = Api(0).Call("POST", "/projects", R"({"id":"after-)" + std::to_string(i) + "\"}");
+    EXPECT_EQ(made.status, 201) << made.body;
+  }
+}
+
 }  // namespace
 }  // namespace berth::server

@@ -374,6 +374,14 @@ class ApiHandlers {
                     options.clock ? *options.clock : SystemClock::Instance()) {
     router.Add("GET", "/healthz",
                [](const RouteRequest&) { return JsonResponse(200, "{\"status\":\"ok\"}"); });
+    // Ready when the store answers (a lookup that finds nothing is an answer): a berthd whose
+    // database is away takes no traffic, but is not restarted for it (/healthz stays 200).
+    router.Add("GET", "/readyz", [this](const RouteRequest&) {
+      auto probe = store_.FindToken("readiness-probe");
+      if (probe || probe.error().kind == ErrorKind::kNotFound)
+        return JsonResponse(200, "{\"status\":\"ready\"}");
+      return JsonResponse(503, "{\"status\":\"the store does not answer\"}");
+    });
     router.Add("GET", "/openapi.json", [](const RouteRequest&) {
       return JsonResponse(200, std::string(OpenApiDocument()));
     });
