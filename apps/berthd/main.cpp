@@ -18,7 +18,9 @@ int main(int argc, char** argv) {
   std::string data_dir = "/var/lib/berth";
   CLI::App app{"berthd: the berth control plane"};
   app.add_option("--data-dir", data_dir, "folder for the SQLite database and the admin token");
-  app.add_option("--database", options.database, "postgres://... (default: SQLite in --data-dir)");
+  // From the environment too: a URL with a password belongs in a Secret, not in argv.
+  app.add_option("--database", options.database, "postgres://... (default: SQLite in --data-dir)")
+      ->envname("BERTH_DATABASE");
   app.add_option("--encryption-key-file", options.encryption_key_file,
                  "the keys that seal secrets in the database (default: DATA_DIR/encryption-keys, "
                  "made at the first start; berthds sharing a database share it)");
@@ -34,9 +36,13 @@ int main(int argc, char** argv) {
                  "the runner program for local runs (default: the one beside berthd)");
   app.add_flag("--insecure-local-runners", options.insecure_local_runners,
                "run local runs without their sandbox, as berthd's user (logged at every start)");
-  app.add_flag("--reset-admin-token", options.reset_admin_token,
-               "revoke the admin token in --data-dir and write a new one there (one lost or "
-               "leaked)");
+  auto* reset = app.add_flag("--reset-admin-token", options.reset_admin_token,
+                             "revoke the admin token in --data-dir and write a new one there "
+                             "(one lost or leaked)");
+  app.add_option("--admin-token-file", options.admin_token_file,
+                 "the admin token's secret (at least 32 characters), made so at every start "
+                 "(a mounted Secret: change it and restart to rotate); none in --data-dir")
+      ->excludes(reset);
   app.add_option("--local-runner-uid", options.local_runner_uid,
                  "the user a root berthd's local runs drop to")
       ->check(CLI::Range(1, 2147483647));

@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -132,6 +133,42 @@ Result<std::optional<std::string>> Bootstrap(store::Store& store, const fs::path
   if (auto settled = SettlePendingAdminToken(store, data_dir); !settled) return settled.error();
   if (!*made) return std::optional<std::string>();
   return std::optional<std::string>(secret);
+}
+
+// An admin token whose secret the operator keeps (a Kubernetes Secret mounted as a file):
+// every start makes the admin token exactly that secret, so that changing the file and
+// restarting rotates it; nothing is written to the data folder. The secret when this start
+// made the organization.
+Result<std::optional<std::string>> AdoptAdminToken(store::Store& store, const fs::path& file) {
+  auto secret = ReadSecret(file);
+  if (!secret)
+    return MakeError(ErrorKind::kFailedPrecondition,
+                     "--admin-token-file: cannot read it: " + secret.error().message,
+                     file.string());
+  bool printable = std::all_of(secret->begin(), secret->end(),
+                               [](unsigned char c) { return c > ' ' && c < 0x7f; });
+  if (secret->size() < 32 || !printable)
+    return MakeError(ErrorKind::kInvalidArgument,
+                     "--admin-token-file: the token must be at least 32 printable characters, "
+                     "with no space",
+                     file.string());
+  store::ApiToken admin{.id = kAdminTokenId,
+                        .org_id = "default",
+                        .description = "admin token from --admin-token-file"};
+  std::string hash = HashToken(*secret);
+  auto made = store.CreateOrganizationWithToken(admin, hash);
+  if (!made) return made.error();
+  if (*made) return std::optional<std::string>(*secret);
+  auto found = store.FindToken(hash);
+  if (found && found->id == kAdminTokenId) return std::optional<std::string>();
+  if (found)
+    return MakeError(
+        ErrorKind::kInvalidArgument,
+        "--admin-token-file: that secret is another token's (" + found->id + "): choose a new one",
+        file.string());
+  if (found.error().kind != ErrorKind::kNotFound) return found.error();
+  if (auto put = store.PutToken(admin, hash); !put) return put.error();
+  return std::optional<std::string>();
 }
 
 // What an embedded berthd starts with, so that `berth deploy DIR --env E` works at once: a
@@ -267,7 +304,9 @@ Result<Foundations> LayFoundations(const DaemonOptions& options) {
   if (!keys) return keys.error();
   auto store = store::OpenStore(database, 8, *keys);
   if (!store) return store.error();
-  auto first_admin_token = Bootstrap(**store, options.data_dir, options.reset_admin_token);
+  auto first_admin_token = options.admin_token_file.empty()
+                               ? Bootstrap(**store, options.data_dir, options.reset_admin_token)
+                               : AdoptAdminToken(**store, options.admin_token_file);
   if (!first_admin_token) return first_admin_token.error();
   auto signer = LoadOrCreateRunTokenSigner(**store, options.data_dir);
   if (!signer) return signer.error();
@@ -525,7 +564,8 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
   if (!foundations) return foundations.error();
   Berthd berthd(options, std::move(*foundations));
   if (auto started = berthd.Start(); !started) return started.error();
-  on_ready(berthd.Url(), AdminTokenPath(options.data_dir));
+  on_ready(berthd.Url(), options.admin_token_file.empty() ? AdminTokenPath(options.data_dir)
+                                                          : options.admin_token_file);
   berthd.DispatchUntil(stop);
   return {};
 }

@@ -54,6 +54,9 @@ struct DaemonOptions {
   bool embedded = false;
   // Revoke the admin token in the data folder (if the store knows it) and write a new one.
   bool reset_admin_token = false;
+  // The admin token's secret is this file's (a mounted Secret), made so at every start; the
+  // data folder then holds none.
+  std::filesystem::path admin_token_file;
   // berthd's own log on stderr: --log-format=text|json, -v=N.
   sys::Logger::Format log_format = sys::Logger::Format::kText;
   int verbosity = 0;

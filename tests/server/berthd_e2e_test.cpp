@@ -372,6 +372,42 @@ TEST_F(BerthdE2e, AResetAdminTokenRevokesTheOldOneAndKeepsTheOthers) {
   EXPECT_EQ(Call("GET", "/projects").status, 200);
 }
 
+// An operator-kept admin token (a mounted Secret): each start makes the admin token exactly
+// the file's secret, so that a changed file and a restart rotate it; a weak one is refused.
+TEST_F(BerthdE2e, AnAdminTokenFileIsTheAdminTokenAndRotatesOnRestart) {
+  const std::string made_at_first_start = token_;
+  fs::path file = data_ / "mounted-admin-token";
+  const std::string kept(40, 'k'), rotated(48, 'r');
+  ASSERT_TRUE(sys::WriteFileAtomic(file, kept + "\n"));
+  StopBerthd();
+  berthd_flags_ = {"--admin-token-file=" + file.string()};
+  StartBerthd();
+  EXPECT_EQ(Call("GET", "/projects").status, 401) << "the token berthd made is no longer admin";
+  token_ = kept;
+  EXPECT_EQ(Call("GET", "/tokens").status, 200);
+
+  StopBerthd();
+  ASSERT_TRUE(sys::WriteFileAtomic(file, rotated));
+  StartBerthd();
+  EXPECT_EQ(Call("GET", "/projects").status, 401);
+  token_ = rotated;
+  EXPECT_EQ(Call("GET", "/tokens").status, 200);
+  EXPECT_EQ(made_at_first_start.find(rotated), std::string::npos);
+
+  StopBerthd();
+  for (const std::string weak : {std::string("short"), std::string(40, ' ')}) {
+    ASSERT_TRUE(sys::WriteFileAtomic(file, weak));
+    auto refused = berthd_->Start(berthd_flags_);
+    ASSERT_FALSE(refused) << "a weak admin token was taken: '" << weak << "'";
+    EXPECT_NE(refused.error().ToString().find("--admin-token-file"), std::string::npos)
+        << refused.error().ToString();
+  }
+  berthd_flags_ = {"--admin-token-file=" + file.string(), "--reset-admin-token"};
+  EXPECT_FALSE(berthd_->Start(berthd_flags_)) << "both ways to set the admin token at once";
+  berthd_flags_ = {};
+  ASSERT_TRUE(sys::WriteFileAtomic(file, rotated));
+}
+
 // The admin token's secret is written beside the data before the store takes it: a start that
 // died after the store took it finds its file put in place at the next start; one that died
 // before finds it dropped.
