@@ -187,11 +187,14 @@ std::vector<std::string> TfEnvironment(const std::vector<std::string>& caller,
   env.push_back("NO_COLOR=1");
   env.push_back("CHECKPOINT_DISABLE=1");
   std::error_code ec;
-  if (!options.providers.empty() && fs::is_directory(options.providers, ec)) {
+  // A derived image names its baked-in mirror once, in its config (docs/images.md).
+  std::string providers =
+      options.providers.empty() ? Lookup(caller, "BERTH_PROVIDERS") : options.providers;
+  if (!providers.empty() && fs::is_directory(providers, ec)) {
     // Only the mirror, no `direct`: the image's providers are used offline.
     auto config = dir.root / ".berth-cli.tfrc";
     std::string text = "provider_installation {\n  filesystem_mirror {\n    path = \"" +
-                       fs::absolute(options.providers).string() + "\"\n  }\n}\n";
+                       fs::absolute(providers).string() + "\"\n  }\n}\n";
     if (sys::WriteFileAtomic(config, text)) env.push_back("TF_CLI_CONFIG_FILE=" + config.string());
   }
   return env;
