@@ -19,7 +19,14 @@ Result<void> Write(const std::filesystem::path& path, const std::string& content
   return sys::WriteFileAtomic(path, content);
 }
 
+std::string& AdvertisedAddress() {
+  static std::string address;
+  return address;
+}
+
 }  // namespace
+
+void AdvertiseApiserverOn(const std::string& address) { AdvertisedAddress() = address; }
 
 Result<KubeTestCluster*> KubeTestCluster::Shared() {
   static Result<std::unique_ptr<KubeTestCluster>> cluster = Start();
@@ -90,6 +97,8 @@ Result<void> KubeTestCluster::StartApiserver() {
   serving.use = crypto::CertificateUse::kServer;
   serving.dns_names = {"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"};
   serving.ip_addresses = {"127.0.0.1", "10.0.0.1"};
+  const std::string& advertised = AdvertisedAddress();
+  if (!advertised.empty()) serving.ip_addresses.push_back(advertised);
   auto serving_cert = crypto::IssueCertificate(serving, ca_);
   if (!serving_cert) return serving_cert.error();
   crypto::CertificateRequest admin;
@@ -98,6 +107,12 @@ Result<void> KubeTestCluster::StartApiserver() {
   auto admin_cert = crypto::IssueCertificate(admin, ca_);
   if (!admin_cert) return admin_cert.error();
   admin_ = std::move(*admin_cert);
+  // For what the apiserver asks a real node's kubelet (logs, exec): tests/env/real_node.h.
+  crypto::CertificateRequest kubelet_client;
+  kubelet_client.common_name = "kube-apiserver-kubelet-client";
+  kubelet_client.organizations = {"system:masters"};
+  auto kubelet_client_cert = crypto::IssueCertificate(kubelet_client, ca_);
+  if (!kubelet_client_cert) return kubelet_client_cert.error();
   auto sa_key = crypto::PrivateKey::GenerateEcP256();
   if (!sa_key) return sa_key.error();
   auto sa_public = sa_key->PublicKeyPem();
@@ -107,7 +122,9 @@ Result<void> KubeTestCluster::StartApiserver() {
                                {"apiserver.crt", serving_cert->certificate_pem},
                                {"apiserver.key", serving_cert->key.pem},
                                {"sa.key", sa_key->pem},
-                               {"sa.pub", *sa_public}}) {
+                               {"sa.pub", *sa_public},
+                               {"kubelet-client.crt", kubelet_client_cert->certificate_pem},
+                               {"kubelet-client.key", kubelet_client_cert->key.pem}}) {
     if (auto r = Write(dir / name, content); !r) return r.error();
   }
 
@@ -121,9 +138,14 @@ Result<void> KubeTestCluster::StartApiserver() {
       "--tls-cert-file=" + (dir / "apiserver.crt").string(),
       "--tls-private-key-file=" + (dir / "apiserver.key").string(),
       "--client-ca-file=" + (dir / "ca.crt").string(), fmt::format("--secure-port={}", *port),
-      "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+      "--bind-address=" + std::string(advertised.empty() ? "127.0.0.1" : "0.0.0.0"),
+      "--advertise-address=" + (advertised.empty() ? std::string("127.0.0.1") : advertised),
       "--service-cluster-ip-range=10.0.0.0/24", "--allow-privileged=true",
-      "--authorization-mode=RBAC", "--service-account-issuer=" + url_ + "/",
+      // Node: a real node's kubelet may touch only its node and its Pods.
+      "--authorization-mode=Node,RBAC", "--service-account-issuer=" + url_ + "/",
+      "--kubelet-client-certificate=" + (dir / "kubelet-client.crt").string(),
+      "--kubelet-client-key=" + (dir / "kubelet-client.key").string(),
+      "--kubelet-preferred-address-types=InternalIP",
       "--service-account-key-file=" + (dir / "sa.pub").string(),
       "--service-account-signing-key-file=" + (dir / "sa.key").string(),
       "--disable-admission-plugins=DefaultStorageClass,StorageObjectInUseProtection",
@@ -151,35 +173,46 @@ net::TlsConfig KubeTestCluster::AdminTls() const {
 }
 
 Result<void> KubeTestCluster::StartControllerManager() {
+  // Jobs run their Pods, owned objects go with their owner, finished Jobs expire. Nothing else:
+  // tests that write a quota's status or a ServiceAccount themselves stay in charge of them.
+  auto process = StartControllers(
+      "job-controller,garbage-collector-controller,ttl-after-finished-controller", dir_.Path());
+  if (!process) return process.error();
+  controller_manager_ = std::move(*process);
+  return {};
+}
+
+Result<std::unique_ptr<sys::Subprocess>> KubeTestCluster::StartControllers(
+    const std::string& controllers, const std::filesystem::path& dir) const {
   auto binary = TestTool("BERTH_TEST_KUBE_CONTROLLER_MANAGER");
   if (!binary) return binary.error();
   auto port = FreeLoopbackPort();
   if (!port) return port.error();
+  std::string name = "kube-controller-manager-" + controllers.substr(0, controllers.find(','));
   sys::SpawnOptions options;
-  // Jobs run their Pods, owned objects go with their owner, finished Jobs expire. Nothing else:
-  // tests that write a quota's status or a ServiceAccount themselves stay in charge of them.
   options.argv = {binary->string(),
                   "--kubeconfig=" + admin_kubeconfig_.string(),
-                  "--controllers=job-controller,garbage-collector-controller,"
-                  "ttl-after-finished-controller",
+                  "--controllers=" + controllers,
                   "--leader-elect=false",
                   "--bind-address=127.0.0.1",
                   fmt::format("--secure-port={}", *port),
-                  "--cert-dir=" + (dir_.Path() / "kcm-certs").string()};
-  options.output_path = (dir_.Path() / "kube-controller-manager.log").string();
+                  "--cert-dir=" + (dir / (name + "-certs")).string()};
+  options.output_path = (dir / (name + ".log")).string();
   auto process = sys::Subprocess::Spawn(options);
   if (!process) return process.error();
-  controller_manager_ = std::make_unique<sys::Subprocess>(std::move(*process));
+  auto manager = std::make_unique<sys::Subprocess>(std::move(*process));
   // Its serving certificate is self-signed: the health check alone skips verification.
   auto http = net::MakeCurlHttpClient({.insecure_skip_verify = true});
   std::string healthz = fmt::format("https://127.0.0.1:{}/healthz", *port);
-  return WaitUntilReady(
-      "kube-controller-manager", *controller_manager_,
+  auto ready = WaitUntilReady(
+      name, *manager,
       [&] {
         auto r = http->Send({.url = healthz, .timeout = std::chrono::seconds(5)});
         return r && r->status == 200;
       },
       kStartTimeout, options.output_path);
+  if (!ready) return ready.error();
+  return manager;
 }
 
 std::string KubeTestCluster::KubeconfigYaml(const net::TlsConfig& tls,

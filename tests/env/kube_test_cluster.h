@@ -17,6 +17,11 @@
 
 namespace berth::testenv {
 
+// In a test binary with a network namespace of its own (real_node.h), before the cluster
+// starts: the apiserver then serves on every address of that namespace and advertises this one,
+// which Pods reach through the `kubernetes` Service.
+void AdvertiseApiserverOn(const std::string& address);
+
 class KubeTestCluster {
  public:
   // Starts the cluster on first call; later calls return the same one. A start failure is
@@ -42,6 +47,11 @@ class KubeTestCluster {
   // A client certificate for any user and groups, signed by the cluster's client CA.
   Result<net::TlsConfig> UserTls(const std::string& user,
                                  const std::vector<std::string>& groups) const;
+
+  // Another kube-controller-manager with only these controllers (comma-separated), its files in
+  // dir: for a real node, the node-lifecycle controller that lifts the not-ready taint.
+  Result<std::unique_ptr<sys::Subprocess>> StartControllers(const std::string& controllers,
+                                                            const std::filesystem::path& dir) const;
 
   ~KubeTestCluster();
   KubeTestCluster(const KubeTestCluster&) = delete;

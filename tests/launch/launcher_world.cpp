@@ -2,6 +2,7 @@
 
 #include "cli/body.h"
 #include "kube_test_cluster.h"
+#include "real_node.h"
 #include "test_tools.h"
 
 namespace berth::launch {
@@ -28,6 +29,34 @@ Result<sys::TempDir> BuildImage() {
   return dir;
 }
 
+// scripts/images' berth/runner with examples/hello under /berth, in the registry (the slow
+// module's local-exec needs a shell, which the image does not have).
+Result<std::string> PushRealRunnerImage(const testenv::RealNode& node) {
+  const char* set = std::getenv("BERTH_IMAGES_DIR");
+  fs::path images = set && *set ? fs::path(set) : testenv::SourceDir() / "build/images";
+  if (!fs::exists(images / "runner/index.json"))
+    return MakeError(ErrorKind::kFailedPrecondition,
+                     (images / "runner").string() + " is missing: run scripts/images");
+  auto work = sys::TempDir::Create("runner-image-derived");
+  if (!work) return work.error();
+  fs::path layout = work->Path() / "layout", layer = work->Path() / "berth";
+  fs::copy(images / "runner", layout, fs::copy_options::recursive);
+  fs::create_directories(layer / "modules");
+  fs::copy(testenv::SourceDir() / "examples/hello", layer / "modules/hello",
+           fs::copy_options::recursive);
+  auto index = sys::ReadFile(layout / "index.json");
+  if (!index) return index.error();
+  std::string version =
+      json::parse(*index)["manifests"][0]["annotations"]["org.opencontainers.image.ref.name"];
+  auto inserted =
+      sys::RunToCompletion({.argv = {"/usr/bin/umoci", "insert", "--image",
+                                     layout.string() + ":" + version, layer.string(), "/berth"}});
+  if (!inserted || inserted->exit_code != 0)
+    return MakeError(ErrorKind::kInternal, "umoci insert failed",
+                     inserted ? inserted->output : inserted.error().message);
+  return node.Push(layout, version, "berth/runner-test", "modules");
+}
+
 Result<void> Check(const Result<json>& result) {
   if (!result) return result.error();
   return {};
@@ -35,18 +64,25 @@ Result<void> Check(const Result<json>& result) {
 
 }  // namespace
 
-Result<std::unique_ptr<LauncherWorld>> LauncherWorld::Create(const std::string& ns) {
+Result<std::unique_ptr<LauncherWorld>> LauncherWorld::Create(const std::string& ns, Node node) {
   auto cluster = testenv::KubeTestCluster::Shared();
   if (!cluster) return cluster.error();
-  auto image = BuildImage();
-  if (!image) return image.error();
-  auto work = sys::TempDir::Create("node-agent");
-  if (!work) return work.error();
-  std::unique_ptr<LauncherWorld> world(new LauncherWorld(ns, std::move(*image), std::move(*work)));
+  std::unique_ptr<LauncherWorld> world(new LauncherWorld(ns));
   auto admin = kube::KubeConfig::Parse((*cluster)->KubeconfigYaml((*cluster)->AdminTls()), "/", {});
   if (!admin) return admin.error();
   world->admin_ = kube::MakeKubeClient(*admin);
-  if (auto r = (*cluster)->CreateNamespace(ns); !r) return r.error();
+  testenv::RealNode* real = nullptr;
+  if (node == Node::kReal) {
+    auto shared = testenv::RealNode::Shared();
+    if (!shared) return shared.error();
+    real = *shared;
+    static const Result<std::string> kPushed = PushRealRunnerImage(*real);
+    if (!kPushed) return kPushed.error();
+    world->image_ref_ = *kPushed;
+    if (auto r = real->PrepareNamespace(*world->admin_, ns); !r) return r.error();
+  } else if (auto r = (*cluster)->CreateNamespace(ns); !r) {
+    return r.error();
+  }
   if (auto r = Check(world->admin_->Patch(
           kube::kNamespaces, "", ns, kube::PatchType::kMerge,
           {{"metadata", {{"labels", {{"pod-security.kubernetes.io/enforce", "restricted"}}}}}},
@@ -54,10 +90,16 @@ Result<std::unique_ptr<LauncherWorld>> LauncherWorld::Create(const std::string& 
       !r)
     return r.error();
   if (auto r = world->GrantLauncherRole(); !r) return r.error();
+  if (real) return world;
+  auto image = BuildImage();
+  if (!image) return image.error();
+  auto work = sys::TempDir::Create("node-agent");
+  if (!work) return work.error();
   auto agent = testenv::TestNodeAgent::Start(
-      *world->admin_,
-      {.images = {{kImage, world->image_.Path()}}, .work_dir = world->work_.Path()});
+      *world->admin_, {.images = {{kImage, image->Path()}}, .work_dir = work->Path()});
   if (!agent) return agent.error();
+  world->image_.emplace(std::move(*image));
+  world->work_.emplace(std::move(*work));
   world->agent_ = std::move(*agent);
   return world;
 }
@@ -90,7 +132,7 @@ Result<void> LauncherWorld::GrantLauncherRole() {
 }
 
 KubernetesSettings LauncherWorld::Settings(const std::string& grace, bool resources) const {
-  kube::Environment env = {{"KUBERNETES_IMAGE", kImage},
+  kube::Environment env = {{"KUBERNETES_IMAGE", image_ref_},
                            {"KUBERNETES_NAMESPACE", ns_},
                            {"KUBERNETES_STARTUP_GRACE_PERIOD", grace}};
   if (resources) {

@@ -1,12 +1,14 @@
 // A namespace ready for the Kubernetes launcher, for its tests and its benchmark: Pod Security
 // `restricted` enforced, deploy/kubernetes/launcher-rbac.yaml bound to a service account whose
-// token the launcher's client carries, the runner image as a folder (the runner at /runner,
-// tofu on PATH, examples/hello and examples/slow under /berth/modules), and the test node agent
-// playing the kubelet.
+// token the launcher's client carries, and a runner image with examples under /berth/modules.
+// On the test node agent (fast tests) that image is a folder (the runner at /runner, tofu on
+// PATH, hello and slow); on the real node (tests/env/real_node.h) it is scripts/images'
+// berth/runner with a layer holding hello, pulled by containerd from the test registry.
 #pragma once
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "kube/kube_api.h"
@@ -21,12 +23,16 @@ class LauncherWorld {
  public:
   static constexpr const char* kImage = "berth/runner:test";
 
-  static Result<std::unique_ptr<LauncherWorld>> Create(const std::string& ns);
+  enum class Node { kTestAgent, kReal };
+  static Result<std::unique_ptr<LauncherWorld>> Create(const std::string& ns,
+                                                       Node node = Node::kTestAgent);
 
   const std::string& Namespace() const { return ns_; }
   kube::KubeClient& Admin() { return *admin_; }
   kube::KubeClient& LauncherClient() { return *launcher_client_; }  // as berthd
-  testenv::TestNodeAgent& Agent() { return *agent_; }
+  testenv::TestNodeAgent& Agent() { return *agent_; }               // on Node::kTestAgent only
+  // The image runs use: kImage on the agent, the registry's reference on the real node.
+  const std::string& Image() const { return image_ref_; }
 
   KubernetesSettings Settings(const std::string& grace = "5m", bool resources = true) const;
   // module: hello or slow (a 4-second apply).
@@ -34,12 +40,12 @@ class LauncherWorld {
                         nlohmann::json runner_config = nlohmann::json::object()) const;
 
  private:
-  LauncherWorld(std::string ns, sys::TempDir image, sys::TempDir work)
-      : ns_(std::move(ns)), image_(std::move(image)), work_(std::move(work)) {}
+  explicit LauncherWorld(std::string ns) : ns_(std::move(ns)) {}
   Result<void> GrantLauncherRole();
 
   std::string ns_;
-  sys::TempDir image_, work_;
+  std::string image_ref_ = kImage;
+  std::optional<sys::TempDir> image_, work_;  // the agent's image folder and work folder
   std::unique_ptr<kube::KubeClient> admin_;
   std::unique_ptr<kube::KubeClient> launcher_client_;
   std::unique_ptr<testenv::TestNodeAgent> agent_;

@@ -1,0 +1,133 @@
+// The Kubernetes launcher on a real node (tests/env/real_node.h): kubelet, containerd and runc
+// run scripts/images' berth/runner (with examples under /berth) pulled from the test registry,
+// in a namespace that enforces Pod Security `restricted`. What the test node agent can only
+// pretend is real here: the init container's copy, the read-only root and UID 65532, a memory
+// limit's OOMKill, a registry miss.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <thread>
+
+#include "launch/kubernetes/kubernetes_launcher.h"
+#include "launcher_world.h"
+#include "outcome_recorder.h"
+#include "real_node.h"
+
+namespace berth::launch {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class RealNodeLauncherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::string ns = "real-";
+    for (char c : test) {
+      if (ns.size() < 60 && std::isalnum(static_cast<unsigned char>(c)) != 0)
+        ns += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    auto world = LauncherWorld::Create(ns, LauncherWorld::Node::kReal);
+    ASSERT_TRUE(world) << world.error().ToString();
+    world_ = std::move(*world);
+    launcher_ = std::make_unique<KubernetesLauncher>(world_->LauncherClient(), world_->Settings(),
+                                                     SystemClock::Instance(), outcomes_,
+                                                     KubernetesLauncherOptions{});
+    auto started = launcher_->Start();
+    ASSERT_TRUE(started) << started.error().ToString();
+  }
+  void TearDown() override { launcher_.reset(); }
+
+  std::optional<RunOutcome> RunToEnd(const std::string& run_id, const std::string& op,
+                                     const std::string& module, json runner_config = {}) {
+    if (runner_config.is_null()) runner_config = json::object();
+    auto launched = launcher_->Launch(world_->Request(run_id, op, module, runner_config));
+    EXPECT_TRUE(launched) << launched.error().ToString();
+    return outcomes_.WaitFor(run_id);
+  }
+
+  std::unique_ptr<LauncherWorld> world_;
+  OutcomeRecorder outcomes_;
+  std::unique_ptr<KubernetesLauncher> launcher_;
+};
+
+// The runner's process as the kernel sees it.
+struct SeenProcess {
+  std::string uid_line;
+  bool root_read_only = false;
+};
+
+std::optional<SeenProcess> FindRunnerProcess() {
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    std::ifstream cmdline(entry.path() / "cmdline");
+    std::string args((std::istreambuf_iterator<char>(cmdline)), {});
+    if (!args.starts_with(std::string("/berth/bin/runner\0run", 21))) continue;
+    SeenProcess seen;
+    std::ifstream status(entry.path() / "status");
+    for (std::string line; std::getline(status, line);) {
+      if (line.starts_with("Uid:")) seen.uid_line = line;
+    }
+    std::ifstream mountinfo(entry.path() / "mountinfo");
+    for (std::string line; std::getline(mountinfo, line);) {
+      // "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS ...": the container's own root.
+      std::istringstream fields(line);
+      std::string id, parent, dev, root, point, options;
+      fields >> id >> parent >> dev >> root >> point >> options;
+      if (point == "/") seen.root_read_only = options.starts_with("ro");
+    }
+    return seen;
+  }
+  return std::nullopt;
+}
+
+TEST_F(RealNodeLauncherTest, APlanAndAnApplyRunInTheRunnerImageReadOnlyAsUid65532) {
+  ASSERT_TRUE(launcher_->Launch(world_->Request("plan", "plan", "hello", json::object())));
+  // The runner as the kernel sees it while it plans (the runner image has no shell to ask).
+  std::optional<SeenProcess> seen;
+  for (int i = 0; i < 3000 && !seen; ++i) {
+    seen = FindRunnerProcess();
+    if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(seen) << "the runner never ran in a container";
+  EXPECT_EQ(seen->uid_line, "Uid:\t65532\t65532\t65532\t65532");
+  EXPECT_TRUE(seen->root_read_only);
+  auto plan = outcomes_.WaitFor("plan");
+  ASSERT_TRUE(plan);
+  EXPECT_TRUE(plan->succeeded) << plan->FailureName() << ": " << plan->message;
+  ASSERT_TRUE(plan->result && plan->result->plan);
+  EXPECT_EQ(plan->result->plan->add, 1);
+
+  auto apply = RunToEnd("apply", "apply", "hello");
+  ASSERT_TRUE(apply);
+  EXPECT_TRUE(apply->succeeded) << apply->FailureName() << ": " << apply->message;
+  ASSERT_TRUE(apply->result && apply->result->outputs);
+  EXPECT_EQ(apply->result->outputs->size(), 1U);
+}
+
+TEST_F(RealNodeLauncherTest, AMemoryLimitTooSmallForTofuIsARealOomKill) {
+  json small = {{"runner",
+                 {{"podTemplate",
+                   {{"spec",
+                     {{"resources",
+                       {{"requests", {{"cpu", "100m"}, {"memory", "16Mi"}}},
+                        {"limits", {{"memory", "16Mi"}}}}}}}}}}}};
+  auto outcome = RunToEnd("oom", "plan", "hello", small);
+  ASSERT_TRUE(outcome);
+  EXPECT_TRUE(outcome->EndedAs(RunnerEnd::kOomKilled))
+      << outcome->FailureName() << ": " << outcome->message;
+}
+
+TEST_F(RealNodeLauncherTest, AnImageTheRegistryDoesNotHaveIsImagePullBackOff) {
+  auto node = testenv::RealNode::Shared();
+  ASSERT_TRUE(node);
+  std::string missing = (*node)->Registry() + "/berth/nothing:here";
+  auto outcome = RunToEnd("miss", "plan", "hello", {{"runner", {{"image", missing}}}});
+  ASSERT_TRUE(outcome);
+  EXPECT_TRUE(outcome->EndedAs(RunnerEnd::kImagePullFailed))
+      << outcome->FailureName() << ": " << outcome->message;
+  EXPECT_NE(outcome->message.find(missing), std::string::npos) << outcome->message;
+}
+
+}  // namespace
+}  // namespace berth::launch
