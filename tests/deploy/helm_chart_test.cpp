@@ -1,0 +1,227 @@
+// deploy/helm/berth without a node: `helm lint`, what `helm template` renders for each value,
+// the schema's refusals, and every rendered object created with a server-side dry run by the
+// real test apiserver (admission included: the berthd Pod passes Pod Security `restricted`).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/body.h"
+#include "kube/resource.h"
+#include "kube_test_cluster.h"
+#include "net/http_client.h"
+#include "sys/files.h"
+#include "sys/subprocess.h"
+#include "test_tools.h"
+
+namespace berth {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+fs::path Chart() { return testenv::SourceDir() / "deploy/helm/berth"; }
+
+sys::Completed Helm(std::vector<std::string> args) {
+  auto helm = testenv::TestTool("BERTH_TEST_HELM");
+  EXPECT_TRUE(helm) << helm.error().message;
+  if (!helm) return {.exit_code = -1};
+  args.insert(args.begin(), helm->string());
+  auto done = sys::RunToCompletion({.argv = std::move(args)});
+  EXPECT_TRUE(done);
+  return done ? *done : sys::Completed{.exit_code = -1};
+}
+
+// The chart's objects for these --set values, in the order helm prints them.
+std::vector<json> Render(const std::vector<std::string>& sets, const std::string& ns = "berth") {
+  std::vector<std::string> args = {"template", "t", Chart().string(), "--namespace", ns};
+  for (const std::string& set : sets) {
+    args.push_back("--set");
+    args.push_back(set);
+  }
+  sys::Completed rendered = Helm(args);
+  EXPECT_EQ(rendered.exit_code, 0) << rendered.output;
+  std::vector<json> objects;
+  std::string text = "\n" + rendered.output;
+  for (size_t at = 0; at != std::string::npos;) {
+    size_t next = text.find("\n---", at + 1);
+    std::string document = text.substr(at, next == std::string::npos ? next : next - at);
+    if (document.starts_with("\n---")) document.erase(0, 4);
+    auto object = cli::YamlToJson(document);
+    EXPECT_TRUE(object) << document;
+    if (object && object->is_object() && object->contains("kind")) objects.push_back(*object);
+    at = next;
+  }
+  return objects;
+}
+
+json Find(const std::vector<json>& objects, const std::string& kind) {
+  for (const json& o : objects) {
+    if (o["kind"] == kind) return o;
+  }
+  ADD_FAILURE() << "no " << kind << " rendered";
+  return json::object();
+}
+
+json BerthdContainer(const std::vector<json>& objects) {
+  return Find(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0];
+}
+
+std::string EnvValue(const json& container, const std::string& name) {
+  for (const json& e : container.value("env", json::array())) {
+    if (e["name"] == name) return e.value("value", "");
+  }
+  return "<unset>";
+}
+
+TEST(HelmChart, LintsCleanAndItsSchemaRefusesWhatItWouldIgnore) {
+  sys::Completed lint = Helm({"lint", "--strict", Chart().string()});
+  EXPECT_EQ(lint.exit_code, 0) << lint.output;
+  for (auto [set, named] : std::vector<std::pair<std::string, std::string>>{
+           {"unknownValue=1", "unknownValue"},
+           {"ephemeralRunner.memory=lots", "/ephemeralRunner/memory"},
+           {"ephemeralRunner.pullPolicy=Sometimes", "/ephemeralRunner/pullPolicy"},
+           {"networkPolicy.allowMetadata=true", "allowMetadata"},
+           {"replicaCount=2", "replicaCount"}}) {
+    sys::Completed refused = Helm({"template", "t", Chart().string(), "--set", set});
+    EXPECT_NE(refused.exit_code, 0) << set;
+    EXPECT_NE(refused.output.find(named), std::string::npos) << set << ": " << refused.output;
+  }
+}
+
+TEST(HelmChart, EveryLauncherValueBecomesItsKubernetesSetting) {
+  json container = BerthdContainer(Render({
+      "ephemeralRunner.image.repository=registry.example.com/berth/runner",
+      "ephemeralRunner.image.tag=1.2.3",
+      "ephemeralRunner.pullPolicy=IfNotPresent",
+      "ephemeralRunner.namespace=runs",
+      "ephemeralRunner.serviceAccount=runner-sa",
+      "ephemeralRunner.cpu=500m",
+      "ephemeralRunner.memory=1Gi",
+      "ephemeralRunner.startupGracePeriod=2m",
+      "ephemeralRunner.imagePullSecrets={pull-a,pull-b}",
+      "ephemeralRunner.backendUrl=http://berth.example:8080",
+      "allowStackImageOverride=true",
+  }));
+  EXPECT_EQ(EnvValue(container, "KUBERNETES_IMAGE"), "registry.example.com/berth/runner:1.2.3");
+  EXPECT_EQ(EnvValue(container, "KUBERNETES_IMAGE_PULL_POLICY"), "IfNotPresent");
+  EXPECT_EQ(EnvValue(container, "KUBERNETES_NAMESPACE"), "runs");
+  EXPECT_EQ(EnvValue(container, "KUBERNETES_SERVICE_ACCOUNT"), "runner-sa");
+  EXPECT_EQ(EnvValue(container, "KUBERNETES_CPU"), "500m");
+  EXPECT_EQ(EnvValue(container, "KUBERNETES_MEMORY"), "1Gi");
+  EXPECT_EQ(EnvValue(container, "KUBERNETES_STARTUP_GRACE_PERIOD"), "2m");
+  EXPECT_EQ(EnvValue(container, "KUBERNETES_IMAGE_PULL_SECRETS"), "pull-a,pull-b");
+  EXPECT_EQ(EnvValue(container, "KUBERNETES_CONTAINER_BACKEND_URL"), "http://berth.example:8080");
+  EXPECT_EQ(EnvValue(container, "KUBERNETES_ALLOW_STACK_IMAGE_OVERRIDE"), "true");
+
+  // The seed's defaults: a tag image is pulled Always, in the release's namespace.
+  json defaults = BerthdContainer(Render({}));
+  EXPECT_EQ(EnvValue(defaults, "KUBERNETES_IMAGE_PULL_POLICY"), "Always");
+  EXPECT_EQ(EnvValue(defaults, "KUBERNETES_NAMESPACE"), "berth");
+  EXPECT_EQ(EnvValue(defaults, "KUBERNETES_IMAGE"), "berth/runner:0.1.0");
+  EXPECT_EQ(EnvValue(defaults, "KUBERNETES_SERVICE_ACCOUNT"), "<unset>");
+}
+
+TEST(HelmChart, ADatabaseUrlComesFromItsSecretAndNeverAppearsInThePodSpec) {
+  std::vector<json> objects =
+      Render({"database.existingSecret=berth-db", "replicaCount=3", "persistence.enabled=false"});
+  json container = BerthdContainer(objects);
+  for (const json& arg : container["args"])
+    EXPECT_EQ(arg.get<std::string>().find("--database"), std::string::npos) << arg;
+  bool from_secret = false;
+  for (const json& e : container["env"]) {
+    if (e["name"] == "BERTH_DATABASE")
+      from_secret = e["valueFrom"]["secretKeyRef"] == json{{"name", "berth-db"}, {"key", "url"}};
+  }
+  EXPECT_TRUE(from_secret) << container["env"].dump();
+  json deployment = Find(objects, "Deployment");
+  EXPECT_EQ(deployment["spec"]["replicas"], 3);
+  EXPECT_FALSE(deployment["spec"].contains("strategy")) << "rolling when berthds share PostgreSQL";
+}
+
+// The chart's Role is the one deploy/kubernetes documents and the launcher tests bind: they
+// must not drift apart.
+TEST(HelmChart, TheLauncherRoleIsDeployKubernetesRole) {
+  auto text = sys::ReadFile(testenv::SourceDir() / "deploy/kubernetes/launcher-rbac.yaml");
+  ASSERT_TRUE(text);
+  auto documented = cli::YamlToJson(text->substr(0, text->find("\n---\n")));
+  ASSERT_TRUE(documented);
+  json role = Find(Render({"ephemeralRunner.namespace=runs"}), "Role");
+  EXPECT_EQ(role["rules"], (*documented)["rules"]);
+  EXPECT_EQ(role["metadata"]["namespace"], "runs");
+}
+
+TEST(HelmChart, NetworkPoliciesKeepRunnersOffTheMetadataAddressUnlessAllowed) {
+  auto runner_egress = [](const std::vector<json>& objects) {
+    for (const json& o : objects) {
+      if (o["kind"] == "NetworkPolicy" && o["metadata"]["name"] == "t-berth-runners")
+        return o["spec"]["egress"];
+    }
+    return json();
+  };
+  json blocked = runner_egress(Render({"networkPolicy.enabled=true"}));
+  ASSERT_FALSE(blocked.is_null());
+  EXPECT_NE(blocked.dump().find("169.254.169.254/32"), std::string::npos) << blocked.dump();
+  json allowed = runner_egress(
+      Render({"networkPolicy.enabled=true", "networkPolicy.allowMetadataAddress=true"}));
+  EXPECT_EQ(allowed.dump().find("169.254.169.254"), std::string::npos) << allowed.dump();
+  EXPECT_TRUE(runner_egress(Render({})).is_null()) << "off by default";
+}
+
+// Every object the chart renders, with every optional part on, is accepted by the real
+// apiserver (server-side dry run: validation and admission, nothing stored); the berthd Pod is
+// admitted where Pod Security `restricted` is enforced.
+TEST(HelmChart, EveryRenderedObjectPassesTheApiserversDryRun) {
+  auto cluster = testenv::KubeTestCluster::Shared();
+  ASSERT_TRUE(cluster) << cluster.error().ToString();
+  const std::string ns = "helm-dry-run";
+  ASSERT_TRUE((*cluster)->CreateNamespace(ns));
+  auto http = net::MakeCurlHttpClient((*cluster)->AdminTls());
+  auto send = [&](const std::string& method, const std::string& path, const json& body) {
+    net::HttpRequest request{.method = method, .url = (*cluster)->Url() + path};
+    request.headers = {{"Content-Type", "application/json"}};
+    request.body = body.dump();
+    auto response = http->Send(request);
+    EXPECT_TRUE(response);
+    return response ? *response : net::HttpResponse{};
+  };
+  send("PATCH", "/api/v1/namespaces/" + ns,
+       {{"metadata", {{"labels", {{"pod-security.kubernetes.io/enforce", "restricted"}}}}}});
+
+  const std::vector<kube::ResourceKind> kinds = {
+      kube::kServiceAccounts,
+      kube::kSecrets,
+      kube::kRoles,
+      kube::kRoleBindings,
+      {"v1", "PersistentVolumeClaim", "persistentvolumeclaims"},
+      {"v1", "Service", "services"},
+      {"apps/v1", "Deployment", "deployments"},
+      {"networking.k8s.io/v1", "NetworkPolicy", "networkpolicies"}};
+  std::vector<json> objects =
+      Render({"networkPolicy.enabled=true", "tls.secretName=berth-tls"}, ns);
+  ASSERT_GE(objects.size(), 9U);
+  for (const json& object : objects) {
+    const kube::ResourceKind* kind = nullptr;
+    for (const auto& k : kinds) {
+      if (object["kind"] == k.kind && object["apiVersion"] == k.api_version) kind = &k;
+    }
+    ASSERT_NE(kind, nullptr) << "no dry run for " << object["kind"];
+    auto created = send("POST", kind->CollectionPath(ns) + "?dryRun=All", object);
+    EXPECT_EQ(created.status, 201) << object["kind"] << ": " << created.body;
+  }
+  // The Pod's admission looks its service account up: that one is created for real.
+  ASSERT_EQ(send("POST", kube::kServiceAccounts.CollectionPath(ns), Find(objects, "ServiceAccount"))
+                .status,
+            201);
+  json deployment = Find(objects, "Deployment");
+  json pod = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", {{"name", "berthd-admission"}}},
+              {"spec", deployment["spec"]["template"]["spec"]}};
+  auto admitted = send("POST", kube::kPods.CollectionPath(ns) + "?dryRun=All", pod);
+  EXPECT_EQ(admitted.status, 201) << admitted.body;
+}
+
+}  // namespace
+}  // namespace berth

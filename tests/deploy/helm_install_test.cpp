@@ -1,0 +1,219 @@
+// deploy/helm/berth installed for real on the test cluster's real node (tests/env/real_node.h):
+// berthd starts from scripts/images' berthd image, `berth deploy` against it applies a module in
+// a runner Pod from the runner image, an upgrade rolls berthd and keeps what it was doing, and
+// an uninstall leaves nothing behind but the data's claim.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/base64.h"
+#include "kube/kube_api.h"
+#include "kube/kube_config.h"
+#include "kube_test_cluster.h"
+#include "real_node.h"
+#include "sys/files.h"
+#include "sys/subprocess.h"
+#include "test_tools.h"
+
+namespace berth {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr const char* kNamespace = "berth";
+constexpr int kNodePort = 30080;
+const std::string kBerthUrl = std::string("http://") + testenv::RealNode::kIp + ":30080";
+
+fs::path ImagesDir() {
+  const char* set = std::getenv("BERTH_IMAGES_DIR");
+  return set && *set ? fs::path(set) : testenv::SourceDir() / "build/images";
+}
+
+std::string ImageTag(const std::string& name) {
+  auto index = sys::ReadFile(ImagesDir() / name / "index.json");
+  if (!index) return "";
+  return json::parse(*index)["manifests"][0]["annotations"]["org.opencontainers.image.ref.name"];
+}
+
+class HelmInstall : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto node = testenv::RealNode::Shared();
+    ASSERT_TRUE(node) << node.error().ToString();
+    node_ = *node;
+    auto cluster = testenv::KubeTestCluster::Shared();
+    ASSERT_TRUE(cluster);
+    cluster_ = *cluster;
+    auto config = kube::KubeConfig::Parse(cluster_->KubeconfigYaml(cluster_->AdminTls()), "/", {});
+    ASSERT_TRUE(config);
+    admin_ = kube::MakeKubeClient(*config).release();
+    for (const char* image : {"runner", "berthd"}) {
+      auto pushed = node_->Push(ImagesDir() / image, ImageTag(image), std::string("berth/") + image,
+                                ImageTag(image));
+      ASSERT_TRUE(pushed) << pushed.error().ToString();
+    }
+    ASSERT_TRUE(node_->PrepareNamespace(*admin_, kNamespace));
+    // What a cluster's storage does for the claim: a volume on the node, owned by berthd's user.
+    auto volume = sys::TempDir::Create("berth-pv");
+    ASSERT_TRUE(volume);
+    volume_ = new sys::TempDir(std::move(*volume));
+    ASSERT_EQ(chown(volume_->Path().c_str(), 65532, 65532), 0);
+    json pv = {{"apiVersion", "v1"},
+               {"kind", "PersistentVolume"},
+               {"metadata", {{"name", "berth-data"}}},
+               {"spec",
+                {{"capacity", {{"storage", "1Gi"}}},
+                 {"accessModes", {"ReadWriteOnce"}},
+                 {"persistentVolumeReclaimPolicy", "Retain"},
+                 {"hostPath", {{"path", volume_->Path().string()}, {"type", "Directory"}}}}}};
+    ASSERT_TRUE(admin_->Create({"v1", "PersistentVolume", "persistentvolumes", false}, "", pv));
+  }
+
+  static void TearDownTestSuite() {
+    delete admin_;
+    delete volume_;
+  }
+
+  static sys::Completed Helm(std::vector<std::string> args) {
+    auto helm = testenv::TestTool("BERTH_TEST_HELM");
+    EXPECT_TRUE(helm);
+    args.insert(args.begin(), helm->string());
+    args.push_back("--kubeconfig=" + cluster_->AdminKubeconfig().string());
+    auto done = sys::RunToCompletion({.argv = std::move(args)});
+    EXPECT_TRUE(done);
+    return done ? *done : sys::Completed{.exit_code = -1};
+  }
+
+  static std::vector<std::string> InstallValues() {
+    std::string registry = node_->Registry();
+    return {"--namespace", kNamespace,
+            "--set",       "image.repository=" + registry + "/berth/berthd",
+            "--set",       "image.tag=" + ImageTag("berthd"),
+            "--set",       "ephemeralRunner.image.repository=" + registry + "/berth/runner",
+            "--set",       "ephemeralRunner.image.tag=" + ImageTag("runner"),
+            "--set",       "service.type=NodePort",
+            "--set",       "service.nodePort=" + std::to_string(kNodePort),
+            "--set",       "advertiseUrl=" + kBerthUrl,
+            "--wait",      "--timeout",
+            "180s"};
+  }
+
+  static std::string AdminToken() {
+    auto secret = admin_->Get(kube::kSecrets, kNamespace, "berth-admin-token");
+    EXPECT_TRUE(secret);
+    auto token = Base64Decode((*secret)["data"]["token"].get<std::string>());
+    return token ? *token : "";
+  }
+
+  // The berth CLI against the installed berthd.
+  static sys::Completed Berth(std::vector<std::string> args) {
+    args.insert(args.begin(), BERTH_CLI_BIN);
+    auto done =
+        sys::RunToCompletion({.argv = std::move(args),
+                              .env = std::vector<std::string>{"BERTH_API_URL=" + kBerthUrl,
+                                                              "BERTH_TOKEN=" + AdminToken(),
+                                                              "HOME=/tmp", "PATH=/usr/bin:/bin"}});
+    EXPECT_TRUE(done);
+    return done ? *done : sys::Completed{.exit_code = -1};
+  }
+
+  static std::string BerthdPodName() {
+    auto pods = admin_->List(kube::kPods, kNamespace,
+                             {.label_selector = "app.kubernetes.io/component=berthd"});
+    if (!pods) return "";
+    for (const json& pod : pods->items) {
+      if (!pod["metadata"].contains("deletionTimestamp") &&
+          pod["status"].value("phase", "") == "Running")
+        return pod["metadata"]["name"];
+    }
+    return "";
+  }
+
+  static testenv::RealNode* node_;
+  static testenv::KubeTestCluster* cluster_;
+  static kube::KubeClient* admin_;
+  static sys::TempDir* volume_;
+};
+
+testenv::RealNode* HelmInstall::node_ = nullptr;
+testenv::KubeTestCluster* HelmInstall::cluster_ = nullptr;
+kube::KubeClient* HelmInstall::admin_ = nullptr;
+sys::TempDir* HelmInstall::volume_ = nullptr;
+
+// One story, in order: install, deploy, upgrade mid-deployment, uninstall.
+TEST_F(HelmInstall, InstallDeployUpgradeAndUninstallOnARealNode) {
+  std::vector<std::string> install = {"install", "berth",
+                                      (testenv::SourceDir() / "deploy/helm/berth").string()};
+  for (const std::string& value : InstallValues()) install.push_back(value);
+  sys::Completed installed = Helm(install);
+  ASSERT_EQ(installed.exit_code, 0) << installed.output;
+  std::string first_pod = BerthdPodName();
+  ASSERT_FALSE(first_pod.empty());
+
+  for (const std::vector<std::string>& create : std::vector<std::vector<std::string>>{
+           {"create", "runner", "pods", "--set-json",
+            R"({"runner_configuration": {"type": "kubernetes", "job": {"namespace": "berth"}},
+                "state_storage_configuration": {"type": "berth"}})"},
+           {"create", "runner-rule", "--set=runner_id=pods"},
+           {"create", "project", "web"},
+           {"create", "env-type", "development"},
+           {"create", "env", "dev", "--project", "web", "--set", "env_type_id=development"}}) {
+    sys::Completed made = Berth(create);
+    ASSERT_EQ(made.exit_code, 0) << made.output;
+  }
+  fs::path hello = testenv::SourceDir() / "examples/hello";
+  sys::Completed deployed = Berth({"deploy", hello.string(), "--project", "web", "--env", "dev",
+                                   "--var", "name=helm", "--auto-approve"});
+  ASSERT_EQ(deployed.exit_code, 0) << deployed.output;
+  EXPECT_NE(deployed.output.find("hello, helm"), std::string::npos) << deployed.output;
+
+  // A deployment stopped at its plan, then a changed value: berthd rolls, and the approval goes
+  // to the new one, which applies the plan the old one made (all of it was on the claim).
+  sys::Completed waiting = Berth({"deploy", hello.string(), "--project", "web", "--env", "dev",
+                                  "--var", "name=upgraded", "--require-approval"});
+  ASSERT_EQ(waiting.exit_code, 0) << waiting.output;
+  size_t hint = waiting.output.find("berth approve d-");
+  ASSERT_NE(hint, std::string::npos) << waiting.output;
+  std::string id = waiting.output.substr(hint + 14, 12);
+  size_t hash_at = waiting.output.find("--plan-hash ", hint) + 12;
+  std::string hash = waiting.output.substr(hash_at, waiting.output.find('\n', hash_at) - hash_at);
+
+  std::vector<std::string> upgrade = {"upgrade", "berth",
+                                      (testenv::SourceDir() / "deploy/helm/berth").string(),
+                                      "--set", "logFormat=text"};
+  for (const std::string& value : InstallValues()) upgrade.push_back(value);
+  sys::Completed upgraded = Helm(upgrade);
+  ASSERT_EQ(upgraded.exit_code, 0) << upgraded.output;
+  std::string second_pod = BerthdPodName();
+  EXPECT_FALSE(second_pod.empty());
+  EXPECT_NE(second_pod, first_pod) << "the changed value did not roll berthd";
+  sys::Completed approved = Berth({"approve", id, "--plan-hash", hash});
+  ASSERT_EQ(approved.exit_code, 0) << approved.output;
+  ASSERT_EQ(Berth({"logs", "-f", id}).exit_code, 0);
+  sys::Completed shown = Berth({"deployment", id, "-o", "json"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.output;
+  EXPECT_EQ(json::parse(shown.output)["state"], "succeeded") << shown.output;
+
+  sys::Completed uninstalled = Helm({"uninstall", "berth", "--namespace", kNamespace, "--wait"});
+  ASSERT_EQ(uninstalled.exit_code, 0) << uninstalled.output;
+  for (const kube::ResourceKind& kind :
+       {kube::kServiceAccounts, kube::kSecrets, kube::kRoles, kube::kRoleBindings,
+        kube::ResourceKind{"apps/v1", "Deployment", "deployments"},
+        kube::ResourceKind{"v1", "Service", "services"}}) {
+    auto left =
+        admin_->List(kind, kNamespace, {.label_selector = "app.kubernetes.io/instance=berth"});
+    ASSERT_TRUE(left);
+    EXPECT_TRUE(left->items.empty()) << kind.kind << " left behind";
+  }
+  EXPECT_TRUE(admin_->Get({"v1", "PersistentVolumeClaim", "persistentvolumeclaims"}, kNamespace,
+                          "berth-data"))
+      << "the data's claim is kept";
+}
+
+}  // namespace
+}  // namespace berth
