@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,57 +42,67 @@ std::string ImageTag(const std::string& name) {
   return json::parse(*index)["manifests"][0]["annotations"]["org.opencontainers.image.ref.name"];
 }
 
+// What the suite sets up once: the node, the cluster's admin and the data's volume.
+struct Suite {
+  testenv::RealNode* node = nullptr;
+  testenv::KubeTestCluster* cluster = nullptr;
+  std::unique_ptr<kube::KubeClient> admin;
+  std::optional<sys::TempDir> volume;
+};
+Suite& TheSuite() {
+  static Suite suite;
+  return suite;
+}
+
 class HelmInstall : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     auto node = testenv::RealNode::Shared();
     ASSERT_TRUE(node) << node.error().ToString();
-    node_ = *node;
+    TheSuite().node = *node;
     auto cluster = testenv::KubeTestCluster::Shared();
     ASSERT_TRUE(cluster);
-    cluster_ = *cluster;
-    auto config = kube::KubeConfig::Parse(cluster_->KubeconfigYaml(cluster_->AdminTls()), "/", {});
+    TheSuite().cluster = *cluster;
+    auto config = kube::KubeConfig::Parse(
+        TheSuite().cluster->KubeconfigYaml(TheSuite().cluster->AdminTls()), "/", {});
     ASSERT_TRUE(config);
-    admin_ = kube::MakeKubeClient(*config).release();
+    TheSuite().admin = kube::MakeKubeClient(*config);
     for (const char* image : {"runner", "berthd"}) {
-      auto pushed = node_->Push(ImagesDir() / image, ImageTag(image), std::string("berth/") + image,
-                                ImageTag(image));
+      auto pushed = TheSuite().node->Push(ImagesDir() / image, ImageTag(image),
+                                          std::string("berth/") + image, ImageTag(image));
       ASSERT_TRUE(pushed) << pushed.error().ToString();
     }
-    ASSERT_TRUE(node_->PrepareNamespace(*admin_, kNamespace));
+    ASSERT_TRUE(TheSuite().node->PrepareNamespace(*TheSuite().admin, kNamespace));
     // What a cluster's storage does for the claim: a volume on the node, owned by berthd's user.
     auto volume = sys::TempDir::Create("berth-pv");
     ASSERT_TRUE(volume);
-    volume_ = new sys::TempDir(std::move(*volume));
-    ASSERT_EQ(chown(volume_->Path().c_str(), 65532, 65532), 0);
-    json pv = {{"apiVersion", "v1"},
-               {"kind", "PersistentVolume"},
-               {"metadata", {{"name", "berth-data"}}},
-               {"spec",
-                {{"capacity", {{"storage", "1Gi"}}},
-                 {"accessModes", {"ReadWriteOnce"}},
-                 {"persistentVolumeReclaimPolicy", "Retain"},
-                 {"hostPath", {{"path", volume_->Path().string()}, {"type", "Directory"}}}}}};
-    ASSERT_TRUE(admin_->Create({"v1", "PersistentVolume", "persistentvolumes", false}, "", pv));
-  }
-
-  static void TearDownTestSuite() {
-    delete admin_;
-    delete volume_;
+    TheSuite().volume.emplace(std::move(*volume));
+    ASSERT_EQ(chown(TheSuite().volume->Path().c_str(), 65532, 65532), 0);
+    json pv = {
+        {"apiVersion", "v1"},
+        {"kind", "PersistentVolume"},
+        {"metadata", {{"name", "berth-data"}}},
+        {"spec",
+         {{"capacity", {{"storage", "1Gi"}}},
+          {"accessModes", {"ReadWriteOnce"}},
+          {"persistentVolumeReclaimPolicy", "Retain"},
+          {"hostPath", {{"path", TheSuite().volume->Path().string()}, {"type", "Directory"}}}}}};
+    ASSERT_TRUE(
+        TheSuite().admin->Create({"v1", "PersistentVolume", "persistentvolumes", false}, "", pv));
   }
 
   static sys::Completed Helm(std::vector<std::string> args) {
     auto helm = testenv::TestTool("BERTH_TEST_HELM");
     EXPECT_TRUE(helm);
     args.insert(args.begin(), helm->string());
-    args.push_back("--kubeconfig=" + cluster_->AdminKubeconfig().string());
+    args.push_back("--kubeconfig=" + TheSuite().cluster->AdminKubeconfig().string());
     auto done = sys::RunToCompletion({.argv = std::move(args)});
     EXPECT_TRUE(done);
     return done ? *done : sys::Completed{.exit_code = -1};
   }
 
   static std::vector<std::string> InstallValues() {
-    std::string registry = node_->Registry();
+    const std::string& registry = TheSuite().node->Registry();
     return {"--namespace", kNamespace,
             "--set",       "image.repository=" + registry + "/berth/berthd",
             "--set",       "image.tag=" + ImageTag("berthd"),
@@ -104,7 +116,7 @@ class HelmInstall : public ::testing::Test {
   }
 
   static std::string AdminToken() {
-    auto secret = admin_->Get(kube::kSecrets, kNamespace, "berth-admin-token");
+    auto secret = TheSuite().admin->Get(kube::kSecrets, kNamespace, "berth-admin-token");
     EXPECT_TRUE(secret);
     auto token = Base64Decode((*secret)["data"]["token"].get<std::string>());
     return token ? *token : "";
@@ -123,8 +135,8 @@ class HelmInstall : public ::testing::Test {
   }
 
   static std::string BerthdPodName() {
-    auto pods = admin_->List(kube::kPods, kNamespace,
-                             {.label_selector = "app.kubernetes.io/component=berthd"});
+    auto pods = TheSuite().admin->List(kube::kPods, kNamespace,
+                                       {.label_selector = "app.kubernetes.io/component=berthd"});
     if (!pods) return "";
     for (const json& pod : pods->items) {
       if (!pod["metadata"].contains("deletionTimestamp") &&
@@ -133,17 +145,7 @@ class HelmInstall : public ::testing::Test {
     }
     return "";
   }
-
-  static testenv::RealNode* node_;
-  static testenv::KubeTestCluster* cluster_;
-  static kube::KubeClient* admin_;
-  static sys::TempDir* volume_;
 };
-
-testenv::RealNode* HelmInstall::node_ = nullptr;
-testenv::KubeTestCluster* HelmInstall::cluster_ = nullptr;
-kube::KubeClient* HelmInstall::admin_ = nullptr;
-sys::TempDir* HelmInstall::volume_ = nullptr;
 
 // One story, in order: install, deploy, upgrade mid-deployment, uninstall.
 TEST_F(HelmInstall, InstallDeployUpgradeAndUninstallOnARealNode) {
@@ -205,13 +207,13 @@ TEST_F(HelmInstall, InstallDeployUpgradeAndUninstallOnARealNode) {
        {kube::kServiceAccounts, kube::kSecrets, kube::kRoles, kube::kRoleBindings,
         kube::ResourceKind{"apps/v1", "Deployment", "deployments"},
         kube::ResourceKind{"v1", "Service", "services"}}) {
-    auto left =
-        admin_->List(kind, kNamespace, {.label_selector = "app.kubernetes.io/instance=berth"});
+    auto left = TheSuite().admin->List(kind, kNamespace,
+                                       {.label_selector = "app.kubernetes.io/instance=berth"});
     ASSERT_TRUE(left);
     EXPECT_TRUE(left->items.empty()) << kind.kind << " left behind";
   }
-  EXPECT_TRUE(admin_->Get({"v1", "PersistentVolumeClaim", "persistentvolumeclaims"}, kNamespace,
-                          "berth-data"))
+  EXPECT_TRUE(TheSuite().admin->Get({"v1", "PersistentVolumeClaim", "persistentvolumeclaims"},
+                                    kNamespace, "berth-data"))
       << "the data's claim is kept";
 }
 

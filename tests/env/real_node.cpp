@@ -180,7 +180,7 @@ Result<void> EnterOwnNamespaces() {
     if (auto r = MountPrivateTmpfs(at); !r) return r;
   }
   const std::string ip = "/usr/sbin/ip";
-  for (auto argv : std::vector<std::vector<std::string>>{
+  for (const auto& argv : std::vector<std::vector<std::string>>{
            {ip, "link", "set", "lo", "up"},
            {ip, "link", "add", "berth-node0", "type", "bridge"},
            {ip, "addr", "add", std::string(RealNode::kIp) + "/24", "dev", "berth-node0"},

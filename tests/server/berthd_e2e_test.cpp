@@ -395,7 +395,7 @@ TEST_F(BerthdE2e, AnAdminTokenFileIsTheAdminTokenAndRotatesOnRestart) {
   EXPECT_EQ(made_at_first_start.find(rotated), std::string::npos);
 
   StopBerthd();
-  for (const std::string weak : {std::string("short"), std::string(40, ' ')}) {
+  for (const std::string& weak : {std::string("short"), std::string(40, ' ')}) {
     ASSERT_TRUE(sys::WriteFileAtomic(file, weak));
     auto refused = berthd_->Start(berthd_flags_);
     ASSERT_FALSE(refused) << "a weak admin token was taken: '" << weak << "'";
