@@ -29,34 +29,6 @@ Result<sys::TempDir> BuildImage() {
   return dir;
 }
 
-// scripts/images' berth/runner with examples/hello under /berth, in the registry (the slow
-// module's local-exec needs a shell, which the image does not have).
-Result<std::string> PushRealRunnerImage(const testenv::RealNode& node) {
-  const char* set = std::getenv("BERTH_IMAGES_DIR");
-  fs::path images = set && *set ? fs::path(set) : testenv::SourceDir() / "build/images";
-  if (!fs::exists(images / "runner/index.json"))
-    return MakeError(ErrorKind::kFailedPrecondition,
-                     (images / "runner").string() + " is missing: run scripts/images");
-  auto work = sys::TempDir::Create("runner-image-derived");
-  if (!work) return work.error();
-  fs::path layout = work->Path() / "layout", layer = work->Path() / "berth";
-  fs::copy(images / "runner", layout, fs::copy_options::recursive);
-  fs::create_directories(layer / "modules");
-  fs::copy(testenv::SourceDir() / "examples/hello", layer / "modules/hello",
-           fs::copy_options::recursive);
-  auto index = sys::ReadFile(layout / "index.json");
-  if (!index) return index.error();
-  std::string version =
-      json::parse(*index)["manifests"][0]["annotations"]["org.opencontainers.image.ref.name"];
-  auto inserted =
-      sys::RunToCompletion({.argv = {"/usr/bin/umoci", "insert", "--image",
-                                     layout.string() + ":" + version, layer.string(), "/berth"}});
-  if (!inserted || inserted->exit_code != 0)
-    return MakeError(ErrorKind::kInternal, "umoci insert failed",
-                     inserted ? inserted->output : inserted.error().message);
-  return node.Push(layout, version, "berth/runner-test", "modules");
-}
-
 Result<void> Check(const Result<json>& result) {
   if (!result) return result.error();
   return {};
@@ -76,9 +48,9 @@ Result<std::unique_ptr<LauncherWorld>> LauncherWorld::Create(const std::string& 
     auto shared = testenv::RealNode::Shared();
     if (!shared) return shared.error();
     real = *shared;
-    static const Result<std::string> kPushed = PushRealRunnerImage(*real);
+    static const Result<PushedImage> kPushed = PushRunnerWithModules(*real, "modules", "");
     if (!kPushed) return kPushed.error();
-    world->image_ref_ = *kPushed;
+    world->image_ref_ = kPushed->reference;
     if (auto r = real->PrepareNamespace(*world->admin_, ns); !r) return r.error();
   } else if (auto r = (*cluster)->CreateNamespace(ns); !r) {
     return r.error();
@@ -129,6 +101,43 @@ Result<void> LauncherWorld::GrantLauncherRole() {
   if (!config) return config.error();
   launcher_client_ = kube::MakeKubeClient(*config);
   return {};
+}
+
+// scripts/images' berth/runner with examples/hello under /berth (the slow module's
+// local-exec needs a shell, which the image does not have), and the marker at /berth/marker.
+Result<PushedImage> PushRunnerWithModules(const testenv::RealNode& node, const std::string& tag,
+                                          const std::string& marker) {
+  const char* set = std::getenv("BERTH_IMAGES_DIR");
+  fs::path images = set && *set ? fs::path(set) : testenv::SourceDir() / "build/images";
+  if (!fs::exists(images / "runner/index.json"))
+    return MakeError(ErrorKind::kFailedPrecondition,
+                     (images / "runner").string() + " is missing: run scripts/images");
+  auto work = sys::TempDir::Create("runner-image-derived");
+  if (!work) return work.error();
+  fs::path layout = work->Path() / "layout", layer = work->Path() / "berth";
+  fs::copy(images / "runner", layout, fs::copy_options::recursive);
+  fs::create_directories(layer / "modules");
+  fs::copy(testenv::SourceDir() / "examples/hello", layer / "modules/hello",
+           fs::copy_options::recursive);
+  constexpr fs::perms kReadable = fs::perms::owner_read | fs::perms::owner_write |
+                                  fs::perms::group_read | fs::perms::others_read;
+  if (auto written = sys::WriteFileAtomic(layer / "marker", marker, kReadable); !written)
+    return written.error();
+  auto index = sys::ReadFile(layout / "index.json");
+  if (!index) return index.error();
+  std::string version =
+      json::parse(*index)["manifests"][0]["annotations"]["org.opencontainers.image.ref.name"];
+  auto inserted =
+      sys::RunToCompletion({.argv = {"/usr/bin/umoci", "insert", "--image",
+                                     layout.string() + ":" + version, layer.string(), "/berth"}});
+  if (!inserted || inserted->exit_code != 0)
+    return MakeError(ErrorKind::kInternal, "umoci insert failed",
+                     inserted ? inserted->output : inserted.error().message);
+  index = sys::ReadFile(layout / "index.json");
+  if (!index) return index.error();
+  auto pushed = node.Push(layout, version, "berth/runner-test", tag);
+  if (!pushed) return pushed.error();
+  return PushedImage{.reference = *pushed, .digest = json::parse(*index)["manifests"][0]["digest"]};
 }
 
 KubernetesSettings LauncherWorld::Settings(const std::string& grace, bool resources) const {

@@ -14,10 +14,20 @@
 #include "kube/kube_api.h"
 #include "launch/kubernetes/settings.h"
 #include "launch/launcher.h"
+#include "real_node.h"
 #include "sys/files.h"
 #include "test_node_agent.h"
 
 namespace berth::launch {
+
+struct PushedImage {
+  std::string reference;  // REGISTRY/berth/runner-test:TAG
+  std::string digest;     // sha256:... of its manifest
+};
+// Pushes scripts/images' runner image with examples/hello under /berth/modules and marker at
+// /berth/marker (another marker, another digest) to the real node's registry as tag.
+Result<PushedImage> PushRunnerWithModules(const testenv::RealNode& node, const std::string& tag,
+                                          const std::string& marker);
 
 class LauncherWorld {
  public:

@@ -129,5 +129,33 @@ TEST_F(RealNodeLauncherTest, AnImageTheRegistryDoesNotHaveIsImagePullBackOff) {
   EXPECT_NE(outcome->message.find(missing), std::string::npos) << outcome->message;
 }
 
+// The launcher seed's concern: with pull policy Always a tag moved to another image is pulled
+// again at the next run, and each run records the digest it actually ran.
+TEST_F(RealNodeLauncherTest, AMovedTagIsPulledAgainAndEachRunRecordsTheDigestItRan) {
+  auto node = testenv::RealNode::Shared();
+  ASSERT_TRUE(node);
+  KubernetesSettings settings = world_->Settings();
+  settings.image_pull_policy = "Always";
+  std::vector<std::string> ran;
+  for (const char* marker : {"first", "second"}) {
+    auto pushed = PushRunnerWithModules(**node, "moving", marker);
+    ASSERT_TRUE(pushed) << pushed.error().ToString();
+    settings.image = pushed->reference;
+    launcher_ = std::make_unique<KubernetesLauncher>(world_->LauncherClient(), settings,
+                                                     SystemClock::Instance(), outcomes_,
+                                                     KubernetesLauncherOptions{});
+    ASSERT_TRUE(launcher_->Start());
+    std::string run_id = std::string("moved-") + marker;
+    auto outcome = RunToEnd(run_id, "plan", "hello");
+    ASSERT_TRUE(outcome);
+    EXPECT_TRUE(outcome->succeeded) << outcome->FailureName() << ": " << outcome->message;
+    EXPECT_TRUE(outcome->image_id.ends_with("@" + pushed->digest))
+        << outcome->image_id << " ran, " << pushed->digest << " was pushed";
+    ran.push_back(outcome->image_id);
+    launcher_.reset();
+  }
+  EXPECT_NE(ran[0], ran[1]);
+}
+
 }  // namespace
 }  // namespace berth::launch
