@@ -164,7 +164,8 @@ TEST_F(HelmInstall, InstallDeployUpgradeAndUninstallOnARealNode) {
            {"create", "runner-rule", "--set=runner_id=pods"},
            {"create", "project", "web"},
            {"create", "env-type", "development"},
-           {"create", "env", "dev", "--project", "web", "--set", "env_type_id=development"}}) {
+           {"create", "env", "dev", "--project", "web", "--set", "env_type_id=development"},
+           {"create", "env", "stg", "--project", "web", "--set", "env_type_id=development"}}) {
     sys::Completed made = Berth(create);
     ASSERT_EQ(made.exit_code, 0) << made.output;
   }
@@ -174,16 +175,41 @@ TEST_F(HelmInstall, InstallDeployUpgradeAndUninstallOnARealNode) {
   ASSERT_EQ(deployed.exit_code, 0) << deployed.output;
   EXPECT_NE(deployed.output.find("hello, helm"), std::string::npos) << deployed.output;
 
-  // A deployment stopped at its plan, then a changed value: berthd rolls, and the approval goes
-  // to the new one, which applies the plan the old one made (all of it was on the claim).
+  // Then a changed value while two deployments are under way: one stopped at its plan, one
+  // whose run is in its Pod (thousands of resources: seconds of work). berthd rolls; the
+  // runner's posts wait for the new berthd, the approval goes to it, and both end well (all of
+  // berthd's state was on the claim).
   sys::Completed waiting = Berth({"deploy", hello.string(), "--project", "web", "--env", "dev",
                                   "--var", "name=upgraded", "--require-approval"});
   ASSERT_EQ(waiting.exit_code, 0) << waiting.output;
   size_t hint = waiting.output.find("berth approve d-");
   ASSERT_NE(hint, std::string::npos) << waiting.output;
-  std::string id = waiting.output.substr(hint + 14, 12);
+  std::string approval_id = waiting.output.substr(hint + 14, 12);
   size_t hash_at = waiting.output.find("--plan-hash ", hint) + 12;
   std::string hash = waiting.output.substr(hash_at, waiting.output.find('\n', hash_at) - hash_at);
+
+  auto many = sys::TempDir::Create("many-resources");
+  ASSERT_TRUE(many);
+  ASSERT_TRUE(sys::WriteFileAtomic(
+      many->Path() / "main.tf",
+      "resource \"terraform_data\" \"n\" {\n  count = 8000\n  input = count.index\n}\n",
+      fs::perms::owner_read | fs::perms::owner_write | fs::perms::others_read));
+  sys::Completed queued =
+      Berth({"deploy", many->Path().string(), "--project", "web", "--env", "stg", "--no-wait"});
+  ASSERT_EQ(queued.exit_code, 0) << queued.output;
+  std::string in_flight = queued.output.substr(queued.output.find("d-"), 14);
+  in_flight = in_flight.substr(0, in_flight.find_first_of(" \n"));
+  // Its run (plan and apply in one, no approval asked) is under way in its Pod: the only
+  // runner Pod, since the other deployment waits without one.
+  bool running = false;
+  for (int i = 0; i < 1800 && !running; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto pods = TheSuite().admin->List(kube::kPods, kNamespace,
+                                       {.label_selector = "app.kubernetes.io/name=tf-runner"});
+    running =
+        pods && !pods->items.empty() && pods->items[0]["status"].value("phase", "") == "Running";
+  }
+  ASSERT_TRUE(running) << "the run never started: " << queued.output;
 
   std::vector<std::string> upgrade = {"upgrade", "berth",
                                       (testenv::SourceDir() / "deploy/helm/berth").string(),
@@ -194,10 +220,22 @@ TEST_F(HelmInstall, InstallDeployUpgradeAndUninstallOnARealNode) {
   std::string second_pod = BerthdPodName();
   EXPECT_FALSE(second_pod.empty());
   EXPECT_NE(second_pod, first_pod) << "the changed value did not roll berthd";
-  sys::Completed approved = Berth({"approve", id, "--plan-hash", hash});
+
+  ASSERT_EQ(Berth({"logs", "-f", in_flight}).exit_code, 0);
+  sys::Completed flown = Berth({"deployment", in_flight, "-o", "json"});
+  ASSERT_EQ(flown.exit_code, 0) << flown.output;
+  json survived = json::parse(flown.output);
+  EXPECT_EQ(survived["state"], "succeeded") << flown.output;
+  auto rolled = TheSuite().admin->Get(kube::kPods, kNamespace, second_pod);
+  ASSERT_TRUE(rolled);
+  EXPECT_GT(survived["result"]["run"].value("finishedAt", ""),
+            (*rolled)["status"].value("startTime", "~"))
+      << "the run ended before berthd rolled: nothing was in flight";
+
+  sys::Completed approved = Berth({"approve", approval_id, "--plan-hash", hash});
   ASSERT_EQ(approved.exit_code, 0) << approved.output;
-  ASSERT_EQ(Berth({"logs", "-f", id}).exit_code, 0);
-  sys::Completed shown = Berth({"deployment", id, "-o", "json"});
+  ASSERT_EQ(Berth({"logs", "-f", approval_id}).exit_code, 0);
+  sys::Completed shown = Berth({"deployment", approval_id, "-o", "json"});
   ASSERT_EQ(shown.exit_code, 0) << shown.output;
   EXPECT_EQ(json::parse(shown.output)["state"], "succeeded") << shown.output;
 
