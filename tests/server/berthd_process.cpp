@@ -44,7 +44,8 @@ BerthdProcess::~BerthdProcess() {
   if (process_) Kill();
 }
 
-Result<void> BerthdProcess::Start(const std::vector<std::string>& flags) {
+Result<void> BerthdProcess::Start(const std::vector<std::string>& flags,
+                                  const std::vector<std::string>& env) {
   sys::SpawnOptions options;
   options.argv = {BERTHD_BIN, "--data-dir=" + data_.string(), "--listen=" + url_.substr(7),
                   std::string("--runner-binary=") + RUNNER_BIN, "--log-format=json"};
@@ -54,6 +55,7 @@ Result<void> BerthdProcess::Start(const std::vector<std::string>& flags) {
   if (!tofu) return tofu.error();
   options.env = std::vector<std::string>{"PATH=" + tofu->parent_path().string() + ":/usr/bin:/bin",
                                          "HOME=" + dir_.string()};
+  options.env->insert(options.env->end(), env.begin(), env.end());
   std::error_code ec;
   fs::remove(data_ / "berthd.url", ec);
   auto started = sys::Subprocess::Spawn(options);

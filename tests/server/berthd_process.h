@@ -23,8 +23,10 @@ class BerthdProcess {
   BerthdProcess(const BerthdProcess&) = delete;
   BerthdProcess& operator=(const BerthdProcess&) = delete;
 
-  // Starts it with the local runner, tofu on PATH and flags; returns once it serves.
-  Result<void> Start(const std::vector<std::string>& flags = {});
+  // Starts it with the local runner, tofu on PATH, flags and env ("NAME=value" on top of
+  // PATH and HOME); returns once it serves.
+  Result<void> Start(const std::vector<std::string>& flags = {},
+                     const std::vector<std::string>& env = {});
   // SIGTERM; its exit status.
   int Stop();
   // SIGKILL, as a crash.

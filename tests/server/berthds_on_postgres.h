@@ -73,10 +73,16 @@ class BerthdsOnPostgres : public ::testing::Test {
     }
   }
 
-  void StartReplica(int i) {
-    auto started = Replica(i).Start({"--database=" + database_,
-                                     "--encryption-key-file=" + (dir_->Path() / "keys").string(),
-                                     "--replica-lease-seconds=" + std::to_string(kLeaseSeconds)});
+  // The database by --database, or (database_from_env) by BERTH_DATABASE alone.
+  void StartReplica(int i, bool database_from_env = false) {
+    std::vector<std::string> flags = {"--encryption-key-file=" + (dir_->Path() / "keys").string(),
+                                      "--replica-lease-seconds=" + std::to_string(kLeaseSeconds)};
+    std::vector<std::string> env;
+    if (database_from_env)
+      env.push_back("BERTH_DATABASE=" + database_);
+    else
+      flags.push_back("--database=" + database_);
+    auto started = Replica(i).Start(flags, env);
     ASSERT_TRUE(started) << started.error().ToString();
   }
 

@@ -45,6 +45,19 @@ TEST_F(ReplicasE2e, DeploymentsSpreadOverTheReplicasAndEachIsAppliedOnce) {
   EXPECT_EQ(owners, (std::set<int>{0, 1}));
 }
 
+// The database's URL from BERTH_DATABASE alone (as the Helm chart passes it, from a Secret):
+// a replica started so shares the other's database.
+TEST_F(ReplicasE2e, AReplicaGivenItsDatabaseByTheEnvironmentSharesIt) {
+  StartReplicas(2, 1);
+  if (HasFatalFailure()) return;
+  ASSERT_EQ(Replica(1).Stop(), 0);
+  StartReplica(1, /*database_from_env=*/true);
+  if (HasFatalFailure()) return;
+  auto made = Api(1).Call("POST", "/projects", R"({"id":"from-env"})");
+  ASSERT_EQ(made.status, 201) << made.body;
+  EXPECT_EQ(Api(0).Call("GET", "/projects/from-env").status, 200);
+}
+
 TEST_F(ReplicasE2e, AReplicaKilledMidApplyLosesItsLocalRunAndTheLockGoesWithIt) {
   StartReplicas(2, 1);
   if (HasFatalFailure()) return;
