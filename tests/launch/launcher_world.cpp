@@ -1,8 +1,8 @@
 #include "launcher_world.h"
 
-#include "cli/body.h"
 #include "kube_test_cluster.h"
 #include "real_node.h"
+#include "role_bound_client.h"
 #include "test_tools.h"
 
 namespace berth::launch {
@@ -77,29 +77,10 @@ Result<std::unique_ptr<LauncherWorld>> LauncherWorld::Create(const std::string& 
 }
 
 Result<void> LauncherWorld::GrantLauncherRole() {
-  auto text = sys::ReadFile(testenv::SourceDir() / "deploy/kubernetes/launcher-rbac.yaml");
-  if (!text) return text.error();
-  size_t split = text->find("\n---\n");
-  auto role = cli::YamlToJson(text->substr(0, split));
-  if (!role) return role.error();
-  auto binding = cli::YamlToJson(text->substr(split + 5));
-  if (!binding) return binding.error();
-  (*binding)["subjects"][0]["namespace"] = ns_;
-  json account = {
-      {"apiVersion", "v1"}, {"kind", "ServiceAccount"}, {"metadata", {{"name", "berthd"}}}};
-  if (auto r = Check(admin_->Create(kube::kServiceAccounts, ns_, account)); !r) return r;
-  if (auto r = Check(admin_->Create(kube::kRoles, ns_, *role)); !r) return r;
-  if (auto r = Check(admin_->Create(kube::kRoleBindings, ns_, *binding)); !r) return r;
-  auto token = admin_->CreateSubresource(kube::kServiceAccounts, ns_, "berthd", "token",
-                                         {{"apiVersion", "authentication.k8s.io/v1"},
-                                          {"kind", "TokenRequest"},
-                                          {"spec", {{"expirationSeconds", 3600}}}});
-  if (!token) return token.error();
-  auto cluster = testenv::KubeTestCluster::Shared();
-  auto config = kube::KubeConfig::Parse(
-      (*cluster)->KubeconfigYaml({}, (*token)["status"]["token"].get<std::string>()), "/", {});
-  if (!config) return config.error();
-  launcher_client_ = kube::MakeKubeClient(*config);
+  auto client = testenv::ClientBoundToRole(
+      *admin_, testenv::SourceDir() / "deploy/kubernetes/launcher-rbac.yaml", ns_);
+  if (!client) return client.error();
+  launcher_client_ = std::move(*client);
   return {};
 }
 

@@ -11,6 +11,7 @@
 #include "kube/kube_config.h"
 #include "kube_test_cluster.h"
 #include "launch/local/local_launcher.h"
+#include "role_bound_client.h"
 #include "server/dispatch/backend_config.h"
 #include "state_server.h"
 #include "sys/files.h"
@@ -85,11 +86,16 @@ class DispatcherTest : public ::testing::Test {
     auto cluster = testenv::KubeTestCluster::Shared();
     ASSERT_TRUE(cluster) << cluster.error().ToString();
     options.environment.push_back("KUBE_CONFIG_PATH=" + (*cluster)->AdminKubeconfig().string());
-    // As berthd with a cluster: the kubernetes storage's Leases dead runs left are broken.
+    // As berthd with a cluster: the kubernetes storage's Leases dead runs left are broken, by a
+    // client that holds exactly deploy/kubernetes/state-locks-rbac.yaml in their namespace.
     auto config = kube::KubeConfig::FromFiles({(*cluster)->AdminKubeconfig()}, {});
     ASSERT_TRUE(config) << config.error().ToString();
     kube_ = kube::MakeKubeClient(std::move(*config));
-    left_locks_ = std::make_unique<KubernetesStateLocks>(*kube_);
+    auto locks_client = testenv::ClientBoundToRole(
+        *kube_, testenv::SourceDir() / "deploy/kubernetes/state-locks-rbac.yaml", "default");
+    ASSERT_TRUE(locks_client) << locks_client.error().ToString();
+    locks_client_ = std::move(*locks_client);
+    left_locks_ = std::make_unique<KubernetesStateLocks>(*locks_client_);
     // Time moves only when a test moves it (the deadline), from the real wall time.
     dispatcher_ = std::make_unique<Dispatcher>(
         *store_, launchers_, server_->Signer(),
@@ -147,6 +153,7 @@ class DispatcherTest : public ::testing::Test {
 
   ManualClock clock_;
   std::unique_ptr<kube::KubeClient> kube_;
+  std::unique_ptr<kube::KubeClient> locks_client_;  // berthd's, with the state-locks Role
   std::unique_ptr<KubernetesStateLocks> left_locks_;
   std::optional<sys::TempDir> dir_;
   std::unique_ptr<StateServer> server_;

@@ -1,0 +1,22 @@
+// A client of the test cluster that holds exactly one of deploy/kubernetes' Roles: the Role and
+// its RoleBinding from the file, a ServiceAccount `berthd` they bind, and that account's token.
+// Tests run berthd's Kubernetes code as this client, so that a rule missing from the shipped
+// Role fails a test.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "core/error.h"
+#include "kube/kube_api.h"
+
+namespace berth::testenv {
+
+// rbac_yaml: a file holding a Role, `---`, and its RoleBinding (whose subject is berthd's
+// account); everything is created in ns with the admin client.
+Result<std::unique_ptr<kube::KubeClient>> ClientBoundToRole(kube::KubeApi& admin,
+                                                            const std::filesystem::path& rbac_yaml,
+                                                            const std::string& ns);
+
+}  // namespace berth::testenv
