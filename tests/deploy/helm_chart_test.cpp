@@ -1,10 +1,12 @@
 // deploy/helm/berth without a node: `helm lint`, what `helm template` renders for each value,
 // the schema's refusals, and every rendered object created with a server-side dry run by the
-// real test apiserver (admission included: the berthd Pod passes Pod Security `restricted`).
+// real test apiserver (admission included: the berthd Pod passes Pod Security `restricted`; the
+// ServiceMonitor meets the Prometheus Operator's own CRD).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/body.h"
@@ -180,14 +182,36 @@ TEST(HelmChart, EveryRenderedObjectPassesTheApiserversDryRun) {
   auto http = net::MakeCurlHttpClient((*cluster)->AdminTls());
   auto send = [&](const std::string& method, const std::string& path, const json& body) {
     net::HttpRequest request{.method = method, .url = (*cluster)->Url() + path};
-    request.headers = {{"Content-Type", "application/json"}};
-    request.body = body.dump();
+    request.headers = {
+        {"Content-Type", method == "PATCH" ? "application/merge-patch+json" : "application/json"}};
+    if (!body.is_null()) request.body = body.dump();
     auto response = http->Send(request);
     EXPECT_TRUE(response);
     return response ? *response : net::HttpResponse{};
   };
   send("PATCH", "/api/v1/namespaces/" + ns,
        {{"metadata", {{"labels", {{"pod-security.kubernetes.io/enforce", "restricted"}}}}}});
+
+  // The Prometheus Operator's own CRD, so that the ServiceMonitor meets its real schema.
+  auto crd_file = testenv::TestTool("BERTH_TEST_SERVICEMONITOR_CRD");
+  ASSERT_TRUE(crd_file) << crd_file.error().message;
+  auto crd_text = sys::ReadFile(*crd_file);
+  ASSERT_TRUE(crd_text);
+  auto crd = cli::YamlToJson(*crd_text);
+  ASSERT_TRUE(crd) << crd.error().ToString();
+  const kube::ResourceKind crds{"apiextensions.k8s.io/v1", "CustomResourceDefinition",
+                                "customresourcedefinitions", false};
+  auto made = send("POST", crds.CollectionPath(""), *crd);
+  ASSERT_TRUE(made.status == 201 || made.status == 409) << made.body;
+  bool established = false;
+  for (int i = 0; i < 100 && !established; ++i) {
+    auto got = send("GET", crds.ObjectPath("", "servicemonitors.monitoring.coreos.com"), {});
+    json conditions = json::parse(got.body, nullptr, false)["status"].value("conditions", json());
+    for (const json& c : conditions.is_array() ? conditions : json::array())
+      established = established || (c["type"] == "Established" && c["status"] == "True");
+    if (!established) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(established);
 
   const std::vector<kube::ResourceKind> kinds = {
       kube::kServiceAccounts,
@@ -197,10 +221,12 @@ TEST(HelmChart, EveryRenderedObjectPassesTheApiserversDryRun) {
       {"v1", "PersistentVolumeClaim", "persistentvolumeclaims"},
       {"v1", "Service", "services"},
       {"apps/v1", "Deployment", "deployments"},
-      {"networking.k8s.io/v1", "NetworkPolicy", "networkpolicies"}};
-  std::vector<json> objects =
-      Render({"networkPolicy.enabled=true", "tls.secretName=berth-tls"}, ns);
-  ASSERT_GE(objects.size(), 9U);
+      {"networking.k8s.io/v1", "NetworkPolicy", "networkpolicies"},
+      {"monitoring.coreos.com/v1", "ServiceMonitor", "servicemonitors"}};
+  std::vector<json> objects = Render(
+      {"networkPolicy.enabled=true", "tls.secretName=berth-tls", "serviceMonitor.enabled=true"},
+      ns);
+  ASSERT_GE(objects.size(), 10U);
   for (const json& object : objects) {
     const kube::ResourceKind* kind = nullptr;
     for (const auto& k : kinds) {
