@@ -205,5 +205,29 @@ TEST_F(Images, ADerivedImageWithBakedProvidersPlansAModuleUnderRunc) {
   EXPECT_EQ(written.st_uid, 65532U) << "the run wrote as the image's user";
 }
 
+// scripts/images --with-terraform: Terraform v1.5.7 (MPL-2.0) beside tofu, listed with its
+// licence, and it runs in the image.
+TEST_F(Images, WithTerraformTheRunnerImageHoldsTerraformToo) {
+  fs::path build = FromEnvOr("BERTH_RELEASE_BUILD", testenv::SourceDir() / "build/release");
+  fs::path out = scratch_ / "with-terraform";
+  sys::Completed built =
+      Shell("'" + (testenv::SourceDir() / "scripts/images").string() + "' --with-terraform " +
+            "--build-dir '" + build.string() + "' --out '" + out.string() + "' 2>&1");
+  ASSERT_EQ(built.exit_code, 0) << built.output;
+  json contents = ReadJson(out / "runner.contents.json");
+  std::string origin;
+  for (const json& file : contents["files"]) {
+    if (file["path"] == "/usr/local/bin/terraform") origin = file["origin"];
+  }
+  EXPECT_NE(origin.find("Terraform v1.5.7 (MPL-2.0)"), std::string::npos) << origin;
+  EXPECT_NE(ManifestDigest(out / "runner"), ManifestDigest(ImagesDir() / "runner"));
+  fs::path none = scratch_ / "none";
+  fs::create_directories(none);
+  sys::Completed version =
+      RunUnderRunc(out / "runner", none, none, {"/usr/local/bin/terraform", "version"});
+  EXPECT_EQ(version.exit_code, 0) << version.output;
+  EXPECT_NE(version.output.find("Terraform v1.5.7"), std::string::npos) << version.output;
+}
+
 }  // namespace
 }  // namespace berth

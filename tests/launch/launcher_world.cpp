@@ -84,8 +84,9 @@ Result<void> LauncherWorld::GrantLauncherRole() {
   return {};
 }
 
-// scripts/images' berth/runner with examples/hello under /berth (the slow module's
-// local-exec needs a shell, which the image does not have), and the marker at /berth/marker.
+// scripts/images' berth/runner with examples/hello and a memory-hungry module under /berth
+// (the slow module's local-exec needs a shell, which the image does not have), and the marker
+// at /berth/marker.
 Result<PushedImage> PushRunnerWithModules(const testenv::RealNode& node, const std::string& tag,
                                           const std::string& marker) {
   const char* set = std::getenv("BERTH_IMAGES_DIR");
@@ -102,6 +103,15 @@ Result<PushedImage> PushRunnerWithModules(const testenv::RealNode& node, const s
            fs::copy_options::recursive);
   constexpr fs::perms kReadable = fs::perms::owner_read | fs::perms::owner_write |
                                   fs::perms::group_read | fs::perms::others_read;
+  // A module whose plan needs hundreds of MiB (a million strings), for memory limits.
+  fs::create_directories(layer / "modules/hungry");
+  if (auto written = sys::WriteFileAtomic(
+          layer / "modules/hungry/main.tf",
+          "output \"size\" {\n  value = length(flatten([for i in range(1000) : "
+          "[for j in range(1000) : \"${i}-${j}\"]]))\n}\n",
+          kReadable);
+      !written)
+    return written.error();
   if (auto written = sys::WriteFileAtomic(layer / "marker", marker, kReadable); !written)
     return written.error();
   auto index = sys::ReadFile(layout / "index.json");

@@ -105,14 +105,16 @@ TEST_F(RealNodeLauncherTest, APlanAndAnApplyRunInTheRunnerImageReadOnlyAsUid6553
   EXPECT_EQ(apply->result->outputs->size(), 1U);
 }
 
-TEST_F(RealNodeLauncherTest, AMemoryLimitTooSmallForTofuIsARealOomKill) {
+// A plan that needs hundreds of MiB under a 64Mi limit: the kernel kills it, and kubelet says
+// OOMKilled (a small module under a small limit may just fit, with the binary's pages dropped).
+TEST_F(RealNodeLauncherTest, AMemoryLimitTooSmallForThePlanIsARealOomKill) {
   json small = {{"runner",
                  {{"podTemplate",
                    {{"spec",
                      {{"resources",
-                       {{"requests", {{"cpu", "100m"}, {"memory", "16Mi"}}},
-                        {"limits", {{"memory", "16Mi"}}}}}}}}}}}};
-  auto outcome = RunToEnd("oom", "plan", "hello", small);
+                       {{"requests", {{"cpu", "100m"}, {"memory", "64Mi"}}},
+                        {"limits", {{"memory", "64Mi"}}}}}}}}}}}};
+  auto outcome = RunToEnd("oom", "plan", "hungry", small);
   ASSERT_TRUE(outcome);
   EXPECT_TRUE(outcome->EndedAs(RunnerEnd::kOomKilled))
       << outcome->FailureName() << ": " << outcome->message;
