@@ -189,30 +189,13 @@ Result<std::unique_ptr<sys::Subprocess>> KubeTestCluster::StartControllers(
   auto port = FreeLoopbackPort();
   if (!port) return port.error();
   std::string name = "kube-controller-manager-" + controllers.substr(0, controllers.find(','));
-  sys::SpawnOptions options;
-  options.argv = {binary->string(),
-                  "--kubeconfig=" + admin_kubeconfig_.string(),
-                  "--controllers=" + controllers,
-                  "--leader-elect=false",
-                  "--bind-address=127.0.0.1",
-                  fmt::format("--secure-port={}", *port),
-                  "--cert-dir=" + (dir / (name + "-certs")).string()};
-  options.output_path = (dir / (name + ".log")).string();
-  auto process = sys::Subprocess::Spawn(options);
-  if (!process) return process.error();
-  auto manager = std::make_unique<sys::Subprocess>(std::move(*process));
-  // Its serving certificate is self-signed: the health check alone skips verification.
-  auto http = net::MakeCurlHttpClient({.insecure_skip_verify = true});
-  std::string healthz = fmt::format("https://127.0.0.1:{}/healthz", *port);
-  auto ready = WaitUntilReady(
-      name, *manager,
-      [&] {
-        auto r = http->Send({.url = healthz, .timeout = std::chrono::seconds(5)});
-        return r && r->status == 200;
-      },
-      kStartTimeout, options.output_path);
-  if (!ready) return ready.error();
-  return manager;
+  return StartServing(name,
+                      {.argv = {binary->string(), "--kubeconfig=" + admin_kubeconfig_.string(),
+                                "--controllers=" + controllers, "--leader-elect=false",
+                                "--bind-address=127.0.0.1", fmt::format("--secure-port={}", *port),
+                                "--cert-dir=" + (dir / (name + "-certs")).string()},
+                       .output_path = (dir / (name + ".log")).string()},
+                      fmt::format("https://127.0.0.1:{}/healthz", *port), kStartTimeout);
 }
 
 std::string KubeTestCluster::KubeconfigYaml(const net::TlsConfig& tls,

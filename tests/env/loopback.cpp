@@ -9,6 +9,7 @@
 #include <cstring>
 #include <thread>
 
+#include "net/http_client.h"
 #include "sys/fd.h"
 #include "sys/files.h"
 
@@ -51,6 +52,25 @@ Result<void> WaitUntilReady(const std::string& what, sys::Subprocess& process,
   }
   return MakeError(ErrorKind::kDeadlineExceeded,
                    what + " not ready after " + std::to_string(timeout.count()) + "s" + tail());
+}
+
+Result<std::unique_ptr<sys::Subprocess>> StartServing(const std::string& what,
+                                                      const sys::SpawnOptions& options,
+                                                      const std::string& health_url,
+                                                      std::chrono::seconds timeout) {
+  auto process = sys::Subprocess::Spawn(options);
+  if (!process) return process.error();
+  auto started = std::make_unique<sys::Subprocess>(std::move(*process));
+  auto http = net::MakeCurlHttpClient({.insecure_skip_verify = true});
+  auto ready = WaitUntilReady(
+      what, *started,
+      [&] {
+        auto r = http->Send({.url = health_url, .timeout = std::chrono::seconds(5)});
+        return r && r->status == 200;
+      },
+      timeout, options.output_path);
+  if (!ready) return ready.error();
+  return started;
 }
 
 }  // namespace berth::testenv

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "core/error.h"
@@ -18,5 +19,13 @@ Result<int> FreeLoopbackPort();
 Result<void> WaitUntilReady(const std::string& what, sys::Subprocess& process,
                             const std::function<bool()>& ready, std::chrono::seconds timeout,
                             const std::string& log_path);
+
+// Starts options' program and waits until GET health_url answers 200 (an https URL's
+// certificate is not checked: components serve their health on self-signed ones); the process,
+// or why it did not come up (quoting the end of options.output_path).
+Result<std::unique_ptr<sys::Subprocess>> StartServing(const std::string& what,
+                                                      const sys::SpawnOptions& options,
+                                                      const std::string& health_url,
+                                                      std::chrono::seconds timeout);
 
 }  // namespace berth::testenv

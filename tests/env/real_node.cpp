@@ -263,19 +263,13 @@ Result<void> RealNode::StartRegistry() {
                                          (dir_.Path() / "registry").string(), registry_));
       !r)
     return r;
-  sys::SpawnOptions options{.argv = {"/usr/bin/docker-registry", "serve", config.string()},
-                            .output_path = (dir_.Path() / "registry.log").string()};
-  auto process = sys::Subprocess::Spawn(options);
+  auto process = StartServing("docker-registry",
+                              {.argv = {"/usr/bin/docker-registry", "serve", config.string()},
+                               .output_path = (dir_.Path() / "registry.log").string()},
+                              "http://" + registry_ + "/v2/", kStartTimeout);
   if (!process) return process.error();
-  registry_process_ = std::make_unique<sys::Subprocess>(std::move(*process));
-  auto http = net::MakeCurlHttpClient();
-  return WaitUntilReady(
-      "docker-registry", *registry_process_,
-      [&] {
-        auto r = http->Send({.url = "http://" + registry_ + "/v2/"});
-        return r && r->status == 200;
-      },
-      kStartTimeout, options.output_path);
+  registry_process_ = std::move(*process);
+  return {};
 }
 
 Result<std::string> RealNode::Push(const fs::path& layout, const std::string& tag,
@@ -343,24 +337,17 @@ Result<void> RealNode::StartScheduler() {
   if (!cluster) return cluster.error();
   auto port = FreeLoopbackPort();
   if (!port) return port.error();
-  sys::SpawnOptions options{
-      .argv = {binary->string(), "--kubeconfig=" + (*cluster)->AdminKubeconfig().string(),
-               "--leader-elect=false", "--bind-address=127.0.0.1",
-               fmt::format("--secure-port={}", *port),
-               "--cert-dir=" + (dir_.Path() / "scheduler-certs").string()},
-      .output_path = (dir_.Path() / "kube-scheduler.log").string()};
-  auto process = sys::Subprocess::Spawn(options);
+  auto process = StartServing(
+      "kube-scheduler",
+      {.argv = {binary->string(), "--kubeconfig=" + (*cluster)->AdminKubeconfig().string(),
+                "--leader-elect=false", "--bind-address=127.0.0.1",
+                fmt::format("--secure-port={}", *port),
+                "--cert-dir=" + (dir_.Path() / "scheduler-certs").string()},
+       .output_path = (dir_.Path() / "kube-scheduler.log").string()},
+      fmt::format("https://127.0.0.1:{}/healthz", *port), kStartTimeout);
   if (!process) return process.error();
-  scheduler_ = std::make_unique<sys::Subprocess>(std::move(*process));
-  auto http = net::MakeCurlHttpClient({.insecure_skip_verify = true});
-  std::string healthz = fmt::format("https://127.0.0.1:{}/healthz", *port);
-  return WaitUntilReady(
-      "kube-scheduler", *scheduler_,
-      [&] {
-        auto r = http->Send({.url = healthz, .timeout = std::chrono::seconds(5)});
-        return r && r->status == 200;
-      },
-      kStartTimeout, options.output_path);
+  scheduler_ = std::move(*process);
+  return {};
 }
 
 // kube-proxy (iptables, in this namespace): ClusterIPs and NodePorts route, the `kubernetes`
@@ -372,24 +359,18 @@ Result<void> RealNode::StartProxy() {
   if (!binary) return binary.error();
   auto cluster = KubeTestCluster::Shared();
   if (!cluster) return cluster.error();
-  sys::SpawnOptions options{
-      .argv = {binary->string(), "--kubeconfig=" + (*cluster)->AdminKubeconfig().string(),
-               std::string("--hostname-override=") + kName, "--proxy-mode=iptables",
-               std::string("--cluster-cidr=") + kPodSubnet, "--masquerade-all",
-               "--conntrack-max-per-core=0", "--metrics-bind-address=127.0.0.1:10249",
-               "--healthz-bind-address=127.0.0.1:10256"},
-      .output_path = (dir_.Path() / "kube-proxy.log").string()};
-  auto process = sys::Subprocess::Spawn(options);
+  auto process = StartServing(
+      "kube-proxy",
+      {.argv = {binary->string(), "--kubeconfig=" + (*cluster)->AdminKubeconfig().string(),
+                std::string("--hostname-override=") + kName, "--proxy-mode=iptables",
+                std::string("--cluster-cidr=") + kPodSubnet, "--masquerade-all",
+                "--conntrack-max-per-core=0", "--metrics-bind-address=127.0.0.1:10249",
+                "--healthz-bind-address=127.0.0.1:10256"},
+       .output_path = (dir_.Path() / "kube-proxy.log").string()},
+      "http://127.0.0.1:10256/healthz", kStartTimeout);
   if (!process) return process.error();
-  proxy_ = std::make_unique<sys::Subprocess>(std::move(*process));
-  auto http = net::MakeCurlHttpClient();
-  return WaitUntilReady(
-      "kube-proxy", *proxy_,
-      [&] {
-        auto r = http->Send({.url = "http://127.0.0.1:10256/healthz"});
-        return r && r->status == 200;
-      },
-      kStartTimeout, options.output_path);
+  proxy_ = std::move(*process);
+  return {};
 }
 
 Result<void> RealNode::StartKubelet() {
@@ -404,25 +385,19 @@ Result<void> RealNode::StartKubelet() {
   if (auto r = Write(root / "node.kubeconfig", (*cluster)->KubeconfigYaml(*tls)); !r) return r;
   if (auto r = Write(root / "ca.crt", (*cluster)->CaPem()); !r) return r;
   if (auto r = Write(root / "kubelet.yaml", KubeletConfig(root)); !r) return r;
-  sys::SpawnOptions options{
-      .argv = {binary->string(), "--config=" + (root / "kubelet.yaml").string(),
-               "--kubeconfig=" + (root / "node.kubeconfig").string(),
-               "--root-dir=" + (root / "kubelet").string(),
-               "--cert-dir=" + (root / "kubelet-pki").string(),
-               std::string("--hostname-override=") + kName, std::string("--node-ip=") + kIp,
-               "--v=1"},
-      .output_path = (root / "kubelet.log").string()};
-  auto process = sys::Subprocess::Spawn(options);
+  auto process =
+      StartServing("kubelet",
+                   {.argv = {binary->string(), "--config=" + (root / "kubelet.yaml").string(),
+                             "--kubeconfig=" + (root / "node.kubeconfig").string(),
+                             "--root-dir=" + (root / "kubelet").string(),
+                             "--cert-dir=" + (root / "kubelet-pki").string(),
+                             std::string("--hostname-override=") + kName,
+                             std::string("--node-ip=") + kIp, "--v=1"},
+                    .output_path = (root / "kubelet.log").string()},
+                   "http://127.0.0.1:10248/healthz", kStartTimeout);
   if (!process) return process.error();
-  kubelet_ = std::make_unique<sys::Subprocess>(std::move(*process));
-  auto http = net::MakeCurlHttpClient();
-  return WaitUntilReady(
-      "kubelet", *kubelet_,
-      [&] {
-        auto r = http->Send({.url = "http://127.0.0.1:10248/healthz"});
-        return r && r->status == 200;
-      },
-      kStartTimeout, options.output_path);
+  kubelet_ = std::move(*process);
+  return {};
 }
 
 Result<void> RealNode::WaitUntilNodeReady() {

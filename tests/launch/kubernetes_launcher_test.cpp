@@ -21,12 +21,7 @@ using nlohmann::json;
 class KubernetesLauncherTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::string ns = "launch-";
-    for (char c : test) {
-      if (ns.size() < 60 && std::isalnum(static_cast<unsigned char>(c)) != 0)
-        ns += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
+    std::string ns = LauncherWorld::NamespaceForThisTest("launch-");
     auto world = LauncherWorld::Create(ns);
     ASSERT_TRUE(world) << world.error().ToString();
     world_ = std::move(*world);

@@ -1,5 +1,7 @@
 #include "launcher_world.h"
 
+#include <gtest/gtest.h>
+
 #include "kube_test_cluster.h"
 #include "real_node.h"
 #include "role_bound_client.h"
@@ -35,6 +37,15 @@ Result<void> Check(const Result<json>& result) {
 }
 
 }  // namespace
+
+std::string LauncherWorld::NamespaceForThisTest(const std::string& prefix) {
+  std::string ns = prefix;
+  for (char c : std::string(::testing::UnitTest::GetInstance()->current_test_info()->name())) {
+    if (ns.size() < 60 && std::isalnum(static_cast<unsigned char>(c)) != 0)
+      ns += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return ns;
+}
 
 Result<std::unique_ptr<LauncherWorld>> LauncherWorld::Create(const std::string& ns, Node node) {
   auto cluster = testenv::KubeTestCluster::Shared();

@@ -35,6 +35,8 @@ class LauncherWorld {
   static constexpr const char* kImage = "berth/runner:test";
 
   enum class Node { kTestAgent, kReal };
+  // prefix and the running test's name, lower-cased, as a namespace name (60 characters).
+  static std::string NamespaceForThisTest(const std::string& prefix);
   static Result<std::unique_ptr<LauncherWorld>> Create(const std::string& ns,
                                                        Node node = Node::kTestAgent);
 
