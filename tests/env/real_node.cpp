@@ -7,10 +7,14 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <unistd.h>
 
 #include <fstream>
+#include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "kube_test_cluster.h"
@@ -167,6 +171,83 @@ podLogsDir: {0}/pod-logs
                      dir.string(), RealNode::kIp, kPodSubnet);
 }
 
+// Every container a node's kubelet left (runc's own list).
+void StopContainersUnder(const fs::path& node_dir) {
+  fs::path root = node_dir / "runc/k8s.io";
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    std::string id = entry.path().filename();
+    IgnoreError(Run({kRunc, "--root", root.string(), "kill", "--all", id, "KILL"}),
+                "a container that is gone already");
+    IgnoreError(Run({kRunc, "--root", root.string(), "delete", "--force", id}),
+                "a container that is gone already");
+  }
+}
+
+// containerd's shims whose socket lies in a node folder that abandoned() names, with every
+// process under them (the containers' own): a shim double-forks away from containerd and
+// outlives it, so it is found by its command line.
+void KillShims(const std::function<bool(const fs::path& node_dir)>& abandoned) {
+  std::map<pid_t, std::vector<pid_t>> children;
+  std::vector<pid_t> doomed;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    pid_t pid = std::stoi(name);
+    auto stat = sys::ReadFile(entry.path() / "stat");
+    if (stat && stat->rfind(')') != std::string::npos) {
+      std::istringstream fields(stat->substr(stat->rfind(')') + 2));
+      std::string state;
+      pid_t parent = 0;
+      fields >> state >> parent;
+      children[parent].push_back(pid);
+    }
+    auto cmdline = sys::ReadFile(entry.path() / "cmdline");
+    if (!cmdline || cmdline->find("containerd-shim-runc-v2") == std::string::npos) continue;
+    size_t flag = cmdline->find(std::string("-address\0", 9));
+    if (flag == std::string::npos) continue;
+    std::string socket = cmdline->substr(flag + 9, cmdline->find('\0', flag + 9) - flag - 9);
+    if (abandoned(fs::path(socket).parent_path())) doomed.push_back(pid);
+  }
+  for (size_t i = 0; i < doomed.size(); ++i) {
+    for (pid_t child : children[doomed[i]]) doomed.push_back(child);
+  }
+  for (pid_t pid : doomed) kill(pid, SIGKILL);
+}
+
+// "PID START": this process, by its pid and its start time (field 22 of /proc/PID/stat), so
+// that a pid the kernel gave to another process since is not taken for it.
+std::string ProcessIdentity(const std::string& pid) {
+  auto stat = sys::ReadFile("/proc/" + pid + "/stat");
+  if (!stat) return "";
+  std::istringstream fields(stat->substr(stat->rfind(')') + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i) {
+  }
+  return pid + " " + field;
+}
+
+// A test binary killed outright (a ctest timeout) leaves its node's shims and containers
+// behind, holding the host's kubepods cgroups: the next node clears what such a node left.
+void ReapAbandonedNodes() {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(fs::temp_directory_path(), ec)) {
+    if (!entry.path().filename().string().starts_with("berth-node-")) continue;
+    auto owner = sys::ReadFile(entry.path() / "owner");
+    if (owner && !owner->empty() && ProcessIdentity(owner->substr(0, owner->find(' '))) == *owner)
+      continue;
+    StopContainersUnder(entry.path());
+    fs::remove_all(entry.path(), ec);
+  }
+  // Shims of nodes whose folder is gone or whose owner is: their containers go with them.
+  KillShims([](const fs::path& node_dir) {
+    auto owner = sys::ReadFile(node_dir / "owner");
+    return !owner || ProcessIdentity(owner->substr(0, owner->find(' '))) != *owner;
+  });
+  RemoveKubepodsCgroups();
+}
+
 }  // namespace
 
 Result<void> EnterOwnNamespaces() {
@@ -200,8 +281,11 @@ Result<RealNode*> RealNode::Shared() {
 Result<std::unique_ptr<RealNode>> RealNode::Start() {
   auto cluster = KubeTestCluster::Shared();
   if (!cluster) return cluster.error();
+  ReapAbandonedNodes();
   auto dir = sys::TempDir::Create("berth-node");
   if (!dir) return dir.error();
+  if (auto owned = Write(dir->Path() / "owner", ProcessIdentity(std::to_string(getpid()))); !owned)
+    return owned.error();
   std::unique_ptr<RealNode> node(new RealNode(std::move(*dir)));
   if (auto r = node->StartRegistry(); !r) return r.error();
   if (auto r = node->PushPauseImage(); !r) return r.error();
@@ -235,21 +319,9 @@ RealNode::~RealNode() {
   UnmountUnder(dir_.Path());
 }
 
-// Every container kubelet left (runc's own list), then the shims that watched them: a shim
-// double-forks away from containerd, so it is found by its socket folder's pids.
 void RealNode::StopContainers() {
-  fs::path root = dir_.Path() / "runc";
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(root / "k8s.io", ec)) {
-    std::string id = entry.path().filename();
-    (void)Run({kRunc, "--root", (root / "k8s.io").string(), "kill", "--all", id, "KILL"});
-    (void)Run({kRunc, "--root", (root / "k8s.io").string(), "delete", "--force", id});
-  }
-  fs::path tasks = dir_.Path() / "containerd/state/io.containerd.runtime.v2.task/k8s.io";
-  for (const auto& entry : fs::directory_iterator(tasks, ec)) {
-    auto pid = sys::ReadFile(entry.path() / "shim.pid");
-    if (pid && !pid->empty()) kill(std::stoi(*pid), SIGKILL);
-  }
+  StopContainersUnder(dir_.Path());
+  KillShims([this](const fs::path& node_dir) { return node_dir == dir_.Path(); });
 }
 
 Result<void> RealNode::StartRegistry() {

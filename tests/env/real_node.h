@@ -6,7 +6,8 @@
 // The whole cluster lives in the network and mount namespaces this test binary made for itself
 // (EnterOwnNamespaces, first thing in main): the node's address, the Pod bridge, kubelet's
 // iptables rules and every mount containerd makes are gone with the process. Started once per
-// test binary; tests that need it carry the ctest label `realnode`.
+// test binary (one at a time: ctest's resource lock `realnode`), which first clears what a
+// killed one left; tests that need it carry the ctest label `realnode`.
 #pragma once
 
 #include <filesystem>

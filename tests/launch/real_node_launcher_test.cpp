@@ -5,13 +5,14 @@
 // limit's OOMKill, a registry miss.
 #include <gtest/gtest.h>
 
-#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "launch/kubernetes/kubernetes_launcher.h"
 #include "launcher_world.h"
 #include "outcome_recorder.h"
 #include "real_node.h"
+#include "sys/files.h"
 
 namespace berth::launch {
 namespace {
@@ -53,18 +54,22 @@ struct SeenProcess {
   bool root_read_only = false;
 };
 
+// A process may end while it is read: then it is not the one (sys::ReadFile says so).
 std::optional<SeenProcess> FindRunnerProcess() {
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    std::ifstream cmdline(entry.path() / "cmdline");
-    std::string args((std::istreambuf_iterator<char>(cmdline)), {});
-    if (!args.starts_with(std::string("/berth/bin/runner\0run", 21))) continue;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    auto args = sys::ReadFile(entry.path() / "cmdline");
+    if (!args || !args->starts_with(std::string("/berth/bin/runner\0run", 21))) continue;
+    auto status = sys::ReadFile(entry.path() / "status");
+    auto mountinfo = sys::ReadFile(entry.path() / "mountinfo");
+    if (!status || !mountinfo) continue;
     SeenProcess seen;
-    std::ifstream status(entry.path() / "status");
-    for (std::string line; std::getline(status, line);) {
+    std::istringstream status_lines(*status);
+    for (std::string line; std::getline(status_lines, line);) {
       if (line.starts_with("Uid:")) seen.uid_line = line;
     }
-    std::ifstream mountinfo(entry.path() / "mountinfo");
-    for (std::string line; std::getline(mountinfo, line);) {
+    std::istringstream mount_lines(*mountinfo);
+    for (std::string line; std::getline(mount_lines, line);) {
       // "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS ...": the container's own root.
       std::istringstream fields(line);
       std::string id, parent, dev, root, point, options;
