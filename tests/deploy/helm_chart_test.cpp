@@ -85,7 +85,8 @@ TEST(HelmChart, LintsCleanAndItsSchemaRefusesWhatItWouldIgnore) {
            {"ephemeralRunner.memory=lots", "/ephemeralRunner/memory"},
            {"ephemeralRunner.pullPolicy=Sometimes", "/ephemeralRunner/pullPolicy"},
            {"networkPolicy.allowMetadata=true", "allowMetadata"},
-           {"replicaCount=2", "replicaCount"}}) {
+           {"replicaCount=2", "replicaCount"},
+           {"service.nodePort=30001", "service.nodePort"}}) {
     sys::Completed refused = Helm({"template", "t", Chart().string(), "--set", set});
     EXPECT_NE(refused.exit_code, 0) << set;
     EXPECT_NE(refused.output.find(named), std::string::npos) << set << ": " << refused.output;
@@ -123,6 +124,94 @@ TEST(HelmChart, EveryLauncherValueBecomesItsKubernetesSetting) {
   EXPECT_EQ(EnvValue(defaults, "KUBERNETES_NAMESPACE"), "berth");
   EXPECT_EQ(EnvValue(defaults, "KUBERNETES_IMAGE"), "berth/runner:0.1.0");
   EXPECT_EQ(EnvValue(defaults, "KUBERNETES_SERVICE_ACCOUNT"), "<unset>");
+}
+
+bool HasArg(const json& container, const std::string& arg) {
+  for (const json& a : container["args"]) {
+    if (a == arg) return true;
+  }
+  return false;
+}
+
+// Nothing accepted and ignored: every other value lands where it says it does.
+TEST(HelmChart, EveryOtherValueReachesItsObject) {
+  std::vector<json> objects = Render(
+      {"image.repository=registry.example.com/berthd",
+       "image.tag=9.9.9",
+       "image.pullPolicy=Always",
+       "imagePullSecrets[0].name=pull",
+       "persistence.size=5Gi",
+       "persistence.storageClass=fast",
+       "persistence.accessModes={ReadWriteOncePod}",
+       "service.type=NodePort",
+       "service.port=9090",
+       "service.nodePort=30001",
+       "tls.secretName=berth-tls",
+       "advertiseUrl=https://berth.example",
+       "runDeadlineSeconds=600",
+       "keepDeploymentsFor=48h",
+       "logFormat=text",
+       "resources.limits.memory=2Gi",
+       "probes.liveness.periodSeconds=7",
+       "probes.readiness.failureThreshold=9",
+       "podAnnotations.team=platform",
+       "nodeSelector.pool=infra",
+       "tolerations[0].key=infra",
+       "tolerations[0].operator=Exists",
+       "affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight=1",
+       "affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]"
+       ".podAffinityTerm.topologyKey=kubernetes.io/hostname",
+       "adminToken.existingSecret=my-admin",
+       "serviceMonitor.enabled=true",
+       "serviceMonitor.interval=15s",
+       "serviceMonitor.labels.release=prom"});
+  json pod = Find(objects, "Deployment")["spec"]["template"];
+  json container = pod["spec"]["containers"][0];
+  EXPECT_EQ(container["image"], "registry.example.com/berthd:9.9.9");
+  EXPECT_EQ(container["imagePullPolicy"], "Always");
+  EXPECT_EQ(pod["spec"]["imagePullSecrets"], json::parse(R"([{"name": "pull"}])"));
+  for (const char* arg : {"--tls-cert=/etc/berth/tls/tls.crt", "--tls-key=/etc/berth/tls/tls.key",
+                          "--advertise-url=https://berth.example", "--run-deadline-seconds=600",
+                          "--keep-deployments-for=48h", "--log-format=text"})
+    EXPECT_TRUE(HasArg(container, arg)) << arg << " in " << container["args"].dump();
+  EXPECT_FALSE(HasArg(container, "--allow-plain-http")) << "with TLS";
+  EXPECT_EQ(container["livenessProbe"]["httpGet"]["scheme"], "HTTPS");
+  EXPECT_EQ(container["livenessProbe"]["periodSeconds"], 7);
+  EXPECT_EQ(container["readinessProbe"]["failureThreshold"], 9);
+  EXPECT_EQ(container["resources"]["limits"]["memory"], "2Gi");
+  EXPECT_EQ(pod["metadata"]["annotations"]["team"], "platform");
+  EXPECT_EQ(pod["spec"]["nodeSelector"]["pool"], "infra");
+  EXPECT_EQ(pod["spec"]["tolerations"][0]["key"], "infra");
+  EXPECT_EQ(pod["spec"]["affinity"]["podAntiAffinity"]
+               ["preferredDuringSchedulingIgnoredDuringExecution"][0]["weight"],
+            1);
+  bool token_from_mine = false;
+  for (const json& volume : pod["spec"]["volumes"]) {
+    if (volume["name"] == "admin-token")
+      token_from_mine = volume["secret"]["secretName"] == "my-admin";
+  }
+  EXPECT_TRUE(token_from_mine) << pod["spec"]["volumes"].dump();
+  for (const json& o : objects) EXPECT_NE(o["kind"], "Secret") << "the chart made a token anyway";
+  json claim = Find(objects, "PersistentVolumeClaim")["spec"];
+  EXPECT_EQ(claim["resources"]["requests"]["storage"], "5Gi");
+  EXPECT_EQ(claim["storageClassName"], "fast");
+  EXPECT_EQ(claim["accessModes"], json::array({"ReadWriteOncePod"}));
+  json service = Find(objects, "Service")["spec"];
+  EXPECT_EQ(service["type"], "NodePort");
+  EXPECT_EQ(service["ports"][0]["port"], 9090);
+  EXPECT_EQ(service["ports"][0]["nodePort"], 30001);
+  json monitor = Find(objects, "ServiceMonitor");
+  EXPECT_EQ(monitor["metadata"]["labels"]["release"], "prom");
+  EXPECT_EQ(monitor["spec"]["endpoints"][0]["interval"], "15s");
+  EXPECT_EQ(monitor["spec"]["endpoints"][0]["scheme"], "https");
+
+  // Without a claim the data folder is an emptyDir, and no claim is made.
+  std::vector<json> ephemeral = Render({"persistence.enabled=false"});
+  for (const json& o : ephemeral) EXPECT_NE(o["kind"], "PersistentVolumeClaim");
+  json ephemeral_pod = Find(ephemeral, "Deployment")["spec"]["template"]["spec"];
+  for (const json& volume : ephemeral_pod["volumes"]) {
+    if (volume["name"] == "data") EXPECT_TRUE(volume.contains("emptyDir")) << volume.dump();
+  }
 }
 
 TEST(HelmChart, ADatabaseUrlComesFromItsSecretAndNeverAppearsInThePodSpec) {
