@@ -210,7 +210,9 @@ TEST(HelmChart, EveryOtherValueReachesItsObject) {
   for (const json& o : ephemeral) EXPECT_NE(o["kind"], "PersistentVolumeClaim");
   json ephemeral_pod = Find(ephemeral, "Deployment")["spec"]["template"]["spec"];
   for (const json& volume : ephemeral_pod["volumes"]) {
-    if (volume["name"] == "data") EXPECT_TRUE(volume.contains("emptyDir")) << volume.dump();
+    if (volume["name"] == "data") {
+      EXPECT_TRUE(volume.contains("emptyDir")) << volume.dump();
+    }
   }
 }
 
