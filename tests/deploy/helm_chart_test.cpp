@@ -135,6 +135,9 @@ bool HasArg(const json& container, const std::string& arg) {
 
 // Nothing accepted and ignored: every other value lands where it says it does.
 TEST(HelmChart, EveryOtherValueReachesItsObject) {
+  const std::string anti_affinity_topology =
+      std::string("affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]") +
+      ".podAffinityTerm.topologyKey=kubernetes.io/hostname";
   std::vector<json> objects = Render(
       {"image.repository=registry.example.com/berthd",
        "image.tag=9.9.9",
@@ -159,8 +162,7 @@ TEST(HelmChart, EveryOtherValueReachesItsObject) {
        "tolerations[0].key=infra",
        "tolerations[0].operator=Exists",
        "affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight=1",
-       "affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]"
-       ".podAffinityTerm.topologyKey=kubernetes.io/hostname",
+       anti_affinity_topology,
        "adminToken.existingSecret=my-admin",
        "serviceMonitor.enabled=true",
        "serviceMonitor.interval=15s",
