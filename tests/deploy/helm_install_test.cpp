@@ -16,6 +16,7 @@
 #include "kube/kube_api.h"
 #include "kube/kube_config.h"
 #include "kube_test_cluster.h"
+#include "oci_layout.h"
 #include "real_node.h"
 #include "sys/files.h"
 #include "sys/subprocess.h"
@@ -31,15 +32,12 @@ constexpr const char* kNamespace = "berth";
 constexpr int kNodePort = 30080;
 const std::string kBerthUrl = std::string("http://") + testenv::RealNode::kIp + ":30080";
 
-fs::path ImagesDir() {
-  const char* set = std::getenv("BERTH_IMAGES_DIR");
-  return set && *set ? fs::path(set) : testenv::SourceDir() / "build/images";
-}
+using testenv::ImagesDir;
 
 std::string ImageTag(const std::string& name) {
-  auto index = sys::ReadFile(ImagesDir() / name / "index.json");
-  if (!index) return "";
-  return json::parse(*index)["manifests"][0]["annotations"]["org.opencontainers.image.ref.name"];
+  auto manifest = testenv::ReadLayoutManifest(ImagesDir() / name);
+  EXPECT_TRUE(manifest) << manifest.error().ToString();
+  return manifest ? manifest->tag : "";
 }
 
 // What the suite sets up once: the node, the cluster's admin and the data's volume.

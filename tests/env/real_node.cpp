@@ -286,7 +286,7 @@ Result<std::unique_ptr<RealNode>> RealNode::Start() {
   if (!dir) return dir.error();
   if (auto owned = Write(dir->Path() / "owner", ProcessIdentity(std::to_string(getpid()))); !owned)
     return owned.error();
-  std::unique_ptr<RealNode> node(new RealNode(std::move(*dir)));
+  std::unique_ptr<RealNode> node(new RealNode(std::move(*dir), *cluster));
   if (auto r = node->StartRegistry(); !r) return r.error();
   if (auto r = node->PushPauseImage(); !r) return r.error();
   if (auto r = node->StartContainerd(); !r) return r.error();
@@ -405,13 +405,11 @@ Result<void> RealNode::StartContainerd() {
 Result<void> RealNode::StartScheduler() {
   auto binary = TestTool("BERTH_TEST_KUBE_SCHEDULER");
   if (!binary) return binary.error();
-  auto cluster = KubeTestCluster::Shared();
-  if (!cluster) return cluster.error();
   auto port = FreeLoopbackPort();
   if (!port) return port.error();
   auto process = StartServing(
       "kube-scheduler",
-      {.argv = {binary->string(), "--kubeconfig=" + (*cluster)->AdminKubeconfig().string(),
+      {.argv = {binary->string(), "--kubeconfig=" + cluster_->AdminKubeconfig().string(),
                 "--leader-elect=false", "--bind-address=127.0.0.1",
                 fmt::format("--secure-port={}", *port),
                 "--cert-dir=" + (dir_.Path() / "scheduler-certs").string()},
@@ -429,11 +427,9 @@ Result<void> RealNode::StartScheduler() {
 Result<void> RealNode::StartProxy() {
   auto binary = TestTool("BERTH_TEST_KUBE_PROXY");
   if (!binary) return binary.error();
-  auto cluster = KubeTestCluster::Shared();
-  if (!cluster) return cluster.error();
   auto process = StartServing(
       "kube-proxy",
-      {.argv = {binary->string(), "--kubeconfig=" + (*cluster)->AdminKubeconfig().string(),
+      {.argv = {binary->string(), "--kubeconfig=" + cluster_->AdminKubeconfig().string(),
                 std::string("--hostname-override=") + kName, "--proxy-mode=iptables",
                 std::string("--cluster-cidr=") + kPodSubnet, "--masquerade-all",
                 "--conntrack-max-per-core=0", "--metrics-bind-address=127.0.0.1:10249",
@@ -448,14 +444,12 @@ Result<void> RealNode::StartProxy() {
 Result<void> RealNode::StartKubelet() {
   auto binary = TestTool("BERTH_TEST_KUBELET");
   if (!binary) return binary.error();
-  auto cluster = KubeTestCluster::Shared();
-  if (!cluster) return cluster.error();
   const fs::path& root = dir_.Path();
   // The node's own identity, which the Node authorizer confines to its node and its Pods.
-  auto tls = (*cluster)->UserTls(std::string("system:node:") + kName, {"system:nodes"});
+  auto tls = cluster_->UserTls(std::string("system:node:") + kName, {"system:nodes"});
   if (!tls) return tls.error();
-  if (auto r = Write(root / "node.kubeconfig", (*cluster)->KubeconfigYaml(*tls)); !r) return r;
-  if (auto r = Write(root / "ca.crt", (*cluster)->CaPem()); !r) return r;
+  if (auto r = Write(root / "node.kubeconfig", cluster_->KubeconfigYaml(*tls)); !r) return r;
+  if (auto r = Write(root / "ca.crt", cluster_->CaPem()); !r) return r;
   if (auto r = Write(root / "kubelet.yaml", KubeletConfig(root)); !r) return r;
   auto process =
       StartServing("kubelet",
@@ -473,13 +467,11 @@ Result<void> RealNode::StartKubelet() {
 }
 
 Result<void> RealNode::WaitUntilNodeReady() {
-  auto cluster = KubeTestCluster::Shared();
-  if (!cluster) return cluster.error();
-  auto http = net::MakeCurlHttpClient((*cluster)->AdminTls());
+  auto http = net::MakeCurlHttpClient(cluster_->AdminTls());
   return WaitUntilReady(
       "the node's Ready condition and no taint", *kubelet_,
       [&] {
-        auto r = http->Send({.url = (*cluster)->Url() + "/api/v1/nodes/" + kName});
+        auto r = http->Send({.url = cluster_->Url() + "/api/v1/nodes/" + kName});
         if (!r || r->status != 200) return false;
         json node = json::parse(r->body);
         if (!node["spec"].value("taints", json::array()).empty()) return false;
@@ -492,13 +484,11 @@ Result<void> RealNode::WaitUntilNodeReady() {
 }
 
 Result<void> RealNode::PrepareNamespace(kube::KubeApi& admin, const std::string& ns) const {
-  auto cluster = KubeTestCluster::Shared();
-  if (!cluster) return cluster.error();
-  if (auto r = (*cluster)->CreateNamespace(ns); !r) return r;
+  if (auto r = cluster_->CreateNamespace(ns); !r) return r;
   json ca = {{"apiVersion", "v1"},
              {"kind", "ConfigMap"},
              {"metadata", {{"name", "kube-root-ca.crt"}}},
-             {"data", {{"ca.crt", (*cluster)->CaPem()}}}};
+             {"data", {{"ca.crt", cluster_->CaPem()}}}};
   auto created = admin.Create(kube::kConfigMaps, ns, ca);
   if (!created && created.error().kind != ErrorKind::kAlreadyExists) return created.error();
   return {};

@@ -22,6 +22,8 @@
 
 namespace berth::testenv {
 
+class KubeTestCluster;
+
 // Unshares this process's network and mount namespaces (all mounts private), brings up
 // loopback and the node's address on a link of its own (a bridge: this kernel has no dummy
 // links). Call from main before any thread starts.
@@ -52,7 +54,7 @@ class RealNode {
   RealNode& operator=(const RealNode&) = delete;
 
  private:
-  explicit RealNode(sys::TempDir dir) : dir_(std::move(dir)) {}
+  RealNode(sys::TempDir dir, KubeTestCluster* cluster) : dir_(std::move(dir)), cluster_(cluster) {}
   static Result<std::unique_ptr<RealNode>> Start();
   Result<void> StartRegistry();
   Result<void> StartContainerd();
@@ -64,6 +66,7 @@ class RealNode {
   void StopContainers();
 
   sys::TempDir dir_;
+  KubeTestCluster* cluster_;  // the shared one it registers to
   std::string registry_;
   std::string pause_image_;
   std::unique_ptr<sys::Subprocess> registry_process_;

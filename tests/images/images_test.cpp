@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "oci_layout.h"
 #include "sys/files.h"
 #include "sys/subprocess.h"
 #include "test_tools.h"
@@ -29,9 +30,7 @@ fs::path FromEnvOr(const char* variable, const fs::path& fallback) {
   return set && *set ? fs::path(set) : fallback;
 }
 
-fs::path ImagesDir() {
-  return FromEnvOr("BERTH_IMAGES_DIR", testenv::SourceDir() / "build/images");
-}
+using testenv::ImagesDir;
 
 sys::Completed Shell(const std::string& command) {
   auto done = sys::RunToCompletion({.argv = {"/bin/sh", "-c", command}});
@@ -49,20 +48,20 @@ json Blob(const fs::path& layout, const std::string& digest) {
   return ReadJson(layout / "blobs/sha256" / digest.substr(std::string("sha256:").size()));
 }
 
-std::string ManifestDigest(const fs::path& layout) {
-  return ReadJson(layout / "index.json")["manifests"][0]["digest"].get<std::string>();
+testenv::LayoutManifest Manifest(const fs::path& layout) {
+  auto manifest = testenv::ReadLayoutManifest(layout);
+  EXPECT_TRUE(manifest) << manifest.error().ToString();
+  return manifest ? *manifest : testenv::LayoutManifest{};
 }
+
+std::string ManifestDigest(const fs::path& layout) { return Manifest(layout).digest; }
 
 json ImageConfig(const fs::path& layout) {
   json manifest = Blob(layout, ManifestDigest(layout));
   return Blob(layout, manifest["config"]["digest"].get<std::string>());
 }
 
-std::string Tag(const fs::path& layout) {
-  return ReadJson(layout /
-                  "index.json")["manifests"][0]["annotations"]["org.opencontainers.image.ref.name"]
-      .get<std::string>();
-}
+std::string Tag(const fs::path& layout) { return Manifest(layout).tag; }
 
 class Images : public ::testing::Test {
  protected:
@@ -164,7 +163,12 @@ TEST_F(Images, TheImagesRebuildToTheSameDigests) {
             build.string() + "' --out '" + again.string() + "' 2>&1");
   ASSERT_EQ(rebuilt.exit_code, 0) << rebuilt.output;
   for (const char* name : {"runner", "berthd"}) {
-    EXPECT_EQ(ManifestDigest(again / name), ManifestDigest(ImagesDir() / name)) << name;
+    EXPECT_EQ(ManifestDigest(again / name), ManifestDigest(ImagesDir() / name))
+        << name << ": rebuilt at revision "
+        << ImageConfig(again / name)["config"]["Labels"]["org.opencontainers.image.revision"]
+        << ", the layout under test is of "
+        << ImageConfig(ImagesDir() / name)["config"]["Labels"]["org.opencontainers.image.revision"]
+        << " (after a change, run scripts/images)";
     EXPECT_NE(rebuilt.output.find(ManifestDigest(again / name)), std::string::npos)
         << "scripts/images prints each digest";
   }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "kube_test_cluster.h"
+#include "oci_layout.h"
 #include "real_node.h"
 #include "role_bound_client.h"
 #include "test_tools.h"
@@ -100,11 +101,9 @@ Result<void> LauncherWorld::GrantLauncherRole() {
 // at /berth/marker.
 Result<PushedImage> PushRunnerWithModules(const testenv::RealNode& node, const std::string& tag,
                                           const std::string& marker) {
-  const char* set = std::getenv("BERTH_IMAGES_DIR");
-  fs::path images = set && *set ? fs::path(set) : testenv::SourceDir() / "build/images";
-  if (!fs::exists(images / "runner/index.json"))
-    return MakeError(ErrorKind::kFailedPrecondition,
-                     (images / "runner").string() + " is missing: run scripts/images");
+  fs::path images = testenv::ImagesDir();
+  auto base = testenv::ReadLayoutManifest(images / "runner");
+  if (!base) return base.error();
   auto work = sys::TempDir::Create("runner-image-derived");
   if (!work) return work.error();
   fs::path layout = work->Path() / "layout", layer = work->Path() / "berth";
@@ -125,21 +124,17 @@ Result<PushedImage> PushRunnerWithModules(const testenv::RealNode& node, const s
     return written.error();
   if (auto written = sys::WriteFileAtomic(layer / "marker", marker, kReadable); !written)
     return written.error();
-  auto index = sys::ReadFile(layout / "index.json");
-  if (!index) return index.error();
-  std::string version =
-      json::parse(*index)["manifests"][0]["annotations"]["org.opencontainers.image.ref.name"];
   auto inserted =
       sys::RunToCompletion({.argv = {"/usr/bin/umoci", "insert", "--image",
-                                     layout.string() + ":" + version, layer.string(), "/berth"}});
+                                     layout.string() + ":" + base->tag, layer.string(), "/berth"}});
   if (!inserted || inserted->exit_code != 0)
     return MakeError(ErrorKind::kInternal, "umoci insert failed",
                      inserted ? inserted->output : inserted.error().message);
-  index = sys::ReadFile(layout / "index.json");
-  if (!index) return index.error();
-  auto pushed = node.Push(layout, version, "berth/runner-test", tag);
+  auto derived = testenv::ReadLayoutManifest(layout);
+  if (!derived) return derived.error();
+  auto pushed = node.Push(layout, derived->tag, "berth/runner-test", tag);
   if (!pushed) return pushed.error();
-  return PushedImage{.reference = *pushed, .digest = json::parse(*index)["manifests"][0]["digest"]};
+  return PushedImage{.reference = *pushed, .digest = derived->digest};
 }
 
 KubernetesSettings LauncherWorld::Settings(const std::string& grace, bool resources) const {

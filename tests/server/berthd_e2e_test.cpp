@@ -375,7 +375,6 @@ TEST_F(BerthdE2e, AResetAdminTokenRevokesTheOldOneAndKeepsTheOthers) {
 // An operator-kept admin token (a mounted Secret): each start makes the admin token exactly
 // the file's secret, so that a changed file and a restart rotate it; a weak one is refused.
 TEST_F(BerthdE2e, AnAdminTokenFileIsTheAdminTokenAndRotatesOnRestart) {
-  const std::string made_at_first_start = token_;
   fs::path file = data_ / "mounted-admin-token";
   const std::string kept(40, 'k'), rotated(48, 'r');
   ASSERT_TRUE(sys::WriteFileAtomic(file, kept + "\n"));
@@ -392,7 +391,6 @@ TEST_F(BerthdE2e, AnAdminTokenFileIsTheAdminTokenAndRotatesOnRestart) {
   EXPECT_EQ(Call("GET", "/projects").status, 401);
   token_ = rotated;
   EXPECT_EQ(Call("GET", "/tokens").status, 200);
-  EXPECT_EQ(made_at_first_start.find(rotated), std::string::npos);
 
   StopBerthd();
   for (const std::string& weak : {std::string("short"), std::string(40, ' ')}) {
