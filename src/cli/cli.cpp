@@ -165,6 +165,32 @@ int Call(const Globals& g, const std::string& method, const std::string& path, c
   return kExitOk;
 }
 
+// A runner with how it is doing (a kubernetes-agent's agents and queue): two reads, one object.
+int GetRunner(const Globals& g, const std::string& id, const Kind* kind) {
+  auto c = Reach(g);
+  if (!c) return kExitUnavailable;
+  json runner;
+  for (const std::string& path : {"/runners/" + id, "/runners/" + id + "/status"}) {
+    net::HttpRequest request{.method = "GET", .headers = {{"Accept", "application/json"}}};
+    auto response = SendToOrg(*c, std::move(request), path);
+    if (!response) {
+      std::fprintf(stderr, "error: %s\n", response.error().ToString().c_str());
+      return kExitUnavailable;
+    }
+    if (response->status >= 300) return ReportError(response->body, response->status);
+    json doc = json::parse(response->body, nullptr, false);
+    if (runner.is_null()) {
+      runner = std::move(doc);
+      continue;
+    }
+    doc.erase("runner_id");
+    doc.erase("type");
+    if (doc.is_object() && !doc.empty()) runner["status"] = std::move(doc);
+  }
+  Print(g, kind, runner, false);
+  return kExitOk;
+}
+
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
 
@@ -298,6 +324,10 @@ int Main(int argc, char** argv) {
   auto* logs = app.add_subcommand("logs", "print a deployment's log");
   logs->add_option("id", id, "the deployment")->required();
   logs->add_flag("-f,--follow", follow, "keep printing until its runs have ended");
+  std::string identity_file;
+  logs->add_option("--identity", identity_file,
+                   "an age identity file (age-keygen's) that decrypts a log its runners "
+                   "encrypted to the environment's log_recipient");
   auto* approve = app.add_subcommand("approve", "apply the plan a deployment waits with");
   approve->add_option("id", id, "the deployment")->required();
   approve->add_option("--plan-hash", plan_hash, "the plan's hash, as printed")->required();
@@ -373,7 +403,7 @@ int Main(int argc, char** argv) {
     return RenderPod(render_options);
   }
   if (*deploy) return Deploy(g, deploy_options);
-  if (*logs) return ShowLogs(g, id, follow);
+  if (*logs) return ShowLogs(g, id, follow, identity_file);
   if (*approve) return Approve(g, id, plan_hash);
   if (*cancel) return CancelDeployment(g, id);
   if (*outputs) return ShowOutputs(g, id, sensitive);
@@ -426,6 +456,7 @@ int Main(int argc, char** argv) {
       std::string query = runner_filter.empty() ? "" : "?runner_id=" + runner_filter;
       return Call(g, "GET", base + query, nullptr, kind, true);
     }
+    if (kind->name == "runner") return GetRunner(g, id, kind);
     return Call(g, "GET", base + "/" + id, nullptr, kind, false);
   }
   if (*remove) return Call(g, "DELETE", base + "/" + id, nullptr, kind, false, true);

@@ -9,6 +9,7 @@
 #include "cli/body.h"
 #include "cli/bundle.h"
 #include "cli/cli.h"
+#include "cli/log_decryption.h"
 #include "cli/timings.h"
 #include "core/time_format.h"
 #include "sys/files.h"
@@ -24,15 +25,18 @@ constexpr std::chrono::hours kFollowFor{24};
 // until nothing more will come. The position it read up to, or the exit code as a negative
 // number.
 int64_t ReadLog(const Connection& c, const std::string& id, int64_t after, bool follow,
-                bool quiet = false) {
+                bool quiet = false, LogDecryption* decryption = nullptr) {
   net::HttpRequest request;
   request.timeout = follow ? std::chrono::duration_cast<std::chrono::milliseconds>(kFollowFor)
                            : std::chrono::milliseconds(std::chrono::minutes(5));
-  request.on_body = [quiet](std::string_view piece) {
-    if (!quiet) {
+  request.on_body = [quiet, decryption](std::string_view piece) {
+    if (quiet) return true;
+    if (decryption) {
+      decryption->Feed(piece);
+    } else {
       std::fwrite(piece.data(), 1, piece.size(), stdout);
-      std::fflush(stdout);
     }
+    std::fflush(stdout);
     return true;
   };
   std::string query = "?after=" + std::to_string(after) + (follow ? "&follow=true" : "");
@@ -170,10 +174,22 @@ int Deploy(const Globals& g, const DeployOptions& o) {
   return kExitOk;
 }
 
-int ShowLogs(const Globals& g, const std::string& id, bool follow) {
+int ShowLogs(const Globals& g, const std::string& id, bool follow,
+             const std::string& identity_file) {
   auto c = Reach(g);
   if (!c) return kExitUnavailable;
-  int64_t position = ReadLog(*c, id, 0, follow);
+  std::optional<LogDecryption> decryption;
+  if (!identity_file.empty()) {
+    auto identity = sys::ReadFile(identity_file);
+    if (!identity) {
+      std::fprintf(stderr, "error: --identity: %s\n", identity.error().ToString().c_str());
+      return kExitUsage;
+    }
+    decryption.emplace(
+        *identity, [](std::string_view text) { std::fwrite(text.data(), 1, text.size(), stdout); });
+  }
+  int64_t position = ReadLog(*c, id, 0, follow, false, decryption ? &*decryption : nullptr);
+  if (decryption) decryption->Finish();
   return position < 0 ? static_cast<int>(-position) : kExitOk;
 }
 

@@ -26,7 +26,9 @@ struct DeployOptions {
 };
 
 int Deploy(const Globals& g, const DeployOptions& options);
-int ShowLogs(const Globals& g, const std::string& id, bool follow);
+// identity_file: an age identity that decrypts the chunks runners encrypted (empty: none).
+int ShowLogs(const Globals& g, const std::string& id, bool follow,
+             const std::string& identity_file = "");
 int Approve(const Globals& g, const std::string& id, const std::string& plan_hash);
 int CancelDeployment(const Globals& g, const std::string& id);
 int ShowOutputs(const Globals& g, const std::string& id, bool sensitive);

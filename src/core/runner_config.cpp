@@ -5,6 +5,7 @@
 #include <map>
 #include <utility>
 
+#include "core/duration.h"
 #include "core/ed25519_key.h"
 #include "core/enum_names.h"
 #include "core/pattern.h"
@@ -157,7 +158,28 @@ Schema Build(RunnerType type) {
                             .Doc("the cluster berthd reaches with its own credentials "
                                  "(in-cluster or KUBECONFIG)"))));
     case RunnerType::kKubernetesAgent:
-      return KubernetesType(name, Required("key", Ed25519Key()));
+      return Schema::Object({
+          Required("type", TypeField(name)),
+          Required("key", Ed25519Key()),
+          Optional("next_key",
+                   std::move(Ed25519Key().Doc(
+                       "a second key the agents may sign with while they roll over to it"))),
+          Optional(
+              "command_expiry",
+              std::move(Schema::String()
+                            .Require([](const json& v) -> std::optional<std::string> {
+                              auto d = ParseDuration(v.get<std::string>());
+                              if (!d || *d < std::chrono::seconds(10) ||
+                                  *d > std::chrono::hours(168))
+                                return "must be a duration from 10s to 168h (30m, 2h)";
+                              return std::nullopt;
+                            })
+                            .JsonSchema({{"pattern",
+                                          "^([0-9]{1,5}(\\.[0-9]{1,3})?(ns|us|ms|s|m|h)){1,4}$"}})
+                            .Doc("how long a launch waits in the queue for an agent before its "
+                                 "deployment fails with AgentUnavailable (default 1h)"))),
+          Required("job", Job()),
+      });
     case RunnerType::kKubernetesGke:
       return KubernetesType(
           name,

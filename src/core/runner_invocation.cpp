@@ -22,6 +22,7 @@ std::vector<std::string> RunnerInvocation::Args() const {
   if (plan_destroy) args.emplace_back("--plan-destroy");
   if (allow_destroy) args.emplace_back("--allow-destroy");
   if (state_encryption) args.emplace_back("--state-encryption");
+  value("log-recipient", log_recipient);
   value("namespace", ns);
   value("name", name);
   value("workdir", workdir);

@@ -27,6 +27,7 @@ struct RunnerInvocation {
   bool plan_destroy = false;
   bool allow_destroy = false;
   bool state_encryption = false;  // the gateway's state-key encrypts state and plans
+  std::string log_recipient;      // an age recipient every shipped log chunk is encrypted to
 
   // Where it runs: the launcher's.
   std::string ns, name;

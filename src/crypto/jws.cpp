@@ -122,22 +122,23 @@ Result<std::string> MintRunToken(const RunToken& token, const Ed25519Signer& sig
                  signer);
 }
 
+std::string Jws::TextClaim(const char* name) const {
+  auto it = claims_.find(name);
+  return it != claims_.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+int64_t Jws::IntClaim(const char* name) const {
+  auto it = claims_.find(name);
+  return it != claims_.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
+}
+
 Result<RunToken> VerifyRunToken(std::string_view text, std::string_view public_key,
                                 std::string_view audience, int64_t now) {
   auto jws = Jws::Parse(text);
   if (!jws) return jws.error();
   if (auto verified = jws->Verify(public_key); !verified) return verified.error();
-  const json& claims = jws->Claims();
-  auto string_claim = [&](const char* name) {
-    auto it = claims.find(name);
-    return it != claims.end() && it->is_string() ? it->get<std::string>() : std::string();
-  };
-  auto int_claim = [&](const char* name) -> int64_t {
-    auto it = claims.find(name);
-    return it != claims.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
-  };
-  RunToken token{string_claim("sub"), string_claim("aud"), int_claim("iat"),
-                 int_claim("exp"),    string_claim("jti"), string_claim("scope")};
+  RunToken token{jws->TextClaim("sub"), jws->TextClaim("aud"), jws->IntClaim("iat"),
+                 jws->IntClaim("exp"),  jws->TextClaim("jti"), jws->TextClaim("scope")};
   if (token.audience != audience) return Unauthenticated("the token is for another audience");
   if (token.expires_at == 0) return Unauthenticated("the token has no expiry");
   if (now >= token.expires_at) return Unauthenticated("the token has expired");

@@ -40,6 +40,9 @@ class Jws {
   // The signature over header.payload by public_key (32 raw bytes).
   Result<void> Verify(std::string_view public_key) const;
   const nlohmann::json& Claims() const { return claims_; }
+  // A claim of its type, or "" and 0 when it is absent or of another type.
+  std::string TextClaim(const char* name) const;
+  int64_t IntClaim(const char* name) const;
 
  private:
   Jws() = default;

@@ -20,6 +20,7 @@ namespace berth::launch {
 struct LaunchRequest {
   std::string run_id;           // a DNS label, unique per run: launching it twice starts one runner
   std::string revision;         // of the environment's configuration, for labels
+  std::string org_id;           // the organization of the run's environment
   std::string runner_id;        // the runner (of the org) whose configuration this is
   RunnerInvocation invocation;  // the run; the launcher adds its placement
   std::map<std::string, std::string> labels;  // the run's labels (reserved ones override)
@@ -38,12 +39,15 @@ enum class RunnerEnd {
   kImagePullFailed,
   kConfigError,  // the kubelet could not create its container
   kUnschedulable,
-  kLost,           // nobody knows how it ended: its Pod or process vanished
-  kCancelled,      // stopped before it wrote a result
-  kFailed,         // exited without a (valid) result
-  kLimitExceeded,  // stopped for going over its runner's limits (CPU time, disk)
+  kLost,              // nobody knows how it ended: its Pod or process vanished
+  kCancelled,         // stopped before it wrote a result
+  kFailed,            // exited without a (valid) result
+  kLimitExceeded,     // stopped for going over its runner's limits (CPU time, disk)
+  kAgentUnavailable,  // no agent of its kubernetes-agent runner took the launch in time
+  kAgentRejected,     // the runner's agent could not launch it, and said why
 };
 std::string_view RunnerEndName(RunnerEnd end);
+std::optional<RunnerEnd> RunnerEndNamed(std::string_view name);
 
 struct RunOutcome {
   bool succeeded = false;

@@ -9,6 +9,7 @@
 #include "core/pattern.h"
 #include "core/quantity.h"
 #include "core/run_result.h"
+#include "crypto/age.h"
 #include "runner/flag_set.h"
 #include "runner/verbosity.h"
 
@@ -202,6 +203,12 @@ void AddRunFlags(FlagSet& flags, RunOptions& o) {
   flags.Value("plan-key-file", NonEmptyString(&o.plan_key_file));
   flags.Value("state-key-file", NonEmptyString(&o.state_key_file));
   flags.Bool("state-encryption", &o.state_encryption);
+  flags.Value("log-recipient", [&o](std::string_view v) -> Result<void> {
+    auto key = crypto::ParseAgeRecipient(v);
+    if (!key) return Invalid(key.error().message);
+    o.log_recipient = std::string(v);
+    return {};
+  });
   flags.Bool("allow-destroy", &o.allow_destroy);
   flags.Bool("plan-destroy", &o.plan_destroy);
   flags.Value("restore-from", NonEmptyString(&o.restore_from));
@@ -379,6 +386,8 @@ CommandLine ParseFlags(const std::vector<std::string>& args) {
       line.error = Usage("run: --gateway and --run-id go together");
     } else if (!run.options.berthd_relay.empty() && run.options.gateway.empty()) {
       line.error = Usage("run: --berthd-relay relays to berthd: it needs --gateway");
+    } else if (!run.options.log_recipient.empty() && run.options.gateway.empty()) {
+      line.error = Usage("run: --log-recipient encrypts the log it ships: it needs --gateway");
     } else if (run.options.state_encryption && run.options.gateway.empty()) {
       line.error = Usage(
           "run: --state-encryption takes the key from berthd: it needs --gateway (or give "

@@ -54,7 +54,7 @@ Result<void> GatewayRun::Prepare(RunOptions& options, LogSink& log) {
     return MakeError(ErrorKind::kInvalidArgument,
                      "--gateway needs the run's token: --token-file, or the file BERTH_TOKEN_FILE "
                      "names");
-  shipper_ = std::make_unique<LogShipper>(client_, kLogFlushEvery);
+  shipper_ = std::make_unique<LogShipper>(client_, kLogFlushEvery, options.log_recipient);
   log.Tee([shipper = shipper_.get()](std::string_view line) { shipper->Line(line); });
   std::error_code ec;
   fs::create_directories(staging_, ec);

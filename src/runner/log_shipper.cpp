@@ -1,9 +1,15 @@
 #include "runner/log_shipper.h"
 
+#include "crypto/age.h"
+
 namespace berth::runner {
 
-LogShipper::LogShipper(GatewayClient& gateway, std::chrono::milliseconds flush_every)
-    : gateway_(gateway), flush_every_(flush_every), thread_([this] { Loop(); }) {}
+LogShipper::LogShipper(GatewayClient& gateway, std::chrono::milliseconds flush_every,
+                       std::string recipient)
+    : gateway_(gateway),
+      flush_every_(flush_every),
+      recipient_(std::move(recipient)),
+      thread_([this] { Loop(); }) {}
 
 LogShipper::~LogShipper() { Close(); }
 
@@ -56,6 +62,15 @@ void LogShipper::Loop() {
       chunk = buffer_.substr(0, take);
       buffer_.erase(0, take);
       last = closing_ && buffer_.empty();
+    }
+    if (!chunk.empty() && !recipient_.empty()) {
+      // Never sent in clear: a chunk that cannot be encrypted is lost, and the loss said.
+      auto sealed = crypto::AgeEncryptArmored(chunk, recipient_);
+      chunk = sealed ? std::move(*sealed) : std::string();
+      if (!sealed) {
+        MutexLock lock(mutex_);
+        lost_ = true;
+      }
     }
     if (!chunk.empty()) {
       if (!gateway_.AppendLog(++seq, chunk)) {

@@ -19,7 +19,9 @@ class LogShipper {
   static constexpr size_t kChunkBytes = 256 << 10;
   static constexpr size_t kMaxBuffered = 64 << 20;
 
-  LogShipper(GatewayClient& gateway, std::chrono::milliseconds flush_every);
+  // recipient: an age recipient every chunk is encrypted to before it is sent (empty: none).
+  LogShipper(GatewayClient& gateway, std::chrono::milliseconds flush_every,
+             std::string recipient = "");
   ~LogShipper();
   LogShipper(const LogShipper&) = delete;
   LogShipper& operator=(const LogShipper&) = delete;
@@ -34,6 +36,7 @@ class LogShipper {
 
   GatewayClient& gateway_;
   const std::chrono::milliseconds flush_every_;
+  const std::string recipient_;
   Mutex mutex_;
   std::condition_variable_any wake_;
   std::string buffer_ GUARDED_BY(mutex_);

@@ -55,6 +55,8 @@ struct RunOptions {
   // --state-encryption: the key is the gateway's state-key.
   std::string state_key_file;
   bool state_encryption = false;
+  // Every log chunk shipped to the gateway is encrypted to this age recipient (age1...) first.
+  std::string log_recipient;
   bool allow_destroy = false;
   bool plan_destroy = false;  // plan: a destroy plan (for a destroy that needs approval)
   // restore and events

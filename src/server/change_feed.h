@@ -36,6 +36,15 @@ class ChangeFeed {
     MutexLock lock(mutex_);
     changed_.wait_for(mutex_, timeout, [&]() REQUIRES(mutex_) { return generation_ != seen; });
   }
+  // Forgets the wakes waiting without calling them: what serves them has stopped, and they
+  // must go before what they hold (the server's executor) does.
+  void DropWaiters() EXCLUDES(mutex_) {
+    std::vector<std::function<void()>> dropped;
+    {
+      MutexLock lock(mutex_);
+      dropped.swap(subscribers_);
+    }
+  }
   // Calls wake once, on the notifying thread (or this one, if it moved past seen already), when
   // the generation moves past seen: a waiter that holds no thread while it waits. wake must be
   // quick and must not call back into the feed.

@@ -16,6 +16,8 @@
 #include "launch/kubernetes/kubernetes_launcher.h"
 #include "launch/local/local_launcher.h"
 #include "net/http_server.h"
+#include "server/agents/agent_gateway.h"
+#include "server/agents/agent_launcher.h"
 #include "server/api/api.h"
 #include "server/change_feed.h"
 #include "server/dispatch/dispatcher.h"
@@ -379,6 +381,10 @@ class Berthd {
         base_(std::move(foundations)),
         states_(*base_.store, base_.signer.PublicKey(), SystemClock::Instance()),
         gateway_(*base_.store, {.public_key = base_.signer.PublicKey(), .feed = &log_feed_}),
+        agent_gateway_(*base_.store, {.signer = &base_.signer,
+                                      .events = &dispatcher_,
+                                      .commands = &agent_commands_,
+                                      .ends = &agent_ends_}),
         left_locks_(base_.kube_client ? std::make_unique<KubernetesStateLocks>(*base_.kube_client)
                                       : nullptr),
         dispatcher_(*base_.store, launchers_, base_.signer,
@@ -416,6 +422,12 @@ class Berthd {
       for (const char* type : {"kubernetes", "kubernetes-gke", "kubernetes-eks", "kubernetes-aks"})
         launchers_[type] = kubernetes_.get();
     }
+    // kubernetes-agent runners need nothing of this berthd but its database: any berthd
+    // queues their launches, and takes their agents' polls and reports.
+    agents_ = std::make_unique<AgentLauncher>(
+        *base_.store, dispatcher_,
+        AgentLauncherOptions{.commands = &agent_commands_, .ends = &agent_ends_, .log = &log_});
+    launchers_["kubernetes-agent"] = agents_.get();
     if (!options.runner_binary.empty()) {
       launch::LocalLauncherOptions local{.runner_binary = options.runner_binary,
                                          .runs_dir = options.data_dir / "runs",
@@ -443,7 +455,9 @@ class Berthd {
   // Nothing is served once this returns; the launchers stop (as members) after that.
   ~Berthd() {
     base_.server->Stop();
+    for (ChangeFeed* feed : {&log_feed_, &agent_commands_}) feed->DropWaiters();
     if (kubernetes_) kubernetes_->Stop();
+    agents_->Stop();
     std::error_code ec;
     fs::remove(UrlFilePath(options_.data_dir), ec);
   }
@@ -458,6 +472,7 @@ class Berthd {
     if (kubernetes_) {
       if (auto started = kubernetes_->Start(); !started) return started.error();
     }
+    agents_->Start();
     // Alive in the database before it owns a run, or another replica would take it over.
     auto lease = ReplicaLeaseKeeper::Start(base_.store->Replicas(), base_.replica,
                                            options_.replica_lease, log_);
@@ -525,6 +540,7 @@ class Berthd {
       response.route = std::string(kStatePathPrefix) + "{key}";
       return response;
     }
+    if (AgentGateway::Serves(r.target)) return agent_gateway_.Handle(r);
     if (RunGateway::Serves(r.target)) {
       net::ServerResponse response = gateway_.Handle(r);
       metrics_.GatewayBytes("in", r.body.size());
@@ -537,11 +553,14 @@ class Berthd {
   const DaemonOptions& options_;
   sys::Logger log_;
   BerthdMetrics metrics_;
-  ChangeFeed dispatch_feed_;  // what wakes the dispatcher
-  ChangeFeed log_feed_;       // what wakes log followers
+  ChangeFeed dispatch_feed_;   // what wakes the dispatcher
+  ChangeFeed log_feed_;        // what wakes log followers
+  ChangeFeed agent_commands_;  // a command was queued: agents' long polls look again
+  ChangeFeed agent_ends_;      // an agent reported a run's end: the agent launcher records it
   Foundations base_;
   StateBackend states_;
   RunGateway gateway_;
+  AgentGateway agent_gateway_;
   Launchers launchers_;  // filled in the constructor's body, before the dispatcher's first use
   // With a cluster: the kubernetes storage's Leases that dead runs left are broken.
   std::unique_ptr<LeftStateLocks> left_locks_;
@@ -553,6 +572,7 @@ class Berthd {
   std::string local_refusal_;
   std::string local_limits_;  // which runner limits local runs can have: all, or disk only
   std::unique_ptr<launch::KubernetesLauncher> kubernetes_;
+  std::unique_ptr<AgentLauncher> agents_;
   std::unique_ptr<ReplicaLeaseKeeper> lease_;  // renewed until berthd stops
 };
 

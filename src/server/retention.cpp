@@ -63,9 +63,13 @@ void Retention::Prune(int64_t now_ms) {
   auto bundles =
       store_.DeploymentData().PruneBundles(now_ms - Millis(policy_.unused_bundles_kept_for));
   if (!bundles) log_.Error("unused bundles not pruned", {{"why", bundles.error().message}});
-  if (deployments > 0 || (bundles && *bundles > 0))
+  // Agents' settled commands go with the deployments they launched.
+  auto commands = store_.Agents().PruneSettled(now_ms - Millis(policy_.ended_deployments_kept_for));
+  if (!commands) log_.Error("agent commands not pruned", {{"why", commands.error().message}});
+  if (deployments > 0 || (bundles && *bundles > 0) || (commands && *commands > 0))
     log_.Info("pruned", {{"ended_deployments", std::to_string(deployments)},
-                         {"unused_bundles", std::to_string(bundles ? *bundles : 0)}});
+                         {"unused_bundles", std::to_string(bundles ? *bundles : 0)},
+                         {"agent_commands", std::to_string(commands ? *commands : 0)}});
   PruneStateVersions(now_ms);
 }
 

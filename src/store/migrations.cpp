@@ -130,6 +130,23 @@ constexpr Migration kMigrations[] = {
      "ALTER TABLE deployments ADD COLUMN bundle_id TEXT;"
      "CREATE INDEX deployments_by_bundle ON deployments (org_id, bundle_id);"
      "CREATE INDEX deployments_by_age ON deployments (state, updated_at);"},
+    // kubernetes-agent runners (store/agent_store.h): each runner's command queue, the ends
+    // agents report, the agents seen polling, and the agent token ids already used.
+    {12,
+     "CREATE TABLE runner_commands (org_id TEXT NOT NULL, runner_id TEXT NOT NULL, "
+     "seq BIGINT NOT NULL, kind TEXT NOT NULL, run_id TEXT NOT NULL, payload TEXT NOT NULL, "
+     "state TEXT NOT NULL, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, "
+     "lease_until BIGINT NOT NULL, receipt TEXT NOT NULL, deliveries BIGINT NOT NULL, "
+     "agent TEXT NOT NULL, reason TEXT NOT NULL, PRIMARY KEY (org_id, runner_id, seq), "
+     "UNIQUE (org_id, runner_id, kind, run_id));"
+     "CREATE INDEX runner_commands_by_state ON runner_commands (state, expires_at);"
+     "CREATE TABLE agent_run_ends (run_id TEXT PRIMARY KEY, org_id TEXT NOT NULL, "
+     "runner_id TEXT NOT NULL, outcome TEXT NOT NULL, at BIGINT NOT NULL);"
+     "CREATE TABLE runner_agents (org_id TEXT NOT NULL, runner_id TEXT NOT NULL, "
+     "agent TEXT NOT NULL, version TEXT NOT NULL, last_poll_at BIGINT NOT NULL, "
+     "PRIMARY KEY (org_id, runner_id, agent));"
+     "CREATE TABLE agent_token_ids (id TEXT PRIMARY KEY, expires_at BIGINT NOT NULL);"
+     "CREATE INDEX agent_token_ids_by_expiry ON agent_token_ids (expires_at);"},
 };
 
 #undef BERTH_RECORD_COLUMNS

@@ -9,6 +9,7 @@
 #include "store/pool.h"
 #include "store/sealing.h"
 #include "store/sql.h"
+#include "store/sql_agent_store.h"
 #include "store/sql_deployment_data_store.h"
 #include "store/sql_deployment_store.h"
 #include "store/sql_replica_store.h"
@@ -95,12 +96,14 @@ class SqlStore final : public Store {
         states_(MakeSqlStateStore(*pool_, keys_.get())),
         deployments_(MakeSqlDeploymentStore(*pool_, keys_.get())),
         deployment_data_(MakeSqlDeploymentDataStore(*pool_, keys_.get())),
-        replicas_(MakeSqlReplicaStore(*pool_)) {}
+        replicas_(MakeSqlReplicaStore(*pool_)),
+        agents_(MakeSqlAgentStore(*pool_)) {}
 
   StateStore& States() override { return *states_; }
   DeploymentStore& Deployments() override { return *deployments_; }
   DeploymentDataStore& DeploymentData() override { return *deployment_data_; }
   ReplicaStore& Replicas() override { return *replicas_; }
+  AgentStore& Agents() override { return *agents_; }
 
   Result<bool> CreateOrganization(const std::string& id) override {
     auto c = pool_->Borrow();
@@ -444,6 +447,7 @@ class SqlStore final : public Store {
   std::unique_ptr<DeploymentStore> deployments_;
   std::unique_ptr<DeploymentDataStore> deployment_data_;
   std::unique_ptr<ReplicaStore> replicas_;
+  std::unique_ptr<AgentStore> agents_;
 };
 
 }  // namespace

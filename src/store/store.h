@@ -19,6 +19,7 @@
 
 #include "core/error.h"
 #include "core/token_scopes.h"
+#include "store/agent_store.h"
 #include "store/deployment_data_store.h"
 #include "store/deployment_store.h"
 #include "store/replica_store.h"
@@ -123,6 +124,8 @@ class Store {
   virtual DeploymentDataStore& DeploymentData() = 0;
   // The berthd processes sharing the database, and their leases.
   virtual ReplicaStore& Replicas() = 0;
+  // kubernetes-agent runners' command queues and what their agents report.
+  virtual AgentStore& Agents() = 0;
 };
 
 // Opens the database named by url: a path or sqlite:PATH for SQLite, postgres:// or

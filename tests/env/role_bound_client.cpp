@@ -22,9 +22,9 @@ Result<void> Ensure(kube::KubeApi& admin, const kube::ResourceKind& kind, const 
 
 }  // namespace
 
-Result<std::unique_ptr<kube::KubeClient>> ClientBoundToRole(kube::KubeApi& admin,
-                                                            const std::filesystem::path& rbac_yaml,
-                                                            const std::string& ns) {
+Result<std::string> KubeconfigBoundToRole(kube::KubeApi& admin,
+                                          const std::filesystem::path& rbac_yaml,
+                                          const std::string& ns) {
   auto text = sys::ReadFile(rbac_yaml);
   if (!text) return text.error();
   size_t split = text->find("\n---\n");
@@ -49,8 +49,15 @@ Result<std::unique_ptr<kube::KubeClient>> ClientBoundToRole(kube::KubeApi& admin
   if (!token) return token.error();
   auto cluster = KubeTestCluster::Shared();
   if (!cluster) return cluster.error();
-  auto config = kube::KubeConfig::Parse(
-      (*cluster)->KubeconfigYaml({}, (*token)["status"]["token"].get<std::string>()), "/", {});
+  return (*cluster)->KubeconfigYaml({}, (*token)["status"]["token"].get<std::string>());
+}
+
+Result<std::unique_ptr<kube::KubeClient>> ClientBoundToRole(kube::KubeApi& admin,
+                                                            const std::filesystem::path& rbac_yaml,
+                                                            const std::string& ns) {
+  auto yaml = KubeconfigBoundToRole(admin, rbac_yaml, ns);
+  if (!yaml) return yaml.error();
+  auto config = kube::KubeConfig::Parse(*yaml, "/", {});
   if (!config) return config.error();
   return kube::MakeKubeClient(*config);
 }

@@ -15,6 +15,10 @@ namespace berth::testenv {
 
 // rbac_yaml: a file holding a Role, `---`, and its RoleBinding (whose subject is berthd's
 // account); everything is created in ns with the admin client.
+// The same, as a kubeconfig document (for a process under test, such as berth-agent).
+Result<std::string> KubeconfigBoundToRole(kube::KubeApi& admin,
+                                          const std::filesystem::path& rbac_yaml,
+                                          const std::string& ns);
 Result<std::unique_ptr<kube::KubeClient>> ClientBoundToRole(kube::KubeApi& admin,
                                                             const std::filesystem::path& rbac_yaml,
                                                             const std::string& ns);

@@ -100,6 +100,32 @@ TEST_F(RetentionTest, EndedDeploymentsGoWithTheirLogsAfterTheirTimeButTheNewestO
   EXPECT_EQ(store_->DeploymentData().ReadLog("acme", newest_dev, 0, 10)->size(), 1u);
 }
 
+TEST_F(RetentionTest, SettledAgentCommandsGoWithTheDeploymentsButWaitingOnesStay) {
+  const int64_t now = UnixMillisNow();
+  auto command = [&](const std::string& run) {
+    return store_->Agents()
+        .Enqueue({.org_id = "acme",
+                  .runner_id = "agent",
+                  .kind = "create-job",
+                  .run_id = run,
+                  .created_at = now,
+                  .expires_at = now + 100 * kHour})
+        .value();
+  };
+  auto done = command("done-run");
+  command("waiting-run");
+  auto leased = store_->Agents().Lease("acme", "agent", "a", "receipt", now, now + kHour);
+  ASSERT_TRUE(leased && *leased);
+  ASSERT_TRUE(store_->Agents().Ack("acme", "agent", done.seq, "receipt"));
+  ASSERT_TRUE(store_->Agents().RecordPoll({"acme", "agent", "gone-agent", "0.1", now}));
+
+  Prune(now + 25 * kHour);
+  auto left = store_->Agents().List("acme", "agent", "", 10).value();
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left.front().run_id, "waiting-run") << "a command still queued is never pruned";
+  EXPECT_TRUE(store_->Agents().Agents("acme", "agent")->empty());
+}
+
 TEST_F(RetentionTest, ABundleGoesWhenNoDeploymentRefersToItAndItWasNotUploadedWithinTheHour) {
   std::string used = Bundle("used"), unused = Bundle("unused"), again = Bundle("again");
   Deployment("dev", used, /*ended=*/false);

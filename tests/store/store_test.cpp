@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/base64.h"
+#include "core/mutex.h"
 #include "crypto/key_ring.h"
 #include "postgres_test_server.h"
 #include "store/migrations.h"
@@ -748,6 +749,161 @@ TEST_P(DeploymentStoreTest, SecretColumnsAreSealedAtRestAndResealedWithANewKey) 
   read_back();
   EXPECT_EQ(store_->Reseal(**keys)->resealed, 0);  // nothing left to do
 }
+
+// kubernetes-agent runners' command queues (store/agent_store.h).
+class AgentStoreTest : public StoreTest {
+ protected:
+  RunnerCommand Command(const std::string& run, int64_t expires_at = 1'000'000,
+                        const std::string& kind = "create-job", const std::string& runner = "a") {
+    return {.org_id = "acme",
+            .runner_id = runner,
+            .kind = kind,
+            .run_id = run,
+            .payload = {{"request", {{"run_id", run}}}},
+            .created_at = 1000,
+            .expires_at = expires_at};
+  }
+  AgentStore& Agents() { return store_->Agents(); }
+};
+
+TEST_P(AgentStoreTest, CommandsAreDeliveredInOrderAtLeastOnceEachDeliveryWithItsReceipt) {
+  auto first = Agents().Enqueue(Command("run-1"));
+  ASSERT_TRUE(first) << first.error().ToString();
+  auto second = Agents().Enqueue(Command("run-2"));
+  ASSERT_TRUE(second);
+  EXPECT_LT(first->seq, second->seq);
+  // A launch repeated (after a restart) is the command that exists.
+  auto again = Agents().Enqueue(Command("run-1"));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->seq, first->seq);
+  EXPECT_EQ(*Agents().Depth("acme", "a"), 2);
+
+  auto one = Agents().Lease("acme", "a", "agent-x", "receipt-1", 2000, 92000);
+  ASSERT_TRUE(one && *one);
+  EXPECT_EQ((*one)->run_id, "run-1");
+  EXPECT_EQ((*one)->payload["request"]["run_id"], "run-1");
+  auto two = Agents().Lease("acme", "a", "agent-y", "receipt-2", 2000, 92000);
+  ASSERT_TRUE(two && *two);
+  EXPECT_EQ((*two)->run_id, "run-2");
+  EXPECT_FALSE(*Agents().Lease("acme", "a", "agent-x", "receipt-3", 2000, 92000));
+  // Another runner's agent, or another organization's, sees none of them.
+  EXPECT_FALSE(*Agents().Lease("acme", "b", "agent-x", "receipt-4", 2000, 92000));
+  EXPECT_FALSE(*Agents().Lease("other", "a", "agent-x", "receipt-5", 2000, 92000));
+
+  auto wrong = Agents().Ack("acme", "a", (*one)->seq, "receipt-2");
+  ASSERT_FALSE(wrong);
+  EXPECT_EQ(wrong.error().kind, ErrorKind::kConflict);
+  auto acked = Agents().Ack("acme", "a", (*one)->seq, "receipt-1");
+  ASSERT_TRUE(acked) << acked.error().ToString();
+  EXPECT_EQ(acked->state, "done");
+  auto twice = Agents().Ack("acme", "a", (*one)->seq, "receipt-1");
+  ASSERT_FALSE(twice);
+  EXPECT_NE(twice.error().message.find("done already"), std::string::npos);
+
+  // run-2's agent died holding it: once its lease lapses it is delivered again, and the old
+  // receipt is stale.
+  EXPECT_FALSE(*Agents().Lease("acme", "a", "agent-z", "receipt-6", 91999, 181999));
+  auto redelivered = Agents().Lease("acme", "a", "agent-z", "receipt-7", 92000, 182000);
+  ASSERT_TRUE(redelivered && *redelivered);
+  EXPECT_EQ((*redelivered)->run_id, "run-2");
+  EXPECT_EQ((*redelivered)->deliveries, 2);
+  EXPECT_EQ((*redelivered)->agent, "agent-z");
+  auto stale = Agents().Ack("acme", "a", (*two)->seq, "receipt-2");
+  ASSERT_FALSE(stale);
+  EXPECT_NE(stale.error().message.find("stale"), std::string::npos);
+  // Extended, it is not delivered again when the first lease would have lapsed.
+  ASSERT_TRUE(Agents().Extend("acme", "a", (*two)->seq, "receipt-7", 300000));
+  EXPECT_FALSE(*Agents().Lease("acme", "a", "agent-x", "receipt-8", 200000, 290000));
+  auto rejected = Agents().Reject("acme", "a", (*two)->seq, "receipt-7", "no such namespace");
+  ASSERT_TRUE(rejected);
+  EXPECT_EQ(rejected->state, "rejected");
+  auto dead = Agents().List("acme", "a", "rejected", 10);
+  ASSERT_TRUE(dead);
+  ASSERT_EQ(dead->size(), 1u);
+  EXPECT_EQ(dead->front().reason, "no such namespace");
+  EXPECT_EQ(*Agents().Depth("acme", "a"), 0);
+}
+
+TEST_P(AgentStoreTest, AgentsRacingForOneQueueTakeEachCommandOnce) {
+  constexpr int kCommands = 40;
+  for (int i = 0; i < kCommands; ++i)
+    ASSERT_TRUE(Agents().Enqueue(Command("run-" + std::to_string(i))));
+  Mutex mutex;
+  std::vector<std::string> taken;
+  std::vector<std::thread> agents;
+  for (int a = 0; a < 4; ++a) {
+    agents.emplace_back([&, a] {
+      for (int tries = 0; tries < 200; ++tries) {
+        auto next =
+            Agents().Lease("acme", "a", "agent-" + std::to_string(a),
+                           "r" + std::to_string(a) + "-" + std::to_string(tries), 2000, 92000);
+        if (next && *next) {
+          MutexLock lock(mutex);
+          taken.push_back((*next)->run_id);
+        }
+      }
+    });
+  }
+  for (auto& t : agents) t.join();
+  std::set<std::string> unique(taken.begin(), taken.end());
+  EXPECT_EQ(taken.size(), static_cast<size_t>(kCommands));
+  EXPECT_EQ(unique.size(), static_cast<size_t>(kCommands));
+}
+
+TEST_P(AgentStoreTest, ALaunchNoAgentTookExpiresOnceAndACancelDropsItBeforeDelivery) {
+  ASSERT_TRUE(Agents().Enqueue(Command("delivered", 5000)));
+  ASSERT_TRUE(Agents().Enqueue(Command("cancelled", 5000)));
+  ASSERT_TRUE(Agents().Enqueue(Command("never-taken", 5000)));
+  auto dropped = Agents().Drop("acme", "a", "create-job", "cancelled", "cancelled by a person");
+  ASSERT_TRUE(dropped);
+  EXPECT_TRUE(*dropped);
+  auto delivered = Agents().Lease("acme", "a", "agent", "receipt", 4000, 94000);
+  ASSERT_TRUE(delivered && *delivered);
+  EXPECT_EQ((*delivered)->run_id, "delivered");
+  ASSERT_TRUE(Agents().Ack("acme", "a", (*delivered)->seq, "receipt"));
+  // Taken already: a cancel cannot drop it (it goes through the queue instead).
+  EXPECT_FALSE(*Agents().Drop("acme", "a", "create-job", "delivered", "too late"));
+  EXPECT_FALSE(*Agents().Lease("acme", "a", "agent", "receipt-2", 5000, 95000));
+  auto expired = Agents().Expire(5000);
+  ASSERT_TRUE(expired) << expired.error().ToString();
+  ASSERT_EQ(expired->size(), 1u);
+  EXPECT_EQ(expired->front().run_id, "never-taken");
+  EXPECT_TRUE(Agents().Expire(6000)->empty());  // each once
+  auto create = Agents().CreateJobOf("acme", "a", "cancelled");
+  ASSERT_TRUE(create && *create);
+  EXPECT_EQ((*create)->state, "dropped");
+}
+
+TEST_P(AgentStoreTest, TokenIdsAreUsedOnceAndTheFirstReportedEndWins) {
+  EXPECT_TRUE(*Agents().UseTokenId("jti-0123456789abcdef", 10'000, 1000));
+  EXPECT_FALSE(*Agents().UseTokenId("jti-0123456789abcdef", 10'000, 2000));
+  // Forgotten once expired (the token itself is refused by then).
+  EXPECT_TRUE(*Agents().UseTokenId("jti-0123456789abcdef", 30'000, 20'000));
+
+  EXPECT_TRUE(*Agents().PutRunEnd({"acme", "a", "run-1", {{"ended_as", "OOMKilled"}}, 1}));
+  EXPECT_FALSE(*Agents().PutRunEnd({"acme", "a", "run-1", {{"ended_as", ""}}, 2}));
+  auto ends = Agents().RunEnds({"run-1", "run-2"});
+  ASSERT_TRUE(ends);
+  ASSERT_EQ(ends->size(), 1u);
+  EXPECT_EQ(ends->front().outcome["ended_as"], "OOMKilled");
+  ASSERT_TRUE(Agents().DeleteRunEnd("run-1"));
+  EXPECT_TRUE(Agents().RunEnds({"run-1"})->empty());
+
+  ASSERT_TRUE(Agents().RecordPoll({"acme", "a", "agent-1", "0.1.0", 1000}));
+  ASSERT_TRUE(Agents().RecordPoll({"acme", "a", "agent-2", "0.1.0", 3000}));
+  ASSERT_TRUE(Agents().RecordPoll({"acme", "a", "agent-1", "0.2.0", 2000}));
+  auto agents = Agents().Agents("acme", "a");
+  ASSERT_TRUE(agents);
+  ASSERT_EQ(agents->size(), 2u);
+  EXPECT_EQ(agents->front().agent, "agent-2");
+  EXPECT_EQ(agents->back().version, "0.2.0");
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, AgentStoreTest,
+                         ::testing::Values(Backend::kSqlite, Backend::kPostgres),
+                         [](const auto& row) {
+                           return row.param == Backend::kSqlite ? "Sqlite" : "Postgres";
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Backends, DeploymentStoreTest,
                          ::testing::Values(Backend::kSqlite, Backend::kPostgres),

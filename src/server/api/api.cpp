@@ -13,6 +13,7 @@
 #include "core/runner_rules.h"
 #include "core/schema.h"
 #include "core/time_format.h"
+#include "crypto/age.h"
 #include "crypto/digest.h"
 #include "crypto/random.h"
 #include "launch/kubernetes/pod_relaxations.h"
@@ -20,6 +21,7 @@
 #include "server/api/deployment_routes.h"
 #include "server/api/openapi.h"
 #include "server/api/request_support.h"
+#include "server/api/runner_status_routes.h"
 #include "server/api/state_routes.h"
 #include "server/api/token_routes.h"
 #include "server/retention.h"
@@ -131,6 +133,21 @@ Schema DurationSchema(std::string doc) {
           .Doc(std::move(doc)));
 }
 
+// A project's or environment's log_recipient: runners encrypt every log chunk to it.
+Schema LogRecipientSchema() {
+  return std::move(Schema::String()
+                       .MaxLength(100)
+                       .Require([](const json& v) -> std::optional<std::string> {
+                         auto key = crypto::ParseAgeRecipient(v.get<std::string>());
+                         if (!key) return key.error().message;
+                         return std::nullopt;
+                       })
+                       .JsonSchema({{"pattern", "^age1[02-9ac-hj-np-z]{58}$"}})
+                       .Doc("an age X25519 recipient (age1...): runners encrypt every log chunk "
+                            "to it before it leaves them, so that berthd keeps logs it cannot "
+                            "read (docs/agents.md); an environment's wins over its project's"));
+}
+
 // An environment's state_retention (server/retention.h): which state versions a pruning spares.
 Schema StateRetentionSchema() {
   return Schema::Object(
@@ -199,6 +216,7 @@ std::vector<ResourceType> ResourceTypes(const ApiOptions& options) {
                          Optional("id", Schema::String()),
                          Optional("display_name", std::move(Schema::String().MaxLength(256))),
                          Optional("labels", Schema::FreeObject()),
+                         Optional("log_recipient", LogRecipientSchema()),
                      });
                      auto valid = ValidateWith(kSchema, std::move(body));
                      if (!valid) return valid.error();
@@ -212,6 +230,8 @@ std::vector<ResourceType> ResourceTypes(const ApiOptions& options) {
                      r.id = id;
                      r.body = {{"display_name", valid->value("display_name", id)},
                                {"labels", LabelsJson(*labels)}};
+                     if (valid->contains("log_recipient"))
+                       r.body["log_recipient"] = (*valid)["log_recipient"];
                      return r;
                    },
                    Common});
@@ -234,6 +254,7 @@ std::vector<ResourceType> ResourceTypes(const ApiOptions& options) {
                       DurationSchema("how long a plan may wait for approval before its "
                                      "deployment is cancelled")),
              Optional("state_retention", StateRetentionSchema()),
+             Optional("log_recipient", LogRecipientSchema()),
              Optional(
                  "state_encryption",
                  std::move(
@@ -268,6 +289,7 @@ std::vector<ResourceType> ResourceTypes(const ApiOptions& options) {
                    {"state_retention",
                     StateRetentionJson(valid->value("state_retention", json::object()))},
                    {"state_encryption", encryption}};
+         if (valid->contains("log_recipient")) r.body["log_recipient"] = (*valid)["log_recipient"];
          r.columns = {{"env_type_id", (*valid)["env_type_id"].get<std::string>()},
                       {"runner_id", std::nullopt}};
          return r;
@@ -392,6 +414,8 @@ class ApiHandlers {
                                     [&](const Caller& c) { return RefreshRunner(r, c); });
                });
     states_ = std::make_unique<StateRoutes>(router, store, authorized_);
+    runner_status_ = std::make_unique<RunnerStatusRoutes>(
+        router, store, authorized_, options.clock ? *options.clock : SystemClock::Instance());
     deployments_ = std::make_unique<DeploymentRoutes>(router, store, authorized_, control, options);
     tokens_ = std::make_unique<TokenRoutes>(
         router, store, authorized_, options.clock ? *options.clock : SystemClock::Instance());
@@ -608,6 +632,7 @@ class ApiHandlers {
   store::Store& store_;
   TokenGuard authorized_;
   std::unique_ptr<StateRoutes> states_;
+  std::unique_ptr<RunnerStatusRoutes> runner_status_;
   std::unique_ptr<DeploymentRoutes> deployments_;
   std::unique_ptr<TokenRoutes> tokens_;
 };

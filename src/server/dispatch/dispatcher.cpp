@@ -144,8 +144,11 @@ Result<Dispatcher::Launch> Dispatcher::Prepare(const store::Deployment& d) {
                            signer_);
   if (!token) return token.error();
   std::string op = RunOp(d);
-  launch::LaunchRequest request{
-      .run_id = d.run_id, .revision = "1", .runner_id = *runner_id, .token = *token};
+  launch::LaunchRequest request{.run_id = d.run_id,
+                                .revision = "1",
+                                .org_id = d.org_id,
+                                .runner_id = *runner_id,
+                                .token = *token};
   RunnerInvocation& run = request.invocation;
   run.op = op;
   run.gateway = url;
@@ -169,6 +172,13 @@ Result<Dispatcher::Launch> Dispatcher::Prepare(const store::Deployment& d) {
   auto env = store_.Get(store::Kind::kEnvironment, d.org_id, d.project_id, d.env_id);
   if (!env) return env.error();
   run.state_encryption = env->body.value("state_encryption", "none") == "berth";
+  // Logs only their owner reads: the environment's recipient, else its project's.
+  run.log_recipient = env->body.value("log_recipient", "");
+  if (run.log_recipient.empty()) {
+    auto project = store_.Get(store::Kind::kProject, d.org_id, "", d.project_id);
+    if (!project) return project.error();
+    run.log_recipient = project->body.value("log_recipient", "");
+  }
   bool destroy = d.spec.op == DeploymentOp::kDestroy;
   run.plan_destroy = destroy && op == "plan";
   run.allow_destroy = destroy || approved || d.spec.allow_destroy;

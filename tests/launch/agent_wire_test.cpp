@@ -1,0 +1,100 @@
+// What berthd and berth-agent send each other about a launch: the launch request as JSON (no
+// token, no placement; strict on the way in) and the agent's report of a run's end, which can
+// fail a run but never make one succeed.
+#include <gtest/gtest.h>
+
+#include "launch/launch_request_json.h"
+#include "launch/run_outcome.h"
+
+namespace berth::launch {
+namespace {
+
+using nlohmann::json;
+
+LaunchRequest Example() {
+  LaunchRequest request{.run_id = "d-1",
+                        .revision = "1",
+                        .org_id = "acme",
+                        .runner_id = "agent",
+                        .token = "secret-run-token"};
+  request.invocation = {.op = "apply",
+                        .gateway = "https://berth.example.com",
+                        .run_id = "d-1",
+                        .inputs_hash = "sha256:ab",
+                        .state_backend = "http",
+                        .backend_config = {"address=https://berth.example.com/state/x"},
+                        .allow_destroy = true,
+                        .ns = "placement-is-the-agents"};
+  request.labels = {{"team", "web"}};
+  request.runner_configuration = {{"type", "kubernetes-agent"}, {"job", {{"namespace", "b"}}}};
+  return request;
+}
+
+TEST(LaunchRequestJson, RoundTripsWhatTheRunIsAndNeverItsTokenOrPlacement) {
+  json doc = LaunchRequestToJson(Example());
+  EXPECT_EQ(doc.dump().find("secret-run-token"), std::string::npos);
+  EXPECT_EQ(doc.dump().find("placement-is-the-agents"), std::string::npos);
+  auto back = LaunchRequestFromJson(doc);
+  ASSERT_TRUE(back) << back.error().ToString();
+  EXPECT_EQ(back->org_id, "acme");
+  EXPECT_EQ(back->runner_id, "agent");
+  EXPECT_EQ(back->invocation.Args(), [] {
+    RunnerInvocation expected = Example().invocation;
+    expected.ns.clear();
+    return expected.Args();
+  }());
+  EXPECT_EQ(back->labels.at("team"), "web");
+  EXPECT_EQ(back->runner_configuration["job"]["namespace"], "b");
+}
+
+TEST(LaunchRequestJson, RefusesWhatItDoesNotKnowOrCannotTrust) {
+  json doc = LaunchRequestToJson(Example());
+  auto refused = [](const json& bad, const std::string& why) {
+    auto parsed = LaunchRequestFromJson(bad);
+    ASSERT_FALSE(parsed) << bad.dump();
+    EXPECT_NE(parsed.error().message.find(why), std::string::npos) << parsed.error().message;
+  };
+  json extra = doc;
+  extra["invocation"]["workdir"] = "/etc";
+  refused(extra, "request.invocation.workdir is not a field");
+  json unknown = doc;
+  unknown["privileged"] = true;
+  refused(unknown, "request.privileged is not a field");
+  json other_run = doc;
+  other_run["invocation"]["run_id"] = "d-2";
+  refused(other_run, "invocation's run_id");
+  json wrong_type = doc;
+  wrong_type["invocation"]["allow_destroy"] = "yes";
+  refused(wrong_type, "request:");
+  refused(json::array(), "must be an object");
+}
+
+TEST(AgentReport, AnEndTheAgentSawFailsTheRunButOnlyThePostedResultMakesItSucceed) {
+  RunOutcome oom = RunnerEnded(RunnerEnd::kOomKilled, "out of memory");
+  oom.exit_code = 137;
+  RunOutcome read = OutcomeFromAgentReport(AgentReportOf(oom), R"({"error": null})");
+  EXPECT_FALSE(read.succeeded);
+  EXPECT_EQ(read.FailureName(), "OOMKilled");
+  EXPECT_EQ(read.exit_code, 137);
+
+  RunOutcome exited;
+  exited.exit_code = 0;
+  exited.succeeded = true;
+  json claimed = AgentReportOf(exited);
+  EXPECT_FALSE(OutcomeFromAgentReport(claimed, "").succeeded);  // no result posted: RunnerFailed
+  EXPECT_EQ(OutcomeFromAgentReport(claimed, "").FailureName(), "RunnerFailed");
+
+  // Hostile reports: types that are not theirs count as absent, text is bounded.
+  json hostile = {{"exit_code", "0"},
+                  {"ended_as", "Succeeded"},
+                  {"message", std::string(100000, 'x')},
+                  {"image_id", 7}};
+  RunOutcome bounded = OutcomeFromAgentReport(hostile, "");
+  EXPECT_FALSE(bounded.succeeded);
+  EXPECT_EQ(bounded.exit_code, -1);
+  json long_end = {{"ended_as", "Evicted"}, {"message", std::string(100000, 'x')}};
+  EXPECT_EQ(OutcomeFromAgentReport(long_end, "").message.size(), 4096u);
+}
+
+}  // namespace
+}  // namespace berth::launch
