@@ -17,7 +17,7 @@ constexpr std::string_view kVersionLine = "age-encryption.org/v1";
 constexpr std::string_view kArmorBegin = "-----BEGIN AGE ENCRYPTED FILE-----";
 constexpr std::string_view kArmorEnd = "-----END AGE ENCRYPTED FILE-----";
 constexpr std::string_view kX25519Info = "age-encryption.org/v1/X25519";
-constexpr size_t kChunk = 64 * 1024;
+constexpr size_t kChunk = size_t{64} * 1024;
 constexpr size_t kTag = 16;
 
 Error Invalid(const std::string& message) {

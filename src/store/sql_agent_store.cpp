@@ -75,14 +75,16 @@ class SqlAgentStore final : public AgentStore {
                                              const std::string& agent, const std::string& receipt,
                                              int64_t now, int64_t lease_until) override {
     auto c = pool_.Borrow();
-    auto rows = c->Query(
-        Sql({"UPDATE runner_commands SET state = 'leased', lease_until = $4, receipt = $5, "
-             "deliveries = deliveries + 1, agent = $6 WHERE org_id = $1 AND runner_id = $2 AND ",
-             kDeliverable,
-             " AND seq = (SELECT seq FROM runner_commands WHERE org_id = $1 AND runner_id = $2 "
-             "AND ",
-             kDeliverable, " ORDER BY seq LIMIT 1) RETURNING ", kColumns}),
-        {org, runner, now, lease_until, receipt, agent});
+    // The oldest deliverable command, taken only if it is still deliverable when the update
+    // reaches it: of two agents racing for it, the second updates nothing.
+    constexpr std::string_view kLease =
+        "UPDATE runner_commands SET state = 'leased', lease_until = $4, receipt = $5, "
+        "deliveries = deliveries + 1, agent = $6 WHERE org_id = $1 AND runner_id = $2 AND ";
+    constexpr std::string_view kOldest =
+        " AND seq = (SELECT seq FROM runner_commands WHERE org_id = $1 AND runner_id = $2 AND ";
+    auto rows = c->Query(Sql({kLease, kDeliverable, kOldest, kDeliverable,
+                              " ORDER BY seq LIMIT 1) RETURNING ", kColumns}),
+                         {org, runner, now, lease_until, receipt, agent});
     if (!rows) return rows.error();
     if (rows->empty()) return std::optional<RunnerCommand>();
     return std::optional<RunnerCommand>(CommandOf(rows->front()));

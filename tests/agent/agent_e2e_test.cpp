@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iostream>
 #include <thread>
 
 #include "berthd_process.h"
@@ -99,7 +100,7 @@ class AgentE2e : public ::testing::Test {
   }
 
   json Runner(const std::string& id, const std::string& public_key,
-              json extra = json::object()) const {
+              const json& extra = json::object()) const {
     json configuration = {{"type", "kubernetes-agent"},
                           {"key", Ed25519PublicKeyPem(public_key)},
                           {"job", {{"namespace", ns_}}}};
@@ -190,6 +191,15 @@ TEST_F(AgentE2e, AnAgentRunsADeploymentAsAJobAndTheRunnerShowsItConnected) {
   json d = Api().WaitFor(id, {"succeeded", "failed"});
   ASSERT_EQ(d["state"], "succeeded") << d.dump(2) << AgentLog("agent-a");
   EXPECT_TRUE(Api().WaitForLog(id, "Apply complete!")) << Api().Log(id);
+  // What a user waits from the deployment to its Job through the agent (said, not asserted).
+  for (const json& event : d["events"]) {
+    if (event["reason"] != "AgentLaunched") continue;
+    auto queued = ParseRfc3339Millis(d["transitions"][0]["at"].get<std::string>());
+    auto launched = ParseRfc3339Millis(event["first_at"].get<std::string>());
+    if (queued && launched)
+      std::cout << "deployment to Job created through the agent: " << *launched - *queued
+                << " ms\n";
+  }
   EXPECT_NE(d["events"].dump().find("agent agent-a of runner cluster created the run's Job"),
             std::string::npos)
       << d["events"].dump(2);

@@ -831,6 +831,7 @@ TEST_P(AgentStoreTest, AgentsRacingForOneQueueTakeEachCommandOnce) {
   Mutex mutex;
   std::vector<std::string> taken;
   std::vector<std::thread> agents;
+  agents.reserve(4);
   for (int a = 0; a < 4; ++a) {
     agents.emplace_back([&, a] {
       for (int tries = 0; tries < 200; ++tries) {
