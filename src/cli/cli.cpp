@@ -324,10 +324,18 @@ int Main(int argc, char** argv) {
   auto* logs = app.add_subcommand("logs", "print a deployment's log");
   logs->add_option("id", id, "the deployment")->required();
   logs->add_flag("-f,--follow", follow, "keep printing until its runs have ended");
-  std::string identity_file;
-  logs->add_option("--identity", identity_file,
-                   "an age identity file (age-keygen's) that decrypts a log its runners "
-                   "encrypted to the environment's log_recipient");
+  std::string identity_file, raw_out;
+  auto* identity_flag =
+      logs->add_option("--identity", identity_file,
+                       "an age identity file (age-keygen's) that decrypts a log its runners "
+                       "encrypted to the environment's log_recipient");
+  bool raw = false;
+  auto* raw_flag = logs->add_flag("--raw", raw,
+                                  "write each stored chunk as it is stored to --out "
+                                  "(<position>.age when encrypted, else .log)");
+  auto* out_flag = logs->add_option("--out", raw_out, "the folder --raw writes to");
+  raw_flag->needs(out_flag)->excludes(identity_flag);
+  out_flag->needs(raw_flag);
   auto* approve = app.add_subcommand("approve", "apply the plan a deployment waits with");
   approve->add_option("id", id, "the deployment")->required();
   approve->add_option("--plan-hash", plan_hash, "the plan's hash, as printed")->required();
@@ -403,6 +411,13 @@ int Main(int argc, char** argv) {
     return RenderPod(render_options);
   }
   if (*deploy) return Deploy(g, deploy_options);
+  if (*logs && raw) {
+    if (follow) {
+      std::fprintf(stderr, "error: --raw writes what is stored; it does not --follow\n");
+      return kExitUsage;
+    }
+    return SaveRawLog(g, id, raw_out);
+  }
   if (*logs) return ShowLogs(g, id, follow, identity_file);
   if (*approve) return Approve(g, id, plan_hash);
   if (*cancel) return CancelDeployment(g, id);

@@ -193,6 +193,42 @@ int ShowLogs(const Globals& g, const std::string& id, bool follow,
   return position < 0 ? static_cast<int>(-position) : kExitOk;
 }
 
+int SaveRawLog(const Globals& g, const std::string& id, const std::string& out_dir) {
+  auto c = Reach(g);
+  if (!c) return kExitUnavailable;
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) {
+    std::fprintf(stderr, "error: --out: %s\n", ec.message().c_str());
+    return kExitUsage;
+  }
+  // Named by position, the chunk's place in the whole log: a run's own numbers start again
+  // with each run of the deployment.
+  int64_t after = 0, encrypted = 0, plain = 0;
+  while (true) {
+    auto page =
+        Send(*c, "GET", "/deployments/" + id + "/logs/chunks?after=" + std::to_string(after));
+    if (page.exit_code != kExitOk) return page.exit_code;
+    for (const json& chunk : page.body.value("chunks", json::array())) {
+      const std::string data = chunk.value("data", "");
+      bool sealed = data.starts_with("-----BEGIN AGE ENCRYPTED FILE-----");
+      auto path =
+          std::filesystem::path(out_dir) /
+          (std::to_string(chunk.value("position", int64_t{0})) + (sealed ? ".age" : ".log"));
+      if (auto written = sys::WriteFileAtomic(path, data); !written) {
+        std::fprintf(stderr, "error: %s\n", written.error().ToString().c_str());
+        return kExitUnavailable;
+      }
+      ++(sealed ? encrypted : plain);
+    }
+    if (!page.body["next"].is_number_integer()) break;
+    after = page.body["next"].get<int64_t>();
+  }
+  std::fprintf(stderr, "%lld encrypted and %lld plain chunks written to %s\n",
+               static_cast<long long>(encrypted), static_cast<long long>(plain), out_dir.c_str());
+  return kExitOk;
+}
+
 int Approve(const Globals& g, const std::string& id, const std::string& plan_hash) {
   auto c = Reach(g);
   if (!c) return kExitUnavailable;

@@ -29,6 +29,9 @@ int Deploy(const Globals& g, const DeployOptions& options);
 // identity_file: an age identity that decrypts the chunks runners encrypted (empty: none).
 int ShowLogs(const Globals& g, const std::string& id, bool follow,
              const std::string& identity_file = "");
+// Every stored chunk of the deployment's log, as stored, to DIR/<position>.age (an encrypted
+// one) or .log.
+int SaveRawLog(const Globals& g, const std::string& id, const std::string& out_dir);
 int Approve(const Globals& g, const std::string& id, const std::string& plan_hash);
 int CancelDeployment(const Globals& g, const std::string& id);
 int ShowOutputs(const Globals& g, const std::string& id, bool sensitive);

@@ -442,6 +442,22 @@ TEST_F(AgentE2e, ALogEncryptedToTheEnvironmentsRecipientIsReadOnlyByItsIdentity)
   ASSERT_TRUE(shown && shown->exit_code == 0) << (shown ? shown->output : "");
   EXPECT_NE(shown->output.find("Apply complete!"), std::string::npos) << shown->output;
   EXPECT_EQ(shown->output.find("BEGIN AGE"), std::string::npos) << shown->output;
+  // --raw: each chunk as stored, one age file each.
+  fs::path raw = dir_->Path() / "raw";
+  auto saved = sys::RunToCompletion(
+      {.argv = {BERTH_CLI_BIN, "logs", id, "--raw", "--out", raw.string()},
+       .env = std::vector<std::string>{"BERTH_API_URL=" + berthd_->Url(), "BERTH_TOKEN=" + token_,
+                                       "HOME=" + dir_->Path().string()}});
+  ASSERT_TRUE(saved && saved->exit_code == 0) << (saved ? saved->output : "");
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(raw)) {
+    if (entry.path().extension() != ".age") continue;
+    ++files;
+    auto opened = sys::RunToCompletion(
+        {.argv = {"/usr/bin/age", "-d", "-i", env_key.string(), entry.path().string()}});
+    EXPECT_TRUE(opened && opened->exit_code == 0) << entry.path();
+  }
+  EXPECT_EQ(files, chunks);
 }
 
 }  // namespace

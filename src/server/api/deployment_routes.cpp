@@ -103,6 +103,7 @@ DeploymentRoutes::DeploymentRoutes(Router& router, store::Store& store,
   add("POST", one + "/cancel", Scope::kDeploy, &DeploymentRoutes::Cancel);
   add("POST", one + "/approve", Scope::kApprove, &DeploymentRoutes::Approve);
   add("GET", one + "/logs", Scope::kRead, &DeploymentRoutes::Logs);
+  add("GET", one + "/logs/chunks", Scope::kRead, &DeploymentRoutes::LogChunks);
   add("GET", one + "/outputs", Scope::kRead, &DeploymentRoutes::Outputs);
   // Plans and states hold secrets in clear: for those who may deploy, as sensitive outputs.
   add("GET", one + "/artifacts/{name}", Scope::kDeploy, &DeploymentRoutes::Artifact);
@@ -246,6 +247,27 @@ net::ServerResponse DeploymentRoutes::Approve(const RouteRequest& r, const Calle
       control_.Approve(c.org, r.params.at("id"), (*valid)["plan_hash"], "token " + c.token_id);
   if (!approved) return ErrorResponse(approved.error());
   return JsonResponse(202, Dump(DeploymentJson(*approved)));
+}
+
+net::ServerResponse DeploymentRoutes::LogChunks(const RouteRequest& r, const Caller& c) const {
+  constexpr int kPage = 100;
+  auto d = store_.Deployments().Get(c.org, r.params.at("id"));
+  if (!d) return ErrorResponse(d.error());
+  int64_t after = QueryInt(r, "after");
+  if (after < 0) return ErrorResponse(Invalid("after", "must be a whole number of at least 0"));
+  auto chunks = store_.DeploymentData().ReadLog(c.org, d->id, after, kPage);
+  if (!chunks) return ErrorResponse(chunks.error());
+  json items = json::array();
+  for (const store::LogChunk& chunk : *chunks) {
+    items.push_back({{"position", chunk.position},
+                     {"run_id", chunk.run_id},
+                     {"seq", chunk.seq},
+                     {"data", chunk.data}});
+  }
+  json out = {{"chunks", items}};
+  out["next"] =
+      chunks->size() == static_cast<size_t>(kPage) ? json(chunks->back().position) : json(nullptr);
+  return JsonResponse(200, Dump(out));
 }
 
 net::ServerResponse DeploymentRoutes::Logs(const RouteRequest& r, const Caller& c) const {

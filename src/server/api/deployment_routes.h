@@ -27,6 +27,9 @@ class DeploymentRoutes {
   net::ServerResponse Cancel(const RouteRequest& r, const Caller& c) const;
   net::ServerResponse Approve(const RouteRequest& r, const Caller& c) const;
   net::ServerResponse Logs(const RouteRequest& r, const Caller& c) const;
+  // The log as stored, chunk by chunk (an encrypted chunk is one age file): for
+  // `berth logs --raw`.
+  net::ServerResponse LogChunks(const RouteRequest& r, const Caller& c) const;
   net::ServerResponse Outputs(const RouteRequest& r, const Caller& c) const;
   net::ServerResponse Artifact(const RouteRequest& r, const Caller& c) const;
 
