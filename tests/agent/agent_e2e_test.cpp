@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <thread>
+#include <tuple>
 
 #include "berthd_process.h"
 #include "core/ed25519_key.h"
@@ -318,6 +319,47 @@ TEST_F(AgentE2e, ForgedExpiredReplayedAndForeignAgentTokensAreRefused) {
   EXPECT_EQ(bad.status, 400);
   EXPECT_NE(bad.body.find("wait_seconds"), std::string::npos) << bad.body;
   EXPECT_NE(bad.body.find("agent"), std::string::npos) << bad.body;
+}
+
+TEST_F(AgentE2e, NextKeyLetsAgentsRollToANewKey) {
+  const json poll = {{"agent", "tester"}, {"wait_seconds", 0}};
+  auto next = crypto::Ed25519Signer::Generate().value();
+  EXPECT_EQ(AgentCall("cluster", AgentToken(next), "/commands/next", poll).status, 401);
+  json runner = Runner("cluster", signer_->PublicKey(),
+                       {{"next_key", Ed25519PublicKeyPem(next.PublicKey())}});
+  runner.erase("id");
+  ASSERT_EQ(Api().Call("PUT", "/runners/cluster", runner.dump()).status, 200);
+  EXPECT_EQ(AgentCall("cluster", AgentToken(next), "/commands/next", poll).status, 200);
+  EXPECT_EQ(AgentCall("cluster", AgentToken(*signer_), "/commands/next", poll).status, 200);
+}
+
+TEST_F(AgentE2e, AgentReportsAboutRunsNotTheirsOrMalformedAreRefused) {
+  auto call = [&](const std::string& path, const json& body) {
+    return AgentCall("cluster", AgentToken(*signer_), path, body);
+  };
+  // No launch of this runner's: nothing to report about.
+  EXPECT_EQ(call("/runs/d-other/end", {{"report", {{"exit_code", 0}}}}).status, 404);
+  EXPECT_EQ(call("/runs/d-other/events", {{"reason", "Started"}, {"message", "x"}}).status, 404);
+  // A launch of its own, then bodies that break the rules, each named.
+  std::string id = Api().Deploy(testenv::SourceDir() / "examples/hello", {{"op", "apply"}});
+  // Running as soon as its launch is queued (no agent takes it here).
+  std::string run = Api().WaitFor(id, {"running"})["run_id"];
+  for (const auto& [path, body, field] : std::vector<std::tuple<std::string, json, std::string>>{
+           {"/runs/" + run + "/end", {{"report", {{"exit_code", 999}}}}, "exit_code"},
+           {"/runs/" + run + "/end", {{"report", "OOMKilled"}}, "report"},
+           {"/runs/" + run + "/events", {{"reason", "not camel"}, {"message", "x"}}, "reason"},
+           {"/runs/" + run + "/events",
+            {{"reason", "Big"}, {"message", std::string(5000, 'x')}},
+            "message"},
+           {"/commands/1/ack", {{"receipt", std::string(65, 'r')}}, "receipt"},
+           {"/commands/1/reject", {{"receipt", "r"}}, "reason"}}) {
+    auto refused = call(path, body);
+    EXPECT_EQ(refused.status, 400) << path << " " << body.dump();
+    EXPECT_NE(refused.body.find(field), std::string::npos) << refused.body;
+  }
+  EXPECT_EQ(call("/commands/nine/ack", {{"receipt", "r"}}).status, 404);
+  // The stored log's route refuses a bad position too.
+  EXPECT_EQ(Api().Call("GET", "/deployments/" + id + "/logs/chunks?after=-1").status, 400);
 }
 
 TEST_F(AgentE2e, ACommandIsHeldForALongPollAndARejectedLaunchFailsItsDeploymentAsADeadLetter) {

@@ -84,8 +84,9 @@ net::ServerResponse AgentGateway::ForAgent(const RouteRequest& r, const Body& bo
     return ErrorResponse(403, "PermissionDenied",
                          "the token is for runner " + token->org + "/" + token->runner + ", not " +
                              org + "/" + runner);
+  // Remembered as long as the token is taken (its expiry plus the skew allowed).
   auto fresh = store_.Agents().UseTokenId(
-      token->id, (token->expires_at + crypto::kAgentTokenMaxLifetime) * 1000, now * 1000);
+      token->id, (token->expires_at + crypto::kAgentClockSkew) * 1000, now * 1000);
   if (!fresh) return ErrorResponse(fresh.error());
   if (!*fresh) return refuse("agent token: its jti was used before (a replay)");
   return body(Agent{org, runner});

@@ -125,8 +125,6 @@ Result<void> AgentLauncher::Cancel(const std::string& run_id) {
     if (options_.ends) options_.ends->Notify();
     return {};
   }
-  auto create = store_.Agents().CreateJobOf(run.org, run.runner, run_id);
-  if (!create) return create.error();
   auto runner = store_.Get(store::Kind::kRunner, run.org, "", run.runner);
   json configuration =
       runner ? runner->body.value("runner_configuration", json::object()) : json::object();
