@@ -67,6 +67,44 @@ TEST(OpenApi, EveryRouteDocumentsTheStatusesEveryRouteCanReturn) {
   }
 }
 
+// The integers in a request, followed through every $ref, with where they are.
+void CollectUnboundedIntegers(const nlohmann::json& doc, const nlohmann::json& node,
+                              const std::string& where, std::set<std::string>& seen_refs,
+                              std::vector<std::string>& out) {
+  if (node.is_array()) {
+    for (size_t i = 0; i < node.size(); ++i)
+      CollectUnboundedIntegers(doc, node[i], where + "/" + std::to_string(i), seen_refs, out);
+    return;
+  }
+  if (!node.is_object()) return;
+  if (node.contains("$ref") && seen_refs.insert(node["$ref"]).second) {
+    auto pointer = nlohmann::json::json_pointer(node["$ref"].get<std::string>().substr(1));
+    CollectUnboundedIntegers(doc, doc.at(pointer), node["$ref"], seen_refs, out);
+  }
+  if (node.value("type", nlohmann::json()) == "integer" && !node.contains("maximum"))
+    out.push_back(where);
+  for (const auto& [key, child] : node.items())
+    CollectUnboundedIntegers(doc, child, where + "/" + key, seen_refs, out);
+}
+
+// berthd keeps whole numbers as 64-bit integers and refuses larger ones, so every integer a
+// request may carry states its maximum: a client (or schemathesis) must not take a number
+// berthd refuses for a valid one.
+TEST(OpenApi, EveryIntegerARequestCarriesStatesItsRange) {
+  auto doc = nlohmann::json::parse(OpenApiDocument());
+  std::vector<std::string> unbounded;
+  std::set<std::string> seen_refs;
+  for (const auto& [path, methods] : doc["paths"].items()) {
+    for (const auto& [method, operation] : methods.items()) {
+      for (const char* part : {"requestBody", "parameters"}) {
+        if (operation.contains(part))
+          CollectUnboundedIntegers(doc, operation[part], method + " " + path, seen_refs, unbounded);
+      }
+    }
+  }
+  EXPECT_EQ(unbounded, std::vector<std::string>{});
+}
+
 // The runner schemas of the document are the ones berthd validates with. When they change:
 // BERTH_UPDATE_DOCS=1 ctest -R openapi
 TEST(OpenApi, RunnerSchemasAreTheOnesBerthdValidatesWith) {
