@@ -344,6 +344,9 @@ int Main(int argc, char** argv) {
   auto* outputs = app.add_subcommand("outputs", "print the outputs a deployment left");
   outputs->add_option("id", id, "the deployment")->required();
   outputs->add_flag("--show-sensitive", sensitive, "print sensitive values too");
+  outputs->add_option("--identity", identity_file,
+                      "an age identity file that opens the sensitive values its runner sealed to "
+                      "the environment's log_recipient (implies --show-sensitive)");
   auto* deployment = app.add_subcommand("deployment", "show a deployment");
   deployment->add_option("id", id, "the deployment")->required();
   bool timings = false;
@@ -421,7 +424,7 @@ int Main(int argc, char** argv) {
   if (*logs) return ShowLogs(g, id, follow, identity_file);
   if (*approve) return Approve(g, id, plan_hash);
   if (*cancel) return CancelDeployment(g, id);
-  if (*outputs) return ShowOutputs(g, id, sensitive);
+  if (*outputs) return ShowOutputs(g, id, sensitive, identity_file);
   if (*deployment) return ShowDeployment(g, id, timings);
   if (*token_create) return CreateToken(g, token_options);
   if (*token_list) return ListTokens(g);

@@ -10,6 +10,7 @@
 #include "cli/bundle.h"
 #include "cli/cli.h"
 #include "cli/log_decryption.h"
+#include "cli/opened_outputs.h"
 #include "cli/timings.h"
 #include "core/time_format.h"
 #include "sys/files.h"
@@ -65,8 +66,10 @@ std::string PlanLine(const json& plan) {
 void PrintOutputs(const json& outputs) {
   for (const auto& [name, output] : outputs.items()) {
     std::string value = output.value("redacted", false) ? "(sensitive)"
-                        : output["value"].is_string()   ? output["value"].get<std::string>()
-                                                        : output["value"].dump();
+                        : output.contains("sealed_value")
+                            ? "(sealed to the log recipient: --identity opens it)"
+                        : output["value"].is_string() ? output["value"].get<std::string>()
+                                                      : output["value"].dump();
     std::printf("  %s = %s\n", name.c_str(), value.c_str());
   }
 }
@@ -248,12 +251,29 @@ int CancelDeployment(const Globals& g, const std::string& id) {
   return cancelled.exit_code;
 }
 
-int ShowOutputs(const Globals& g, const std::string& id, bool sensitive) {
+int ShowOutputs(const Globals& g, const std::string& id, bool sensitive,
+                const std::string& identity_file) {
+  std::string identity;
+  if (!identity_file.empty()) {
+    auto read = sys::ReadFile(identity_file);
+    if (!read) {
+      std::fprintf(stderr, "error: --identity: %s\n", read.error().ToString().c_str());
+      return kExitUsage;
+    }
+    identity = std::move(*read);
+    sensitive = true;
+  }
   auto c = Reach(g);
   if (!c) return kExitUnavailable;
   auto outputs =
       Send(*c, "GET", "/deployments/" + id + "/outputs" + (sensitive ? "?sensitive=true" : ""));
   if (outputs.exit_code != kExitOk) return outputs.exit_code;
+  if (!identity.empty()) {
+    if (auto opened = OpenSealedOutputs(outputs.body["outputs"], identity); !opened) {
+      std::fprintf(stderr, "error: --identity: %s\n", opened.error().message.c_str());
+      return kExitRefused;
+    }
+  }
   if (g.output == "json") {
     std::printf("%s\n", outputs.body.dump(2).c_str());
   } else {

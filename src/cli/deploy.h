@@ -34,7 +34,10 @@ int ShowLogs(const Globals& g, const std::string& id, bool follow,
 int SaveRawLog(const Globals& g, const std::string& id, const std::string& out_dir);
 int Approve(const Globals& g, const std::string& id, const std::string& plan_hash);
 int CancelDeployment(const Globals& g, const std::string& id);
-int ShowOutputs(const Globals& g, const std::string& id, bool sensitive);
+// identity_file: an age identity that opens the sensitive values a runner sealed (and asks for
+// them); empty: none.
+int ShowOutputs(const Globals& g, const std::string& id, bool sensitive,
+                const std::string& identity_file = "");
 // Prints the deployment, or with timings where its time went (cli/timings.h).
 int ShowDeployment(const Globals& g, const std::string& id, bool timings);
 

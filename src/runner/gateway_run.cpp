@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "crypto/random.h"
+#include "runner/sealed_outputs.h"
 #include "runner/work_dir.h"
 #include "sys/files.h"
 
@@ -82,10 +83,12 @@ Result<void> GatewayRun::Prepare(RunOptions& options, LogSink& log) {
   return {};
 }
 
-void GatewayRun::Upload(const std::string& name, const fs::path& file) {
+void GatewayRun::Upload(const std::string& name, const fs::path& file,
+                        const std::string& recipient) {
   std::error_code ec;
   if (file.empty() || !fs::exists(file, ec)) return;
   auto content = sys::ReadFile(file);
+  if (content && !recipient.empty()) content = SealSensitiveOutputs(*content, recipient);
   auto put = content ? client_.PutArtifact(name, *content) : Result<void>(content.error());
   if (!put)
     std::fprintf(stderr, "runner: cannot upload the %s (%s): %s\n", name.c_str(), file.c_str(),
@@ -97,7 +100,7 @@ void GatewayRun::KeepState(const fs::path& errored) { Upload("state", errored); 
 void GatewayRun::Deliver(const RunOptions& options, const RunResult& result) {
   if (shipper_) {
     if (options.op == "plan" && !result.error) Upload("plan", options.plan_file);
-    Upload("outputs", options.outputs);
+    Upload("outputs", options.outputs, options.log_recipient);
     if (!shipper_->Close()) std::fprintf(stderr, "runner: part of the log could not be shipped\n");
   }
   constexpr size_t kWholeResult = size_t{16} << 20;

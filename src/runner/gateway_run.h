@@ -1,8 +1,9 @@
 // A run in gateway mode (--gateway, --run-id): before the run, its rendered inputs, module
 // bundle (unless --module names one) and approved plan are fetched into a staging folder and
 // the run's flags point at them; during it, every log line is shipped; after it, the plan file
-// and outputs are uploaded and the whole result posted. The token comes from --token-file or
-// the file BERTH_TOKEN_FILE names, and never reaches the log.
+// and outputs (sensitive values sealed to the log recipient) are uploaded and the whole result
+// posted. The token comes from --token-file or the file BERTH_TOKEN_FILE names, and never
+// reaches the log.
 #pragma once
 
 #include <filesystem>
@@ -36,8 +37,10 @@ class GatewayRun {
 
  private:
   Result<void> Stage(const std::string& what, const std::filesystem::path& file);
-  // The file as artifact name, when it exists; a failure is written to stderr.
-  void Upload(const std::string& name, const std::filesystem::path& file);
+  // The file as artifact name, when it exists; a failure is written to stderr. With a
+  // recipient, the file is outputs and its sensitive values are sealed to it.
+  void Upload(const std::string& name, const std::filesystem::path& file,
+              const std::string& recipient = "");
 
   std::string token_;
   std::filesystem::path staging_;

@@ -421,8 +421,9 @@ TEST_F(AgentE2e, ALaunchNoAgentTakesBeforeItsExpiryFailsWithAgentUnavailable) {
 }
 
 // The log as berthd keeps it: one armored age file per chunk, for the environment's recipient
-// (it wins over the project's), that Debian's age decrypts; berth logs --identity shows it.
-TEST_F(AgentE2e, ALogEncryptedToTheEnvironmentsRecipientIsReadOnlyByItsIdentity) {
+// (it wins over the project's), that Debian's age decrypts; berth logs --identity shows it. A
+// sensitive output is sealed the same way; the others stay in clear.
+TEST_F(AgentE2e, ALogAndSensitiveOutputsEncryptedToTheEnvironmentsRecipientAreReadOnlyByItsKey) {
   auto keygen = [&](const std::string& name) {
     auto path = dir_->Path() / name;
     auto made = sys::RunToCompletion({.argv = {"/usr/bin/age-keygen", "-o", path.string()}});
@@ -450,7 +451,9 @@ TEST_F(AgentE2e, ALogEncryptedToTheEnvironmentsRecipientIsReadOnlyByItsIdentity)
   EXPECT_NE(refused.body.find("log_recipient"), std::string::npos) << refused.body;
 
   StartAgent("agent-a");
-  std::string id = Api().Deploy(testenv::SourceDir() / "examples/hello", {{"op", "apply"}});
+  const std::string secret = "sealed-s3cret-" + crypto::RandomToken(8);
+  std::string id = Api().Deploy(testenv::SourceDir() / "examples/secret",
+                                {{"op", "apply"}, {"variables", {{"token", secret}}}});
   ASSERT_EQ(Api().WaitFor(id, {"succeeded", "failed"})["state"], "succeeded");
   std::string stored = Api().Log(id);
   EXPECT_EQ(stored.find("Apply complete!"), std::string::npos) << stored;
@@ -500,6 +503,41 @@ TEST_F(AgentE2e, ALogEncryptedToTheEnvironmentsRecipientIsReadOnlyByItsIdentity)
     EXPECT_TRUE(opened && opened->exit_code == 0) << entry.path();
   }
   EXPECT_EQ(files, chunks);
+
+  // berthd holds the sensitive output only sealed; Debian's age opens it with the env's key.
+  auto outputs = Api().Call("GET", "/deployments/" + id + "/outputs?sensitive=true");
+  ASSERT_EQ(outputs.status, 200) << outputs.body;
+  EXPECT_EQ(outputs.body.find(secret), std::string::npos) << outputs.body;
+  json token = json::parse(outputs.body)["outputs"]["token"];
+  EXPECT_EQ(token["value"], nullptr);
+  EXPECT_EQ(json::parse(outputs.body)["outputs"]["token_length"]["value"], secret.size());
+  ASSERT_TRUE(token["sealed_value"].is_string()) << outputs.body;
+  fs::path sealed = dir_->Path() / "token.age";
+  ASSERT_TRUE(sys::WriteFileAtomic(sealed, token["sealed_value"].get<std::string>()));
+  auto opened = sys::RunToCompletion(
+      {.argv = {"/usr/bin/age", "-d", "-i", env_key.string(), sealed.string()}});
+  ASSERT_TRUE(opened && opened->exit_code == 0) << (opened ? opened->output : "");
+  EXPECT_EQ(opened->output, json(secret).dump());
+  auto read_outputs = [&](const fs::path& key) {
+    std::vector<std::string> argv = {BERTH_CLI_BIN, "outputs", id, "--show-sensitive"};
+    if (!key.empty()) argv.insert(argv.end(), {"--identity", key.string()});
+    auto run = sys::RunToCompletion(
+        {.argv = argv,
+         .env = std::vector<std::string>{"BERTH_API_URL=" + berthd_->Url(), "BERTH_TOKEN=" + token_,
+                                         "HOME=" + dir_->Path().string()}});
+    EXPECT_TRUE(run);
+    return run ? *run : sys::Completed{};
+  };
+  auto with_key = read_outputs(env_key);
+  EXPECT_EQ(with_key.exit_code, 0) << with_key.output;
+  EXPECT_NE(with_key.output.find("token = " + secret), std::string::npos) << with_key.output;
+  auto without_key = read_outputs({});
+  EXPECT_EQ(without_key.exit_code, 0) << without_key.output;
+  EXPECT_EQ(without_key.output.find(secret), std::string::npos) << without_key.output;
+  EXPECT_NE(without_key.output.find("token = (sealed"), std::string::npos) << without_key.output;
+  auto wrong_key = read_outputs(project_key);
+  EXPECT_NE(wrong_key.exit_code, 0) << wrong_key.output;
+  EXPECT_NE(wrong_key.output.find("output token"), std::string::npos) << wrong_key.output;
 }
 
 }  // namespace

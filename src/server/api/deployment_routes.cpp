@@ -347,6 +347,10 @@ net::ServerResponse DeploymentRoutes::Outputs(const RouteRequest& r, const Calle
     json entry = {{"sensitive", sensitive}, {"type", output.value("type", json())}};
     entry["value"] = sensitive && !reveal ? json(nullptr) : output.value("value", json());
     if (sensitive && !reveal) entry["redacted"] = true;
+    // Sealed by the runner to the log recipient: only its owner's identity opens it.
+    auto sealed = output.find("sealed_value");
+    if (sensitive && reveal && sealed != output.end() && sealed->is_string())
+      entry["sealed_value"] = *sealed;
     outputs[name] = std::move(entry);
   }
   return JsonResponse(200, Dump({{"outputs", outputs}}));
