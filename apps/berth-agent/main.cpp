@@ -69,9 +69,14 @@ int main(int argc, char** argv) {
       ->required();
   run->add_option("--name", options.name, "this agent's name, shown by berth get runner")
       ->envname("POD_NAME");
-  run->add_option("--ca-file", ca_file, "trust only this CA (PEM) for berthd");
-  run->add_option("--client-cert", client_cert, "a client certificate (PEM) for a proxy");
-  run->add_option("--client-key", client_key, "its private key (PEM)");
+  run->add_option("--ca-file", ca_file, "trust only this CA (PEM) for berthd")
+      ->envname("BERTH_CA_FILE");
+  run->add_option("--client-cert", client_cert, "a client certificate (PEM) for a proxy")
+      ->envname("BERTH_CLIENT_CERT_FILE");
+  auto* key_flag = run->add_option("--client-key", client_key, "its private key (PEM)")
+                       ->envname("BERTH_CLIENT_KEY_FILE");
+  run->get_option("--client-cert")->needs(key_flag);
+  key_flag->needs(run->get_option("--client-cert"));
   CLI11_PARSE(app, argc, argv);
   if (keygen->parsed()) return Keygen(key_out);
 
@@ -105,7 +110,8 @@ int main(int argc, char** argv) {
   signal(SIGTERM, OnSignal);
   signal(SIGINT, OnSignal);
   berth::agent::Agent agent(client, *kube, std::move(*settings), identity.runner, options);
-  if (auto started = agent.Start(); !started) return Fail(started.error().ToString());
+  if (auto started = agent.Start(g_stop); !started)
+    return g_stop.load() ? 0 : Fail(started.error().ToString());
   std::fprintf(stderr, "berth-agent: %s polls %s for runner %s/%s\n", options.name.c_str(),
                identity.url.c_str(), identity.org.c_str(), identity.runner.c_str());
   agent.RunUntil(g_stop);

@@ -21,6 +21,13 @@ std::chrono::milliseconds Longer(std::chrono::milliseconds delay) {
   return std::min<std::chrono::milliseconds>(delay * 2, std::chrono::seconds(30));
 }
 
+// Sleeps delay a tenth of a second at a time, so that stop ends it early.
+void PauseUnlessStopped(std::chrono::milliseconds delay, const std::atomic<bool>& stop) {
+  for (auto waited = std::chrono::milliseconds(0); waited < delay && !stop.load();
+       waited += std::chrono::milliseconds(100))
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+}
+
 }  // namespace
 
 Agent::Agent(AgentClient& client, kube::KubeApi& kube, launch::KubernetesSettings settings,
@@ -42,9 +49,14 @@ Agent::~Agent() {
   if (reporter_.joinable()) reporter_.join();
 }
 
-Result<void> Agent::Start() {
+Result<void> Agent::Start(const std::atomic<bool>& stop) {
   if (auto started = launcher_.Start(); !started) return started.error();
   auto live = client_.LiveRuns();
+  for (auto delay = options_.retry; !live && !stop.load(); delay = Longer(delay)) {
+    std::fprintf(stderr, "berth-agent: berthd not reached: %s\n", live.error().ToString().c_str());
+    PauseUnlessStopped(delay, stop);
+    live = client_.LiveRuns();
+  }
   if (!live) return live.error();
   std::set<std::string> waited_for;
   for (const auto& run : *live) waited_for.insert(run.run_id);
@@ -64,9 +76,7 @@ void Agent::RunUntil(const std::atomic<bool>& stop) {
     if (!command && stop.load()) return;
     if (!command) {
       std::fprintf(stderr, "berth-agent: poll failed: %s\n", command.error().ToString().c_str());
-      for (auto waited = std::chrono::milliseconds(0); waited < delay && !stop.load();
-           waited += std::chrono::milliseconds(100))
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      PauseUnlessStopped(delay, stop);
       delay = Longer(delay);
       continue;
     }

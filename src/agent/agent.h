@@ -36,8 +36,9 @@ class Agent final : public launch::RunObserver {
   Agent& operator=(const Agent&) = delete;
 
   // Watches its namespace, adopts the Jobs of the runs berthd still waits for (a restarted agent
-  // launches nothing twice) and removes those of runs nobody waits for.
-  Result<void> Start();
+  // launches nothing twice) and removes those of runs nobody waits for. Until berthd answers
+  // (it may be down, or a proxy may turn the agent away) it asks again, saying why, until stop.
+  Result<void> Start(const std::atomic<bool>& stop);
   // Polls and handles commands until stop.
   void RunUntil(const std::atomic<bool>& stop);
 

@@ -15,8 +15,10 @@
 #include "core/time_format.h"
 #include "crypto/agent_token.h"
 #include "crypto/random.h"
+#include "crypto/x509.h"
 #include "kube/resource.h"
 #include "launcher_world.h"
+#include "loopback.h"
 #include "net/http_client.h"
 #include "role_bound_client.h"
 #include "sys/files.h"
@@ -122,18 +124,23 @@ class AgentE2e : public ::testing::Test {
     ASSERT_TRUE(berthd_->Start({"--rate-limit=0"}));
   }
 
-  // berth-agent as a Deployment would run it, as name.
-  void StartAgent(const std::string& name) {
-    auto agent = sys::Subprocess::Spawn(
-        {.argv = {BERTH_AGENT_BIN, "run"},
-         .env = std::vector<std::string>{"BERTH_URL=" + berthd_->Url(), "BERTH_RUNNER=cluster",
-                                         "BERTH_AGENT_KEY_FILE=" +
-                                             (dir_->Path() / "agent.key").string(),
-                                         "KUBECONFIG=" + (dir_->Path() / "kubeconfig").string(),
-                                         "KUBERNETES_IMAGE=" + SharedCluster().world->Image(),
-                                         "KUBERNETES_NAMESPACE=" + ns_, "KUBERNETES_CPU=100m",
-                                         "KUBERNETES_MEMORY=256Mi", "POD_NAME=" + name},
-         .output_path = (dir_->Path() / (name + ".log")).string()});
+  // berth-agent as a Deployment would run it, as name; url (default: berthd's) and more
+  // variables on top.
+  void StartAgent(const std::string& name, const std::string& url = "",
+                  const std::vector<std::string>& more_env = {}) {
+    std::vector<std::string> env = {"BERTH_URL=" + (url.empty() ? berthd_->Url() : url),
+                                    "BERTH_RUNNER=cluster",
+                                    "BERTH_AGENT_KEY_FILE=" + (dir_->Path() / "agent.key").string(),
+                                    "KUBECONFIG=" + (dir_->Path() / "kubeconfig").string(),
+                                    "KUBERNETES_IMAGE=" + SharedCluster().world->Image(),
+                                    "KUBERNETES_NAMESPACE=" + ns_,
+                                    "KUBERNETES_CPU=100m",
+                                    "KUBERNETES_MEMORY=256Mi",
+                                    "POD_NAME=" + name};
+    env.insert(env.end(), more_env.begin(), more_env.end());
+    auto agent = sys::Subprocess::Spawn({.argv = {BERTH_AGENT_BIN, "run"},
+                                         .env = std::move(env),
+                                         .output_path = (dir_->Path() / (name + ".log")).string()});
     ASSERT_TRUE(agent) << agent.error().ToString();
     agents_.push_back(std::move(*agent));
   }
@@ -538,6 +545,90 @@ TEST_F(AgentE2e, ALogAndSensitiveOutputsEncryptedToTheEnvironmentsRecipientAreRe
   auto wrong_key = read_outputs(project_key);
   EXPECT_NE(wrong_key.exit_code, 0) << wrong_key.output;
   EXPECT_NE(wrong_key.output.find("output token"), std::string::npos) << wrong_key.output;
+}
+
+// A TLS proxy in front of berthd (socat, which verifies client certificates against its own CA):
+// berth-agent reaches berthd through it with the CA and client certificate its variables name
+// and runs a deployment; an agent without the client certificate, or trusting only the
+// system's CAs, is turned away and says why.
+TEST_F(AgentE2e, AnAgentBehindAProxyThatWantsAClientCertificateUsesItsTlsSettings) {
+  auto ca = crypto::CreateCertificateAuthority("proxy-ca", std::chrono::hours(1));
+  ASSERT_TRUE(ca);
+  auto server = crypto::IssueCertificate({.common_name = "proxy",
+                                          .ip_addresses = {"127.0.0.1"},
+                                          .use = crypto::CertificateUse::kServer},
+                                         *ca);
+  auto client = crypto::IssueCertificate({.common_name = "agent"}, *ca);
+  ASSERT_TRUE(server && client);
+  auto file = [&](const std::string& name, const std::string& pem) {
+    fs::path path = dir_->Path() / name;
+    EXPECT_TRUE(sys::WriteFileAtomic(path, pem));
+    return path.string();
+  };
+  std::string ca_file = file("ca.pem", ca->certificate_pem);
+  std::string server_cert = file("server.pem", server->certificate_pem);
+  std::string server_key = file("server.key", server->key.pem);
+  std::string client_cert = file("client.pem", client->certificate_pem);
+  std::string client_key = file("client.key", client->key.pem);
+  auto port = testenv::FreeLoopbackPort();
+  ASSERT_TRUE(port);
+  std::string berthd_address = berthd_->Url().substr(berthd_->Url().find("://") + 3);
+  auto proxy = sys::Subprocess::Spawn(
+      {.argv = {"/usr/bin/socat",
+                "OPENSSL-LISTEN:" + std::to_string(*port) +
+                    ",bind=127.0.0.1,reuseaddr,fork,verify=1,cert=" + server_cert +
+                    ",key=" + server_key + ",cafile=" + ca_file,
+                "TCP:" + berthd_address},
+       .output_path = (dir_->Path() / "proxy.log").string()});
+  ASSERT_TRUE(proxy) << proxy.error().ToString();
+  const std::string url = "https://127.0.0.1:" + std::to_string(*port);
+  auto through_proxy = net::MakeCurlHttpClient({.ca_pem = ca->certificate_pem,
+                                                .client_cert_pem = client->certificate_pem,
+                                                .client_key_pem = client->key.pem});
+  auto up = testenv::WaitUntilReady(
+      "socat", *proxy,
+      [&] {
+        auto r = through_proxy->Send({.url = url + "/healthz"});
+        return r && r->status == 200;
+      },
+      std::chrono::seconds(30), (dir_->Path() / "proxy.log").string());
+  ASSERT_TRUE(up) << up.error().ToString();
+
+  StartAgent("no-client-cert", url, {"BERTH_CA_FILE=" + ca_file});
+  StartAgent("system-trust", url,
+             {"BERTH_CLIENT_CERT_FILE=" + client_cert, "BERTH_CLIENT_KEY_FILE=" + client_key});
+  // Turned away, each says so and keeps asking (a fixed proxy lets it in without a restart).
+  for (const char* turned_away : {"no-client-cert", "system-trust"}) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (AgentLog(turned_away).find("berthd not reached") == std::string::npos &&
+           std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_NE(AgentLog(turned_away).find("berthd not reached"), std::string::npos)
+        << turned_away << ": " << AgentLog(turned_away);
+  }
+  for (auto& agent : agents_) EXPECT_TRUE(agent.Running());
+  EXPECT_FALSE(
+      json::parse(Api().Call("GET", "/runners/cluster/status").body)["agent"]["connected"]);
+
+  // A certificate without its key (or a key without its certificate) is refused, not ignored.
+  auto half = sys::RunToCompletion(
+      {.argv = {BERTH_AGENT_BIN, "run", "--url", url, "--runner", "cluster", "--key-file",
+                (dir_->Path() / "agent.key").string(), "--client-cert", client_cert}});
+  ASSERT_TRUE(half);
+  EXPECT_NE(half->exit_code, 0);
+  EXPECT_NE(half->output.find("--client-key"), std::string::npos) << half->output;
+
+  StartAgent("with-tls", url,
+             {"BERTH_CA_FILE=" + ca_file, "BERTH_CLIENT_CERT_FILE=" + client_cert,
+              "BERTH_CLIENT_KEY_FILE=" + client_key});
+  std::string id = Api().Deploy(testenv::SourceDir() / "examples/hello", {{"op", "apply"}});
+  json d = Api().WaitFor(id, {"succeeded", "failed"});
+  EXPECT_EQ(d["state"], "succeeded") << d.dump(2) << AgentLog("with-tls");
+  json s = json::parse(Api().Call("GET", "/runners/cluster/status").body);
+  ASSERT_EQ(s["agent"]["agents"].size(), 1u) << s.dump(2);
+  EXPECT_EQ(s["agent"]["agents"][0]["name"], "with-tls");
+  proxy->Signal(SIGTERM);
+  proxy->Wait();
 }
 
 }  // namespace
