@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -12,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli/body.h"
 #include "core/base64.h"
 #include "kube/kube_api.h"
 #include "kube/kube_config.h"
@@ -132,6 +134,63 @@ class HelmInstall : public ::testing::Test {
     return done ? *done : sys::Completed{.exit_code = -1};
   }
 
+  // deploy/kubernetes/agent-rbac.yaml and agent.yaml applied as a user would, with the values
+  // their comments say to set: berth-agent's two replicas in namespace berth-agent serve
+  // kubernetes-agent runner cluster-a, which runs environment web/edge.
+  static void ApplyAgentManifests(const fs::path& key_file, const std::string& public_key_pem) {
+    const std::string ns = "berth-agent";
+    const std::string& registry = TheSuite().node->Registry();
+    ASSERT_TRUE(TheSuite().node->PrepareNamespace(*TheSuite().admin, ns));
+    auto key = sys::ReadFile(key_file);
+    ASSERT_TRUE(key);
+    json secret = {{"apiVersion", "v1"},
+                   {"kind", "Secret"},
+                   {"metadata", {{"name", "berth-agent-key"}}},
+                   {"data", {{"agent.key", Base64Encode(*key)}}}};
+    ASSERT_TRUE(TheSuite().admin->Create(kube::kSecrets, ns, secret));
+    for (const char* file : {"agent-rbac.yaml", "agent.yaml"}) {
+      auto text = sys::ReadFile(testenv::SourceDir() / "deploy/kubernetes" / file);
+      ASSERT_TRUE(text);
+      for (size_t begin = 0; begin < text->size();) {
+        size_t end = text->find("\n---\n", begin);
+        if (end == std::string::npos) end = text->size();
+        auto doc = cli::YamlToJson(text->substr(begin, end - begin));
+        begin = end + 5;
+        ASSERT_TRUE(doc) << file << ": " << doc.error().ToString();
+        std::string kind = (*doc)["kind"];
+        if (kind == "Deployment") {
+          json& container = (*doc)["spec"]["template"]["spec"]["containers"][0];
+          container["image"] = registry + "/berth/berthd:" + ImageTag("berthd");
+          for (json& var : container["env"]) {
+            if (var["name"] == "BERTH_URL") var["value"] = kBerthUrl;
+            if (var["name"] == "KUBERNETES_IMAGE")
+              var["value"] = registry + "/berth/runner:" + ImageTag("runner");
+          }
+        }
+        const std::map<std::string, kube::ResourceKind> kinds = {
+            {"ServiceAccount", kube::kServiceAccounts},
+            {"Role", kube::kRoles},
+            {"RoleBinding", kube::kRoleBindings},
+            {"Deployment", {"apps/v1", "Deployment", "deployments"}}};
+        ASSERT_TRUE(kinds.contains(kind)) << file << ": " << kind;
+        auto created = TheSuite().admin->Create(kinds.at(kind), ns, *doc);
+        ASSERT_TRUE(created) << file << " " << kind << ": " << created.error().ToString();
+      }
+    }
+    json runner = {
+        {"runner_configuration",
+         {{"type", "kubernetes-agent"}, {"key", public_key_pem}, {"job", {{"namespace", ns}}}}},
+        {"state_storage_configuration", {{"type", "berth"}}}};
+    for (const std::vector<std::string>& create : std::vector<std::vector<std::string>>{
+             {"create", "runner", "cluster-a", "--set-json", runner.dump()},
+             {"create", "env-type", "edge"},
+             {"create", "runner-rule", "--set=runner_id=cluster-a", "--set=env_type_id=edge"},
+             {"create", "env", "edge", "--project", "web", "--set", "env_type_id=edge"}}) {
+      sys::Completed made = Berth(create);
+      ASSERT_EQ(made.exit_code, 0) << made.output;
+    }
+  }
+
   static std::string BerthdPodName() {
     auto pods = TheSuite().admin->List(kube::kPods, kNamespace,
                                        {.label_selector = "app.kubernetes.io/component=berthd"});
@@ -172,6 +231,31 @@ TEST_F(HelmInstall, InstallDeployUpgradeAndUninstallOnARealNode) {
                                    "--var", "name=helm", "--auto-approve"});
   ASSERT_EQ(deployed.exit_code, 0) << deployed.output;
   EXPECT_NE(deployed.output.find("hello, helm"), std::string::npos) << deployed.output;
+
+  // berth-agent from deploy/kubernetes: both replicas poll; a deployment to web/edge runs as a
+  // Job the agents created in their namespace.
+  auto keys = sys::TempDir::Create("agent-key");
+  ASSERT_TRUE(keys);
+  auto keygen = sys::RunToCompletion(
+      {.argv = {BERTH_AGENT_BIN, "keygen", "--out", (keys->Path() / "agent.key").string()},
+       .stdout_path = (keys->Path() / "agent.pub").string()});
+  ASSERT_TRUE(keygen && keygen->exit_code == 0) << (keygen ? keygen->output : "");
+  ApplyAgentManifests(keys->Path() / "agent.key",
+                      sys::ReadFile(keys->Path() / "agent.pub").value());
+  auto agent_status = [] {
+    sys::Completed shown = Berth({"get", "runner", "cluster-a", "-o", "json"});
+    EXPECT_EQ(shown.exit_code, 0) << shown.output;
+    json status = json::parse(shown.output, nullptr, false);
+    return status.is_object() ? status["status"]["agent"] : json();
+  };
+  for (int i = 0; i < 1200 && agent_status()["agents"].size() < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(agent_status()["agents"].size(), 2u) << agent_status().dump(2);
+  sys::Completed through_agent = Berth({"deploy", hello.string(), "--project", "web", "--env",
+                                        "edge", "--var", "name=agent", "--auto-approve"});
+  ASSERT_EQ(through_agent.exit_code, 0) << through_agent.output;
+  EXPECT_NE(through_agent.output.find("hello, agent"), std::string::npos) << through_agent.output;
+  EXPECT_TRUE(agent_status()["connected"]) << agent_status().dump(2);
 
   // Then a changed value while two deployments are under way: one stopped at its plan, one
   // whose run is in its Pod (thousands of resources: seconds of work). berthd rolls; the
