@@ -1,6 +1,7 @@
 // A test fixture: real berthd processes (replicas) on one real PostgreSQL database of the
 // test's own, with faults that can be injected into that database, an organization with a
-// local runner using berth's state storage, project web and environments e0, e1, ...
+// runner (local, unless a derived fixture says otherwise) using berth's state storage, project
+// web and environments e0, e1, ...
 #pragma once
 
 #include <gtest/gtest.h>
@@ -59,8 +60,8 @@ class BerthdsOnPostgres : public ::testing::Test {
     token_ = Replica(0).AdminToken();
     ASSERT_FALSE(token_.empty());
     std::vector<std::pair<std::string, std::string>> objects = {
-        {"/runners", R"({"id":"here","runner_configuration":{"type":"local"},)"
-                     R"("state_storage_configuration":{"type":"berth"}})"},
+        {"/runners", R"({"id":"here","runner_configuration":)" + runner_configuration_ +
+                         R"(,"state_storage_configuration":{"type":"berth"}})"},
         {"/runner-rules", R"({"id":"all","runner_id":"here"})"},
         {"/projects", R"({"id":"web"})"},
         {"/env-types", R"({"id":"development"})"}};
@@ -77,7 +78,8 @@ class BerthdsOnPostgres : public ::testing::Test {
   void StartReplica(int i, bool database_from_env = false) {
     std::vector<std::string> flags = {"--encryption-key-file=" + (dir_->Path() / "keys").string(),
                                       "--replica-lease-seconds=" + std::to_string(kLeaseSeconds)};
-    std::vector<std::string> env;
+    flags.insert(flags.end(), more_flags_.begin(), more_flags_.end());
+    std::vector<std::string> env = more_env_;
     if (database_from_env)
       env.push_back("BERTH_DATABASE=" + database_);
     else
@@ -122,6 +124,10 @@ class BerthdsOnPostgres : public ::testing::Test {
   }
 
   std::filesystem::path Slow() const { return testenv::SourceDir() / "examples/slow"; }
+
+  // What a derived fixture changes: every replica's flags and variables, the runner's type.
+  std::vector<std::string> more_flags_, more_env_;
+  std::string runner_configuration_ = R"({"type":"local"})";
 
   std::optional<sys::TempDir> dir_;
   std::string database_, token_;
