@@ -103,6 +103,8 @@ class SqlStateStore final : public StateStore {
     if (!n) return n.error();
     if (*n == 1) return {};
     auto holder = HolderOn(*c, key);
+    // The same lock asked again by the run that holds it: a retry whose answer was lost.
+    if (holder && holder->id == lock.id && holder->run_id == lock.run_id) return {};
     return Locked(key, holder ? holder->info : std::string());
   }
 

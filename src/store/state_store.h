@@ -53,7 +53,7 @@ class StateStore {
   virtual Result<std::vector<StateVersion>> Versions(const std::string& key) = 0;  // oldest first
   // One version's content; kNotFound for a deletion or a version that never was.
   virtual Result<std::string> Version(const std::string& key, int64_t version) = 0;
-  // kConflict when held; Holder says by whom.
+  // kConflict when held (Holder says by whom), unless by this very lock of this run: a retry.
   virtual Result<void> Lock(const std::string& key, const StateLock& lock) = 0;
   virtual Result<StateLock> Holder(const std::string& key) = 0;  // kNotFound when free
   // lock_id must be the holder's (kConflict otherwise); empty: force, whoever holds it.

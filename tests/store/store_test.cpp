@@ -428,6 +428,12 @@ TEST_P(StoreTest, ALockedStateTakesWritesOnlyFromItsHolder) {
   ASSERT_FALSE(second);
   EXPECT_EQ(second.error().kind, ErrorKind::kConflict);
   EXPECT_EQ(second.error().context, R"({"Who":"run-1"})");  // who holds it
+  // tofu asking again for the lock it holds (its answer was lost) gets it; another run with the
+  // same lock ID does not.
+  ASSERT_TRUE(states.Lock("acme/web/prod", {"lock-p", "{}", 0, "run-1"}));
+  EXPECT_TRUE(states.Lock("acme/web/prod", {"lock-p", "{}", 0, "run-1"}));
+  EXPECT_EQ(states.Lock("acme/web/prod", {"lock-p", "{}", 0, "run-2"}).error().kind,
+            ErrorKind::kConflict);
   EXPECT_EQ(states.Put("acme/web/dev", "{}", "lock-b", "run-2").error().kind, ErrorKind::kConflict);
   EXPECT_EQ(states.Put("acme/web/dev", "{}", "", "run-2").error().kind, ErrorKind::kConflict);
   EXPECT_TRUE(states.Put("acme/web/dev", "{}", "lock-a", "run-1"));
