@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <csignal>
 #include <nlohmann/json.hpp>
 
 #include "core/base64.h"
@@ -153,7 +154,12 @@ Result<void> KubeTestCluster::StartApiserver() {
       // compacting etcd (the cache would serve an old version from memory).
       "--watch-cache-sizes=configmaps#0"};
   options.output_path = (dir / "kube-apiserver.log").string();
-  auto process = sys::Subprocess::Spawn(options);
+  apiserver_options_ = std::move(options);
+  return RunApiserver();
+}
+
+Result<void> KubeTestCluster::RunApiserver() {
+  auto process = sys::Subprocess::Spawn(apiserver_options_);
   if (!process) return process.error();
   apiserver_ = std::make_unique<sys::Subprocess>(std::move(*process));
   auto http = net::MakeCurlHttpClient(AdminTls());
@@ -163,7 +169,19 @@ Result<void> KubeTestCluster::StartApiserver() {
         auto r = http->Send({.url = url_ + "/readyz", .timeout = std::chrono::seconds(5)});
         return r && r->status == 200;
       },
-      kStartTimeout, options.output_path);
+      kStartTimeout, apiserver_options_.output_path);
+}
+
+void KubeTestCluster::StopApiserver() {
+  if (!apiserver_) return;
+  apiserver_->Signal(SIGTERM);
+  apiserver_->Wait();
+  apiserver_.reset();
+}
+
+Result<void> KubeTestCluster::StartApiserverAgain() {
+  if (apiserver_) return {};
+  return RunApiserver();
 }
 
 net::TlsConfig KubeTestCluster::AdminTls() const {

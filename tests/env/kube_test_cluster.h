@@ -48,6 +48,11 @@ class KubeTestCluster {
   Result<net::TlsConfig> UserTls(const std::string& user,
                                  const std::vector<std::string>& groups) const;
 
+  // The apiserver goes away (SIGTERM: every connection and watch ends, nothing answers on its
+  // port) and comes back on the same port with the same etcd, as in an upgrade or a restart.
+  void StopApiserver();
+  Result<void> StartApiserverAgain();
+
   // Another kube-controller-manager with only these controllers (comma-separated), its files in
   // dir: for a real node, the node-lifecycle controller that lifts the not-ready taint.
   Result<std::unique_ptr<sys::Subprocess>> StartControllers(const std::string& controllers,
@@ -63,6 +68,7 @@ class KubeTestCluster {
   static Result<std::unique_ptr<KubeTestCluster>> Start();
   Result<void> StartEtcd();
   Result<void> StartApiserver();
+  Result<void> RunApiserver();  // with apiserver_options_, until it is ready
   Result<void> StartControllerManager();
 
   sys::TempDir dir_;
@@ -72,6 +78,7 @@ class KubeTestCluster {
   std::string etcd_url_;
   std::string url_;
   std::unique_ptr<sys::Subprocess> etcd_;
+  sys::SpawnOptions apiserver_options_;
   std::unique_ptr<sys::Subprocess> apiserver_;
   std::unique_ptr<sys::Subprocess> controller_manager_;
 };

@@ -73,10 +73,15 @@ class PodWorker {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 
+  // As the kubelet's status manager: made again while the apiserver is away; a Pod deleted
+  // meanwhile leaves nothing to report to.
   void PatchStatus(const json& status) {
-    auto patched = api_.Patch(kPods, ns_, name_, kube::PatchType::kMerge, {{"status", status}},
-                              kFieldManager, "status");
-    (void)patched;  // a Pod deleted meanwhile: nothing left to report to
+    for (;;) {
+      auto patched = api_.Patch(kPods, ns_, name_, kube::PatchType::kMerge, {{"status", status}},
+                                kFieldManager, "status");
+      if (patched || patched.error().kind != ErrorKind::kUnavailable || Stopping()) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
   }
 
   fs::path VolumeDir(const std::string& name) const { return dir_ / "volumes" / name; }
