@@ -26,9 +26,10 @@ class SystemClock final : public Clock {
  public:
   std::chrono::steady_clock::time_point Now() override { return std::chrono::steady_clock::now(); }
   std::chrono::system_clock::time_point Wall() override { return std::chrono::system_clock::now(); }
+  // Never destroyed: threads that outlive main() (a test's shared cluster) may still ask it.
   static SystemClock& Instance() {
-    static SystemClock clock;
-    return clock;
+    static auto* clock = new SystemClock();
+    return *clock;
   }
 };
 

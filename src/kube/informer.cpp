@@ -71,12 +71,14 @@ void Informer::Loop() {
       // A list leads to a watch; a watch the server closed in time is simply renewed.
       need_list = false;
       backoff = options_.initial_backoff;
+      NoteAnswered();
       continue;
     }
     if (step.error().reason == kReasonExpired) {
       need_list = true;  // the versions we hold are compacted away: start over, no wait
       continue;
     }
+    if (!lost_.exchange(true) && options_.on_lost) options_.on_lost(step.error());
     SleepFor(backoff);
     backoff = std::min(backoff * 2, options_.max_backoff);
   }
@@ -129,10 +131,15 @@ Result<void> Informer::WatchOnce() {
   return api_.Watch(
       kind_, options_.ns, watch_options,
       [this](const WatchEvent& event) {
+        NoteAnswered();  // a renewed watch may carry on for minutes before it returns
         Apply(event.type, event.object);
         return !stopping_.load();
       },
       [this] { return stopping_.load(); });
+}
+
+void Informer::NoteAnswered() {
+  if (lost_.exchange(false) && options_.on_regained) options_.on_regained();
 }
 
 void Informer::Apply(const std::string& type, const json& object) {

@@ -26,6 +26,11 @@ struct InformerOptions {
   std::chrono::milliseconds initial_backoff{200};
   std::chrono::milliseconds max_backoff{30000};
   int watch_timeout_seconds = 300;
+  // Called on the informer's thread when the API stops answering it (the first failure after
+  // it was answered) and when it answers again (a list, a watch's first event or its end); it
+  // retries meanwhile either way.
+  std::function<void(const Error& why)> on_lost;
+  std::function<void()> on_regained;
 };
 
 struct InformerStats {
@@ -59,6 +64,7 @@ class Informer {
   void Loop();
   Result<void> Relist() EXCLUDES(mutex_);
   Result<void> WatchOnce() EXCLUDES(mutex_);
+  void NoteAnswered();  // on_regained, once, after on_lost
   void Apply(const std::string& type, const json& object) EXCLUDES(mutex_);
   void Deliver(const std::string& type, const json& object);
   void SleepFor(std::chrono::milliseconds delay) EXCLUDES(mutex_);
@@ -68,6 +74,7 @@ class Informer {
   InformerOptions options_;
   std::vector<Handler> handlers_;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> lost_{false};  // the API stopped answering, and has not answered since
   std::thread thread_;
 
   mutable Mutex mutex_;

@@ -418,7 +418,15 @@ class Berthd {
     if (base_.kube_client) {
       kubernetes_ = std::make_unique<launch::KubernetesLauncher>(
           *base_.kube_client, std::move(*base_.kube_settings), SystemClock::Instance(), dispatcher_,
-          launch::KubernetesLauncherOptions{.launcher_id = base_.installation});
+          launch::KubernetesLauncherOptions{
+              .launcher_id = base_.installation,
+              .api_notice = [this](const std::string& ns, bool reachable, const std::string& why) {
+                if (reachable)
+                  log_.Info("kubernetes api answers again", {{"namespace", ns}});
+                else
+                  log_.Warn("kubernetes api not answering; runs go on, watching again",
+                            {{"namespace", ns}, {"why", why}});
+              }});
       for (const char* type : {"kubernetes", "kubernetes-gke", "kubernetes-eks", "kubernetes-aks"})
         launchers_[type] = kubernetes_.get();
     }

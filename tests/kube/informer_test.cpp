@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <condition_variable>
+#include <thread>
 
 #include "fault_injecting_kube_api.h"
 #include "kube_test_cluster.h"
@@ -61,9 +63,12 @@ class InformerTest : public ::testing::Test {
     ASSERT_TRUE(config);
     client_ = MakeKubeClient(*config);
     faulty_ = std::make_unique<FaultInjectingKubeApi>(*client_);
-    informer_ = std::make_unique<Informer>(
-        *faulty_, kConfigMaps,
-        InformerOptions{.ns = ns_, .initial_backoff = std::chrono::milliseconds(50)});
+    informer_ =
+        std::make_unique<Informer>(*faulty_, kConfigMaps,
+                                   InformerOptions{.ns = ns_,
+                                                   .initial_backoff = std::chrono::milliseconds(50),
+                                                   .on_lost = [this](const Error&) { ++lost_; },
+                                                   .on_regained = [this] { ++regained_; }});
     informer_->AddHandler(
         [this](const std::string& type, const json& object) { recorder_.Record(type, object); });
   }
@@ -79,6 +84,7 @@ class InformerTest : public ::testing::Test {
   std::unique_ptr<KubeClient> client_;
   std::unique_ptr<FaultInjectingKubeApi> faulty_;
   Recorder recorder_;
+  std::atomic<int> lost_{0}, regained_{0};
   std::unique_ptr<Informer> informer_;
 };
 
@@ -109,9 +115,15 @@ TEST_F(InformerTest, ACutWatchResumesFromTheLastVersionWithoutLossOrRepeat) {
   faulty_->CutWatches();
   Put("a", "2");
   Put("c", "1");
+  for (int i = 0; i < 3000 && lost_ == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // refused again, a few times
+  EXPECT_EQ(lost_, 1) << "said once, however often the watch was refused";
+  EXPECT_EQ(regained_, 0);
   faulty_->SetWatchesDown(false);
   EXPECT_EQ(recorder_.WaitFor(3),
             (std::vector<std::string>{"ADDED a=1", "MODIFIED a=2", "ADDED c=1"}));
+  EXPECT_EQ(regained_, 1);
   Put("a", "3");  // the renewed watch is live
   EXPECT_EQ(recorder_.WaitFor(4).back(), "MODIFIED a=3");
   EXPECT_EQ(recorder_.WaitFor(4).size(), 4u);

@@ -78,6 +78,10 @@ TEST(ApiserverOutageE2e, AnApiserverAwayMidApplyLeavesTheRunInItsPodAndTheDeploy
   EXPECT_EQ(Count(log, "(local-exec): berth-slow-started"), 1) << log;
   EXPECT_EQ((*world)->Agent().PodsStarted(), 1);
   EXPECT_EQ(berthd.Stop(), 0);
+  // And the operator reading berthd's log saw the outage and its end.
+  std::string berthd_log = sys::ReadFile(berthd.LogPath(1)).value();
+  EXPECT_EQ(Count(berthd_log, "kubernetes api not answering"), 1) << berthd_log;
+  EXPECT_EQ(Count(berthd_log, "kubernetes api answers again"), 1) << berthd_log;
 }
 
 }  // namespace

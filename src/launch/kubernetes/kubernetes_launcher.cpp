@@ -134,7 +134,16 @@ Result<kube::Informer*> KubernetesLauncher::InformerFor(const std::string& ns) {
   auto informer = std::make_unique<kube::Informer>(
       api_, kPods,
       kube::InformerOptions{
-          .ns = ns, .label_selector = std::string(kLauncherLabel) + "=" + options_.launcher_id});
+          .ns = ns,
+          .label_selector = std::string(kLauncherLabel) + "=" + options_.launcher_id,
+          .on_lost =
+              [this, ns](const Error& why) {
+                if (options_.api_notice) options_.api_notice(ns, false, why.ToString());
+              },
+          .on_regained =
+              [this, ns] {
+                if (options_.api_notice) options_.api_notice(ns, true, "");
+              }});
   informer->AddHandler([this](const std::string& type, const json& pod) { OnPod(type, pod); });
   informer->Start();
   if (!informer->WaitForSync(std::chrono::seconds(60)))

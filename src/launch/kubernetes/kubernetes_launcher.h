@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -31,6 +32,9 @@ struct KubernetesLauncherOptions {
   std::chrono::seconds quota_retry_max{60};
   // A run whose Pod is not running this long after its launch is a RunnerPending event, once.
   std::chrono::seconds pending_notice{30};
+  // Told when the apiserver stops answering the watch of a namespace's runner Pods (reachable
+  // false, with why) and when it answers again; runs go on meanwhile.
+  std::function<void(const std::string& ns, bool reachable, const std::string& why)> api_notice;
 };
 
 inline constexpr std::string_view kRunnerPending = "RunnerPending";
