@@ -27,7 +27,8 @@ Result<sockaddr_un> UnixAddress(const std::string& path) {
   return address;
 }
 
-// Writes all of data, unless the peer is gone.
+}  // namespace
+
 bool SendAll(int fd, const char* data, size_t size) {
   while (size > 0) {
     ssize_t n = ::send(fd, data, size, MSG_NOSIGNAL);
@@ -38,8 +39,6 @@ bool SendAll(int fd, const char* data, size_t size) {
   }
   return true;
 }
-
-}  // namespace
 
 Result<std::unique_ptr<StreamRelay>> StreamRelay::Start(Fd listener, Connect connect) {
   Fd stop(eventfd(0, EFD_CLOEXEC));

@@ -18,6 +18,9 @@
 
 namespace berth::sys {
 
+// Writes all of data to a socket; false when the peer is gone (never SIGPIPE).
+bool SendAll(int fd, const char* data, size_t size);
+
 class StreamRelay {
  public:
   using Connect = std::function<Result<Fd>()>;

@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "sys/stream_relay.h"
+
 namespace berth::testenv {
 namespace {
 
@@ -19,18 +21,6 @@ sockaddr_in Loopback(int port) {
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   addr.sin_port = htons(static_cast<uint16_t>(port));
   return addr;
-}
-
-// Writes all of data; false when the peer is gone.
-bool WriteAll(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    ssize_t n = send(fd, data, size, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
 }
 
 }  // namespace
@@ -116,7 +106,7 @@ void FaultyNetwork::Carry(sys::Fd client, std::optional<Cut> cut) {
       const bool cut_here =
           cut && cut->in_response == (way == 1) && carried[way] + size >= cut->at_byte;
       if (cut_here) size = cut->at_byte - carried[way];
-      if (!WriteAll(to[way], buffer, size)) open = false;
+      if (!sys::SendAll(to[way], buffer, size)) open = false;
       carried[way] += size;
       if (cut_here) {
         ++(way == 0 ? cut_requests_ : cut_responses_);

@@ -20,12 +20,6 @@ namespace {
 
 using nlohmann::json;
 
-int Count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t at = 0; (at = text.find(what, at)) != std::string::npos; ++at) ++n;
-  return n;
-}
-
 TEST(ApiserverOutageE2e, AnApiserverAwayMidApplyLeavesTheRunInItsPodAndTheDeploymentEndsWell) {
   auto world = launch::LauncherWorld::Create(
       launch::LauncherWorld::NamespaceForThisTest("apiserver-outage"));
@@ -47,19 +41,8 @@ TEST(ApiserverOutageE2e, AnApiserverAwayMidApplyLeavesTheRunInItsPodAndTheDeploy
        "KUBERNETES_CPU=100m", "KUBERNETES_MEMORY=256Mi"}));
   auto http = net::MakeCurlHttpClient();
   BerthdClient api{berthd.Url(), berthd.AdminToken(), http.get()};
-  for (const auto& [path, body] : std::vector<std::pair<std::string, json>>{
-           {"/runners",
-            {{"id", "pods"},
-             {"runner_configuration",
-              {{"type", "kubernetes"}, {"job", {{"namespace", (*world)->Namespace()}}}}},
-             {"state_storage_configuration", {{"type", "berth"}}}}},
-           {"/runner-rules", {{"id", "all"}, {"runner_id", "pods"}}},
-           {"/projects", {{"id", "web"}}},
-           {"/env-types", {{"id", "development"}}},
-           {"/projects/web/envs", {{"id", "dev"}, {"env_type_id", "development"}}}}) {
-    auto created = api.Call("POST", path, body.dump());
-    ASSERT_EQ(created.status, 201) << path << ": " << created.body;
-  }
+  api.CreateWebDev({{"type", "kubernetes"}, {"job", {{"namespace", (*world)->Namespace()}}}});
+  if (::testing::Test::HasFailure()) return;
 
   std::string id = api.Deploy(testenv::SourceDir() / "examples/slow",
                               {{"op", "apply"}, {"variables", {{"seconds", 20}}}});
@@ -74,14 +57,14 @@ TEST(ApiserverOutageE2e, AnApiserverAwayMidApplyLeavesTheRunInItsPodAndTheDeploy
   json done = api.WaitFor(id, {"succeeded", "failed", "cancelled"});
   std::string log = api.Log(id);
   ASSERT_EQ(done["state"], "succeeded") << done.dump(2) << log;
-  EXPECT_EQ(Count(log, "Apply complete!"), 1) << log;
-  EXPECT_EQ(Count(log, "(local-exec): berth-slow-started"), 1) << log;
+  EXPECT_EQ(Occurrences(log, "Apply complete!"), 1) << log;
+  EXPECT_EQ(Occurrences(log, "(local-exec): berth-slow-started"), 1) << log;
   EXPECT_EQ((*world)->Agent().PodsStarted(), 1);
   EXPECT_EQ(berthd.Stop(), 0);
   // And the operator reading berthd's log saw the outage and its end.
   std::string berthd_log = sys::ReadFile(berthd.LogPath(1)).value();
-  EXPECT_EQ(Count(berthd_log, "kubernetes api not answering"), 1) << berthd_log;
-  EXPECT_EQ(Count(berthd_log, "kubernetes api answers again"), 1) << berthd_log;
+  EXPECT_EQ(Occurrences(berthd_log, "kubernetes api not answering"), 1) << berthd_log;
+  EXPECT_EQ(Occurrences(berthd_log, "kubernetes api answers again"), 1) << berthd_log;
 }
 
 }  // namespace

@@ -154,4 +154,25 @@ bool BerthdClient::WaitForLog(const std::string& id, const std::string& text) co
   return false;
 }
 
+void BerthdClient::CreateWebDev(const json& runner_configuration) const {
+  for (const auto& [path, body] : std::vector<std::pair<std::string, json>>{
+           {"/runners",
+            {{"id", "here"},
+             {"runner_configuration", runner_configuration},
+             {"state_storage_configuration", {{"type", "berth"}}}}},
+           {"/runner-rules", {{"id", "all"}, {"runner_id", "here"}}},
+           {"/projects", {{"id", "web"}}},
+           {"/env-types", {{"id", "development"}}},
+           {"/projects/web/envs", {{"id", "dev"}, {"env_type_id", "development"}}}}) {
+    auto created = Call("POST", path, body.dump());
+    EXPECT_EQ(created.status, 201) << path << ": " << created.body;
+  }
+}
+
+int Occurrences(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = 0; (at = text.find(what, at)) != std::string::npos; ++at) ++n;
+  return n;
+}
+
 }  // namespace berth::server

@@ -65,6 +65,13 @@ struct BerthdClient {
   std::string Log(const std::string& id) const;
   // Until the deployment's log holds text, for two minutes at most; whether it did.
   bool WaitForLog(const std::string& id, const std::string& text) const;
+  // What a deployment to web/dev needs: runner `here` of runner_configuration (berth's own
+  // state storage), a rule sending every environment to it, project web, environment type
+  // development and environment web/dev. A refused call fails the test, naming it.
+  void CreateWebDev(const nlohmann::json& runner_configuration) const;
 };
+
+// How often what occurs in text.
+int Occurrences(const std::string& text, const std::string& what);
 
 }  // namespace berth::server

@@ -107,16 +107,10 @@ class BerthdsOnPostgres : public ::testing::Test {
     return Api(via).Get(id);
   }
 
-  // How often text is in a deployment's log.
-  static int Count(const std::string& log, const std::string& text) {
-    int n = 0;
-    for (size_t at = 0; (at = log.find(text, at)) != std::string::npos; ++at) ++n;
-    return n;
-  }
   // How often the slow module's resource was created in a deployment (tofu prints the
   // command's output once, after its own line).
   static int Creates(const std::string& log) {
-    return Count(log, "(local-exec): berth-slow-started");
+    return Occurrences(log, "(local-exec): berth-slow-started");
   }
 
   nlohmann::json State(int via, const std::string& env) {

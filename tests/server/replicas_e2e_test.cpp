@@ -177,7 +177,7 @@ TEST_F(ReplicasE2e, ReplicasKilledAndRestartedAtRandomLeaveEveryDeploymentEndedO
       log = Api(via).Log(id);
       return true;
     });
-    EXPECT_LE(Count(log, "Apply complete!"), 1) << id << " was applied twice:\n" << log;
+    EXPECT_LE(Occurrences(log, "Apply complete!"), 1) << id << " was applied twice:\n" << log;
   }
   stop_chaos = true;
   chaos.join();

@@ -18,12 +18,6 @@ namespace {
 
 using nlohmann::json;
 
-int Count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t at = 0; (at = text.find(what, at)) != std::string::npos; ++at) ++n;
-  return n;
-}
-
 TEST(SqliteFaultsE2e, AWriteLockHeldPastTheBusyTimeoutStallsARunThatThenEndsWithNothingLost) {
   auto dir = sys::TempDir::Create("sqlite-faults");
   ASSERT_TRUE(dir);
@@ -31,18 +25,8 @@ TEST(SqliteFaultsE2e, AWriteLockHeldPastTheBusyTimeoutStallsARunThatThenEndsWith
   ASSERT_TRUE(berthd.Start({"--rate-limit=0"}));
   auto http = net::MakeCurlHttpClient();
   BerthdClient api{berthd.Url(), berthd.AdminToken(), http.get()};
-  for (const auto& [path, body] : std::vector<std::pair<std::string, json>>{
-           {"/runners",
-            {{"id", "here"},
-             {"runner_configuration", {{"type", "local"}}},
-             {"state_storage_configuration", {{"type", "berth"}}}}},
-           {"/runner-rules", {{"id", "all"}, {"runner_id", "here"}}},
-           {"/projects", {{"id", "web"}}},
-           {"/env-types", {{"id", "development"}}},
-           {"/projects/web/envs", {{"id", "dev"}, {"env_type_id", "development"}}}}) {
-    auto created = api.Call("POST", path, body.dump());
-    ASSERT_EQ(created.status, 201) << path << ": " << created.body;
-  }
+  api.CreateWebDev({{"type", "local"}});
+  if (::testing::Test::HasFailure()) return;
   auto faults = testenv::SqliteFaults::Open(berthd.DataDir() / "berth.db");
   ASSERT_TRUE(faults) << faults.error().ToString();
 
@@ -57,8 +41,8 @@ TEST(SqliteFaultsE2e, AWriteLockHeldPastTheBusyTimeoutStallsARunThatThenEndsWith
   json done = api.WaitFor(id, {"succeeded", "failed", "cancelled"});
   std::string log = api.Log(id);
   ASSERT_EQ(done["state"], "succeeded") << done.dump(2) << log;
-  EXPECT_EQ(Count(log, "Apply complete!"), 1) << log;
-  EXPECT_EQ(Count(log, "(local-exec): berth-slow-started"), 1) << log;
+  EXPECT_EQ(Occurrences(log, "Apply complete!"), 1) << log;
+  EXPECT_EQ(Occurrences(log, "(local-exec): berth-slow-started"), 1) << log;
   auto versions = json::parse(api.Call("GET", "/projects/web/envs/dev/state/versions").body);
   EXPECT_EQ(versions["items"].size(), 1u) << versions.dump(2);
   auto state = json::parse(api.Call("GET", "/projects/web/envs/dev/state").body);

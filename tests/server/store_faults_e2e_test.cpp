@@ -48,7 +48,7 @@ TEST_F(StoreFaultsE2e, AStateTofuCouldNotPersistIsPushedByBerthdOnceTheStoreTake
   EXPECT_EQ(failed["result"]["error"]["kind"], "StatePersist") << failed.dump(2);
   EXPECT_GE(Hits(*faults_, "state_versions"), 2) << "tofu's write and the runner's push";
   EXPECT_EQ(Versions(api).size(), 1u);
-  EXPECT_EQ(Count(api.Log(second), "StateRescued"), 0) << "the store still refuses";
+  EXPECT_EQ(Occurrences(api.Log(second), "StateRescued"), 0) << "the store still refuses";
 
   ASSERT_TRUE(faults_->Heal("state_versions"));
   ASSERT_TRUE(api.WaitForLog(second, "StateRescued")) << api.Log(second);
@@ -79,7 +79,7 @@ TEST_F(StoreFaultsE2e, LogChunksTheStoreFailsToWriteArriveWholeAndOnce) {
   ASSERT_EQ(done["state"], "succeeded") << done.dump(2) << api.Log(id);
   EXPECT_EQ(Hits(*faults_, "deployment_logs"), 2);
   std::string log = api.Log(id);
-  EXPECT_EQ(Count(log, "Apply complete!"), 1) << log;
+  EXPECT_EQ(Occurrences(log, "Apply complete!"), 1) << log;
   EXPECT_EQ(Creates(log), 1) << log;
 }
 
