@@ -19,8 +19,9 @@ Error SqliteError(sqlite3* db, std::string_view sql) {
               std::string_view(sqlite3_errmsg(db)).find("FOREIGN KEY") != std::string_view::npos)) {
     // ON DELETE RESTRICT reports itself with another extended code than an insert does.
     kind = ErrorKind::kFailedPrecondition;
-  } else if ((code & 0xff) == SQLITE_BUSY || (code & 0xff) == SQLITE_LOCKED) {
-    kind = ErrorKind::kUnavailable;
+  } else if ((code & 0xff) == SQLITE_BUSY || (code & 0xff) == SQLITE_LOCKED ||
+             (code & 0xff) == SQLITE_FULL) {
+    kind = ErrorKind::kUnavailable;  // another's lock, a full disk: the same write later may do
   }
   return MakeError(kind, std::string("sqlite: ") + sqlite3_errmsg(db),
                    std::string(sql.substr(0, 120)));

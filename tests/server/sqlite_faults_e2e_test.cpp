@@ -1,10 +1,15 @@
-// A real berthd on its embedded SQLite (the `berth up` default) whose database another process
-// locks for longer than berthd's busy timeout (testenv::SqliteFaults), in the middle of a run:
-// the run's log, state and result wait and then arrive, nothing is lost or applied twice, and
-// berthd serves as before.
+// A real berthd on its embedded SQLite (the `berth up` default), in the middle of a run: its
+// database locked by another process for longer than berthd's busy timeout
+// (testenv::SqliteFaults), or the disk under it full for a while. The run's log, state and
+// result wait and then arrive, nothing is lost or applied twice, and berthd serves as before.
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/mount.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -16,6 +21,7 @@
 namespace berth::server {
 namespace {
 
+namespace fs = std::filesystem;
 using nlohmann::json;
 
 TEST(SqliteFaultsE2e, AWriteLockHeldPastTheBusyTimeoutStallsARunThatThenEndsWithNothingLost) {
@@ -56,6 +62,62 @@ TEST(SqliteFaultsE2e, AWriteLockHeldPastTheBusyTimeoutStallsARunThatThenEndsWith
   // The fault did reach berthd: its own loops found the database locked, and said so.
   std::string berthd_log = sys::ReadFile(berthd.LogPath(1)).value();
   EXPECT_NE(berthd_log.find("database is locked"), std::string::npos) << berthd_log;
+}
+
+// The disk under berthd's data folder (a tmpfs of this test's own mount namespace) fills up
+// while a run prints; the run's work folder is elsewhere, as a runner's work_dir may put it.
+TEST(SqliteFaultsE2e, ADiskFullUnderTheDatabaseLosesNoLogLineOnceThereIsRoomAgain) {
+  ASSERT_EQ(unshare(CLONE_NEWNS), 0) << std::strerror(errno);
+  ASSERT_EQ(mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr), 0) << std::strerror(errno);
+  auto dir = sys::TempDir::Create("sqlite-disk-full");
+  ASSERT_TRUE(dir);
+  const fs::path data = dir->Path() / "data";
+  fs::create_directories(data);
+  ASSERT_EQ(mount("tmpfs", data.c_str(), "tmpfs", 0, "size=32m,mode=0755"), 0)
+      << std::strerror(errno);
+  BerthdProcess berthd(dir->Path(), "data");
+  ASSERT_TRUE(berthd.Start({"--rate-limit=0"}));
+  auto http = net::MakeCurlHttpClient();
+  BerthdClient api{berthd.Url(), berthd.AdminToken(), http.get()};
+  fs::create_directories(dir->Path() / "runs");
+  api.CreateWebDev({{"type", "local"}, {"work_dir", (dir->Path() / "runs").string()}});
+  if (::testing::Test::HasFailure()) return;
+  fs::path module = dir->Path() / "module";
+  fs::create_directories(module);
+  ASSERT_TRUE(sys::WriteFileAtomic(
+      module / "main.tf",
+      "resource \"terraform_data\" \"lines\" {\n"
+      "  provisioner \"local-exec\" {\n"
+      "    command = \"for i in $(seq 1 60); do echo berth-line-$i; sleep 0.1; done\"\n"
+      "  }\n"
+      "}\n",
+      fs::perms::owner_read | fs::perms::owner_write | fs::perms::others_read));
+
+  std::string id = api.Deploy(module, {{"op", "apply"}});
+  ASSERT_TRUE(api.WaitForLog(id, "berth-line-1")) << api.Log(id);
+  {
+    // Every byte the disk has left goes to one file, for a while.
+    std::ofstream filler(data / "filler", std::ios::binary);
+    const std::string block(1 << 16, 'x');
+    while (filler.write(block.data(), block.size())) {
+    }
+    filler.close();
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    fs::remove(data / "filler");
+  }
+
+  json done = api.WaitFor(id, {"succeeded", "failed", "cancelled"});
+  std::string log = api.Log(id);
+  ASSERT_EQ(done["state"], "succeeded") << done.dump(2) << log;
+  for (int i = 1; i <= 60; ++i)
+    EXPECT_EQ(Occurrences(log, "(local-exec): berth-line-" + std::to_string(i) + "\n"), 1)
+        << "line " << i << "\n"
+        << log;
+  EXPECT_EQ(Occurrences(log, "Apply complete!"), 1) << log;
+  EXPECT_EQ(berthd.Stop(), 0);
+  std::string berthd_log = sys::ReadFile(berthd.LogPath(1)).value();
+  EXPECT_NE(berthd_log.find("full"), std::string::npos) << berthd_log;
+  EXPECT_EQ(umount(data.c_str()), 0) << std::strerror(errno);
 }
 
 }  // namespace
