@@ -99,7 +99,7 @@ TEST(SqliteFaultsE2e, ADiskFullUnderTheDatabaseLosesNoLogLineOnceThereIsRoomAgai
     // Every byte the disk has left goes to one file, for a while.
     std::ofstream filler(data / "filler", std::ios::binary);
     const std::string block(1 << 16, 'x');
-    while (filler.write(block.data(), block.size())) {
+    while (filler.write(block.data(), static_cast<std::streamsize>(block.size()))) {
     }
     filler.close();
     std::this_thread::sleep_for(std::chrono::seconds(3));
