@@ -11,7 +11,9 @@ Result<std::string> SealSensitiveOutputs(std::string_view outputs_json,
   auto doc = nlohmann::json::parse(outputs_json, nullptr, false);
   if (!doc.is_object()) return MakeError(ErrorKind::kInvalidArgument, "outputs: not a JSON object");
   for (auto& [name, output] : doc.items()) {
-    if (!output.is_object() || output.value("sensitive", false) != true) continue;
+    // Only a boolean true is sensitive; a value of another type must not throw.
+    auto sensitive = output.is_object() ? output.find("sensitive") : output.end();
+    if (sensitive == output.end() || *sensitive != true) continue;
     auto sealed =
         crypto::AgeEncryptArmored(output.value("value", nlohmann::json()).dump(), recipient);
     if (!sealed) return sealed.error();

@@ -42,6 +42,10 @@ TEST(SealedOutputs, SensitiveValuesLeaveOnlySealedToTheRecipient) {
 TEST(SealedOutputs, OutputsThatAreNotAJsonObjectAreRefused) {
   for (const char* text : {"", "[1,2]", "{\"a\":", "\"sensitive\""})
     EXPECT_FALSE(SealSensitiveOutputs(text, kRecipient)) << text;
+  // A sensitive flag that is not a boolean is not "true": left as it is, never a crash.
+  auto odd = SealSensitiveOutputs(R"({"p":{"sensitive":"yes","value":"x"},"q":7})", kRecipient);
+  ASSERT_TRUE(odd);
+  EXPECT_EQ(nlohmann::json::parse(*odd)["p"]["value"], "x");
   EXPECT_FALSE(
       SealSensitiveOutputs(R"({"p":{"sensitive":true,"value":"x"}})", "age1notarecipient"));
 }
