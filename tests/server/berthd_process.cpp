@@ -169,6 +169,17 @@ void BerthdClient::CreateWebDev(const json& runner_configuration) const {
   }
 }
 
+fs::path LocalExecModule(const fs::path& dir, const std::string& command) {
+  fs::path module = dir / "module";
+  fs::create_directories(module);
+  std::string tf = "resource \"terraform_data\" \"lines\" {\n  provisioner \"local-exec\" {\n" +
+                   std::string("    command = ") + json(command).dump() + "\n  }\n}\n";
+  EXPECT_TRUE(sys::WriteFileAtomic(
+      module / "main.tf", tf,
+      fs::perms::owner_read | fs::perms::owner_write | fs::perms::others_read));
+  return module;
+}
+
 int Occurrences(const std::string& text, const std::string& what) {
   int n = 0;
   for (size_t at = 0; (at = text.find(what, at)) != std::string::npos; ++at) ++n;

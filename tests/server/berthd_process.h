@@ -71,6 +71,9 @@ struct BerthdClient {
   void CreateWebDev(const nlohmann::json& runner_configuration) const;
 };
 
+// A module folder dir/module whose one resource runs command (local-exec) at apply.
+std::filesystem::path LocalExecModule(const std::filesystem::path& dir, const std::string& command);
+
 // How often what occurs in text.
 int Occurrences(const std::string& text, const std::string& what);
 

@@ -35,18 +35,8 @@ TEST(NetworkFaultsE2e,
   api.CreateWebDev({{"type", "local"}});
   if (::testing::Test::HasFailure()) return;
   // A module whose apply prints numbered lines: each must be in the stored log once.
-  fs::path module = dir->Path() / "module";
-  fs::create_directories(module);
-  ASSERT_TRUE(sys::WriteFileAtomic(
-      module / "main.tf",
-      "resource \"terraform_data\" \"lines\" {\n"
-      "  provisioner \"local-exec\" {\n"
-      "    command = \"seq 1 " +
-          std::to_string(kLines) +
-          " | sed 's/^/berth-line-/'\"\n"
-          "  }\n"
-          "}\n",
-      fs::perms::owner_read | fs::perms::owner_write | fs::perms::others_read));
+  fs::path module =
+      LocalExecModule(dir->Path(), "seq 1 " + std::to_string(kLines) + " | sed 's/^/berth-line-/'");
 
   std::string id = api.Deploy(module, {{"op", "apply"}, {"approval", {{"required", true}}}});
   json waiting = api.WaitFor(id, {"waiting_approval", "failed"});

@@ -82,16 +82,8 @@ TEST(SqliteFaultsE2e, ADiskFullUnderTheDatabaseLosesNoLogLineOnceThereIsRoomAgai
   fs::create_directories(dir->Path() / "runs");
   api.CreateWebDev({{"type", "local"}, {"work_dir", (dir->Path() / "runs").string()}});
   if (::testing::Test::HasFailure()) return;
-  fs::path module = dir->Path() / "module";
-  fs::create_directories(module);
-  ASSERT_TRUE(sys::WriteFileAtomic(
-      module / "main.tf",
-      "resource \"terraform_data\" \"lines\" {\n"
-      "  provisioner \"local-exec\" {\n"
-      "    command = \"for i in $(seq 1 60); do echo berth-line-$i; sleep 0.1; done\"\n"
-      "  }\n"
-      "}\n",
-      fs::perms::owner_read | fs::perms::owner_write | fs::perms::others_read));
+  fs::path module =
+      LocalExecModule(dir->Path(), "for i in $(seq 1 60); do echo berth-line-$i; sleep 0.1; done");
 
   std::string id = api.Deploy(module, {{"op", "apply"}});
   ASSERT_TRUE(api.WaitForLog(id, "berth-line-1")) << api.Log(id);
