@@ -5,11 +5,11 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <cstring>
 #include <map>
 
+#include "core/inflate.h"
 #include "sys/fd.h"
 #include "sys/files.h"
 
@@ -138,46 +138,12 @@ Result<void> WriteEntryFile(const fs::path& path, std::string_view content, uint
 
 }  // namespace
 
-Result<std::string> Gunzip(std::string_view data, uint64_t max_bytes) {
-  std::string out;
-  z_stream z{};
-  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) return Refused("zlib initialisation failed");
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  z.avail_in = static_cast<uInt>(data.size());
-  char buffer[65536];
-  int rc = Z_OK;
-  while (true) {
-    z.next_out = reinterpret_cast<Bytef*>(buffer);
-    z.avail_out = sizeof buffer;
-    rc = inflate(&z, Z_NO_FLUSH);
-    out.append(buffer, sizeof buffer - z.avail_out);
-    if (out.size() > max_bytes) {
-      inflateEnd(&z);
-      return Refused("more than " + std::to_string(max_bytes) + " bytes uncompressed");
-    }
-    if (rc == Z_STREAM_END) {
-      if (z.avail_in == 0) break;
-      inflateReset(&z);  // the next gzip member
-      continue;
-    }
-    if (rc != Z_OK) {
-      inflateEnd(&z);
-      return Refused("not valid gzip data");
-    }
-    if (z.avail_in == 0 && z.avail_out != 0) {
-      inflateEnd(&z);
-      return Refused("gzip data ends early");
-    }
-  }
-  inflateEnd(&z);
-  return out;
-}
-
 Result<void> ExtractModuleArchiveBytes(std::string_view gzip_bytes, const fs::path& target,
                                        const ArchiveLimits& limits) {
   // Tar headers and padding cost at most ~1 KiB per entry on top of the content.
-  auto tar = Gunzip(gzip_bytes, limits.max_total_bytes + limits.max_entries * 1024 + 1024);
-  if (!tar) return tar.error();
+  auto tar = Inflate(gzip_bytes, Compression::kGzip,
+                     limits.max_total_bytes + limits.max_entries * 1024 + 1024);
+  if (!tar) return Refused(tar.error().message);
   std::string_view rest = *tar;
   uint64_t entries = 0, total = 0;
   std::string long_name, long_link;

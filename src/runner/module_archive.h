@@ -29,7 +29,4 @@ Result<void> ExtractModuleArchiveBytes(std::string_view gzip_bytes,
                                        const std::filesystem::path& target,
                                        const ArchiveLimits& limits = {});
 
-// Concatenated gzip members decompressed in order, with an output cap.
-Result<std::string> Gunzip(std::string_view data, uint64_t max_bytes);
-
 }  // namespace berth::runner

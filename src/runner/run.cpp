@@ -9,6 +9,8 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "core/base64.h"
+#include "core/inflate.h"
 #include "core/masker.h"
 #include "core/time_format.h"
 #include "crypto/digest.h"
@@ -20,7 +22,9 @@
 #include "sys/files.h"
 #include "sys/subprocess.h"
 #include "tf/binary.h"
+#include "tf/encrypted_payload.h"
 #include "tf/plan.h"
+#include "tf/plan_file.h"
 
 namespace berth::runner {
 namespace {
@@ -172,6 +176,7 @@ class Run {
       auto key = ReadStateKey(o_.state_key_file);
       if (!key) return Fail(RunErrorKind::kInvalidFlags, "inputs", key.error().ToString());
       masker_.Add(*key);
+      if (auto bytes = Base64Decode(*key)) state_key_ = std::move(*bytes);
       auto self = sys::SelfExecutable();
       if (!self) return Fail(RunErrorKind::kInternal, "inputs", self.error().ToString());
       env.push_back("TF_ENCRYPTION=" +
@@ -275,7 +280,49 @@ class Run {
     return o_.plan_file.empty() ? dir_.root / ".berth-plan.tfplan" : fs::absolute(o_.plan_file);
   }
 
-  // Reads the plan at path with `show -json` and fills result_.plan.
+  // Reads the plan at path and fills result_.plan: from tofu's plan file itself where this
+  // berth reads its format (no TF process, no provider schema loaded), else with `show -json`.
+  std::optional<tf::PlanAnalysis> Analyse(const fs::path& path) {
+    std::optional<tf::PlanAnalysis> analysis =
+        binary_.name == "tofu" ? ReadPlanFile(path) : std::nullopt;
+    if (!analysis && !result_.error) analysis = Show(path);
+    if (!analysis) return std::nullopt;
+    result_.plan = analysis->summary;
+    std::string summary = "plan " + analysis->summary.hash + ": " +
+                          std::to_string(analysis->summary.add) + " to add, " +
+                          std::to_string(analysis->summary.change) + " to change, " +
+                          std::to_string(analysis->summary.destroy) + " to destroy, " +
+                          std::to_string(analysis->summary.replace) + " to replace";
+    steps_->Log("plan", summary);
+    context_.events->Record("PlanSummary", summary, false);
+    return analysis;
+  }
+
+  // Nullopt with no error recorded when the file is not in a format read here (an encrypted
+  // plan, another format version).
+  std::optional<tf::PlanAnalysis> ReadPlanFile(const fs::path& path) {
+    auto bytes = sys::ReadFile(path);
+    if (!bytes) {
+      Fail(RunErrorKind::kPlan, "plan", "the plan file: " + bytes.error().ToString());
+      return std::nullopt;
+    }
+    if (!state_key_.empty()) {
+      // tofu encrypts the plans of an environment with a key: the runner holds it too.
+      auto opened = tf::OpenAesGcmPayload(*bytes, state_key_);
+      if (opened) {
+        *bytes = std::move(*opened);
+      } else if (opened.error().kind != ErrorKind::kFailedPrecondition) {
+        Fail(RunErrorKind::kPlan, "plan", "the plan file: " + opened.error().ToString());
+        return std::nullopt;
+      }
+    }
+    auto analysis = tf::AnalysePlanFile(*bytes, plan_key_);
+    if (analysis) return std::move(*analysis);
+    if (analysis.error().kind != ErrorKind::kFailedPrecondition)
+      Fail(RunErrorKind::kPlan, "plan", analysis.error().ToString());
+    return std::nullopt;
+  }
+
   std::optional<tf::PlanAnalysis> Show(const fs::path& path) {
     StepOutcome out;
     if (!Step("show", {"show", "-json", "-no-color", path.string()}, RunErrorKind::kPlan, &out,
@@ -287,14 +334,6 @@ class Run {
       Fail(RunErrorKind::kPlan, "show", analysis.error().ToString());
       return std::nullopt;
     }
-    result_.plan = analysis->summary;
-    std::string summary = "plan " + analysis->summary.hash + ": " +
-                          std::to_string(analysis->summary.add) + " to add, " +
-                          std::to_string(analysis->summary.change) + " to change, " +
-                          std::to_string(analysis->summary.destroy) + " to destroy, " +
-                          std::to_string(analysis->summary.replace) + " to replace";
-    steps_->Log("show", summary);
-    context_.events->Record("PlanSummary", summary, false);
     return std::move(*analysis);
   }
 
@@ -337,12 +376,12 @@ class Run {
             o_.plan_destroy ? std::vector<std::string>{"-destroy"} : std::vector<std::string>{},
             path))
       return false;
-    auto analysis = Show(path);
+    auto analysis = Analyse(path);
     return analysis && Guard(*analysis);
   }
 
-  // An approved plan file whose bytes are the ones approved was shown, guarded and hashed when
-  // it was planned: it is applied without show -json (a load of every provider's schema).
+  // An approved plan file whose bytes are the ones approved was read, guarded and hashed when
+  // it was planned: it is applied as it is.
   // Nullopt when no digest was given; false when the file is not those bytes.
   std::optional<bool> ApprovedBytes(const fs::path& path) {
     if (o_.approved_plan_sha256.empty()) return std::nullopt;
@@ -367,7 +406,7 @@ class Run {
     std::optional<bool> approved_bytes = saved ? ApprovedBytes(path) : std::nullopt;
     if (approved_bytes == false) return false;
     if (!approved_bytes) {
-      auto analysis = Show(path);
+      auto analysis = Analyse(path);
       if (!analysis || !Approved(*analysis) || !Guard(*analysis)) return false;
     }
     bool applied = Step("apply",
@@ -397,7 +436,7 @@ class Run {
   bool OpDrift() {
     fs::path path = PlanFile();
     if (!MakePlan({"-refresh-only"}, path)) return false;
-    auto analysis = Show(path);
+    auto analysis = Analyse(path);
     if (!analysis) return false;
     result_.drift = DriftReport{!analysis->drifted.empty(), analysis->drifted};
     steps_->Log("drift", analysis->drifted.empty() ? "no drift"
@@ -413,7 +452,7 @@ class Run {
     std::string state = *raw;
     if (state.size() >= 2 && static_cast<unsigned char>(state[0]) == 0x1f &&
         static_cast<unsigned char>(state[1]) == 0x8b) {
-      auto unzipped = Gunzip(state, 1ull << 30);
+      auto unzipped = Inflate(state, Compression::kGzip, 1ull << 30);
       if (!unzipped) return Fail(RunErrorKind::kRestore, "restore", unzipped.error().ToString());
       state = std::move(*unzipped);
     }
@@ -483,6 +522,7 @@ class Run {
   WorkDir dir_;
   tf::Binary binary_;
   std::string plan_key_;
+  std::string state_key_;  // the raw AES key of --state-key-file
   std::optional<StepRunner> steps_;
   std::optional<sys::Subprocess> version_;
   std::chrono::steady_clock::time_point version_started_;

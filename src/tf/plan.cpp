@@ -11,19 +11,10 @@ namespace {
 
 using nlohmann::json;
 
-std::string JoinActions(const json& actions) {
-  std::string out;
-  for (const auto& a : actions) {
-    if (!out.empty()) out += ",";
-    out += a.get<std::string>();
-  }
+std::vector<std::string> Actions(const json& actions) {
+  std::vector<std::string> out;
+  for (const auto& a : actions) out.push_back(a.is_string() ? a.get<std::string>() : a.dump());
   return out;
-}
-
-bool Has(const json& actions, std::string_view action) {
-  return std::any_of(actions.begin(), actions.end(), [&](const json& a) {
-    return a.is_string() && a.get<std::string>() == action;
-  });
 }
 
 Error Malformed(std::string rule) {
@@ -32,44 +23,55 @@ Error Malformed(std::string rule) {
 
 }  // namespace
 
+void PlanEffects::Add(const std::string& address, const std::vector<std::string>& actions,
+                      bool importing, bool is_output, std::string_view values) {
+  auto has = [&](std::string_view action) {
+    return std::find(actions.begin(), actions.end(), action) != actions.end();
+  };
+  bool create = has("create"), del = has("delete"), update = has("update");
+  auto& s = analysis_.summary;
+  if (!is_output) {
+    if (create && del) {
+      ++s.replace;
+      analysis_.destructive.push_back(address);
+    } else if (create) {
+      ++s.add;
+    } else if (del) {
+      ++s.destroy;
+      analysis_.destructive.push_back(address);
+    } else if (update) {
+      ++s.change;
+    }
+    if (importing) ++s.import;
+  }
+  if (!create && !del && !update && !importing) return;
+  s.has_changes = true;
+  std::string joined;
+  for (const auto& action : actions) joined += (joined.empty() ? "" : ",") + action;
+  lines_.push_back(address + "|" + joined + "|" + crypto::HmacSha256Hex(key_, values));
+}
+
+PlanAnalysis PlanEffects::Finish() && {
+  std::sort(lines_.begin(), lines_.end());
+  std::string joined;
+  for (const auto& line : lines_) joined += line + "\n";
+  analysis_.summary.hash = "sha256:" + crypto::Sha256Hex(joined);
+  return std::move(analysis_);
+}
+
 Result<PlanAnalysis> AnalysePlan(std::string_view show_json, std::string_view key) {
   json plan = json::parse(show_json, nullptr, false);
   if (plan.is_discarded() || !plan.is_object()) return Malformed("not a JSON object");
-  PlanAnalysis analysis;
-  auto& s = analysis.summary;
-  s.keyed = !key.empty();
-  std::vector<std::string> lines;
-
+  PlanEffects effects(key);
   auto account = [&](const std::string& address, const json& change, bool is_output) -> bool {
     if (!change.is_object() || !change.contains("actions") || !change["actions"].is_array()) {
       return false;
     }
-    const json& actions = change["actions"];
-    bool create = Has(actions, "create"), del = Has(actions, "delete");
-    bool update = Has(actions, "update");
     bool importing = change.contains("importing") && !change["importing"].is_null();
-    if (!is_output) {
-      if (create && del) {
-        ++s.replace;
-        analysis.destructive.push_back(address);
-      } else if (create) {
-        ++s.add;
-      } else if (del) {
-        ++s.destroy;
-        analysis.destructive.push_back(address);
-      } else if (update) {
-        ++s.change;
-      }
-      if (importing) ++s.import;
-    }
-    bool effect = create || del || update || importing;
-    if (!effect) return true;
-    s.has_changes = true;
     json canonical = {{"before", change.value("before", json())},
                       {"after", change.value("after", json())},
                       {"after_unknown", change.value("after_unknown", json())}};
-    lines.push_back(address + "|" + JoinActions(actions) + "|" +
-                    crypto::HmacSha256Hex(key, canonical.dump()));
+    effects.Add(address, Actions(change["actions"]), importing, is_output, canonical.dump());
     return true;
   };
 
@@ -95,15 +97,11 @@ Result<PlanAnalysis> AnalysePlan(std::string_view show_json, std::string_view ke
   if (plan.contains("resource_drift") && plan["resource_drift"].is_array()) {
     for (const auto& rd : plan["resource_drift"]) {
       if (rd.is_object() && rd.contains("address") && rd["address"].is_string()) {
-        analysis.drifted.push_back(rd["address"].get<std::string>());
+        effects.Drifted(rd["address"].get<std::string>());
       }
     }
   }
-  std::sort(lines.begin(), lines.end());
-  std::string joined;
-  for (const auto& line : lines) joined += line + "\n";
-  s.hash = "sha256:" + crypto::Sha256Hex(joined);
-  return analysis;
+  return std::move(effects).Finish();
 }
 
 }  // namespace berth::tf

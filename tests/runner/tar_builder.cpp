@@ -80,9 +80,11 @@ TarBuilder& TarBuilder::ZeroFile(const std::string& name, uint64_t size) {
 std::string TarBuilder::Tar() const { return data_ + std::string(1024, '\0'); }
 std::string TarBuilder::TarGz() const { return Gzip(Tar()); }
 
-std::string Gzip(const std::string& data, int level) {
+namespace {
+
+std::string Deflate(const std::string& data, int level, int window_bits) {
   z_stream z{};
-  if (deflateInit2(&z, level, Z_DEFLATED, 16 + MAX_WBITS, 9, Z_DEFAULT_STRATEGY) != Z_OK) {
+  if (deflateInit2(&z, level, Z_DEFLATED, window_bits, 9, Z_DEFAULT_STRATEGY) != Z_OK) {
     throw std::runtime_error("deflateInit2");
   }
   std::string out(deflateBound(&z, data.size()), '\0');
@@ -95,5 +97,12 @@ std::string Gzip(const std::string& data, int level) {
   deflateEnd(&z);
   return out;
 }
+
+}  // namespace
+
+std::string Gzip(const std::string& data, int level) {
+  return Deflate(data, level, 16 + MAX_WBITS);
+}
+std::string RawDeflate(const std::string& data) { return Deflate(data, 9, -MAX_WBITS); }
 
 }  // namespace berth::testing

@@ -30,5 +30,7 @@ class TarBuilder {
 
 // level 0 stores without compressing (fast, for the fuzzer); 9 compresses best.
 std::string Gzip(const std::string& data, int level = 9);
+// A raw deflate stream (what a zip entry holds).
+std::string RawDeflate(const std::string& data);
 
 }  // namespace berth::testing

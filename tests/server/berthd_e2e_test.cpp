@@ -138,7 +138,7 @@ TEST_F(BerthdE2e, AnApprovedPlanIsAppliedExactlyAndNoOtherHashOrStalePlanIs) {
   auto outputs = json::parse(Call("GET", "/deployments/" + id + "/outputs").body);
   EXPECT_EQ(outputs["outputs"]["greeting"]["value"], "hello, e2e");
   std::string log = Log(id);
-  EXPECT_LT(log.find("[show] plan " + hash), log.find("[apply] Apply complete")) << log;
+  EXPECT_LT(log.find("[plan] plan " + hash), log.find("[apply] Apply complete")) << log;
   auto versions = json::parse(Call("GET", "/projects/web/envs/dev/state/versions").body);
   EXPECT_EQ(versions["items"].back()["run_id"], id + "-apply") << versions.dump();
 
@@ -262,6 +262,11 @@ TEST_F(BerthdE2e, AnEncryptedEnvironmentsStateAndPlansReachBerthOnlyAsCiphertext
   json waiting = WaitFor(id, {"waiting_approval", "failed"});
   ASSERT_EQ(waiting["state"], "waiting_approval") << waiting.dump(2) << Log(id);
   EXPECT_EQ(waiting["plan"]["change"], 1) << waiting.dump(2);  // read the plaintext state
+  std::vector<std::string> plan_steps;
+  for (const auto& step : waiting["result"]["plan_run"]["run"]["steps"])
+    plan_steps.push_back(step["name"]);
+  // The runner opened the encrypted plan file itself: no show -json.
+  EXPECT_EQ(plan_steps, (std::vector<std::string>{"version", "init", "plan"})) << waiting.dump(2);
   auto plan_file = Call("GET", "/deployments/" + id + "/artifacts/plan");
   ASSERT_EQ(plan_file.status, 200);
   EXPECT_EQ(plan_file.body.find("under-cipher"), std::string::npos) << "a plan in clear";
@@ -455,10 +460,11 @@ TEST_F(BerthdE2e, MetricsCountRequestsRunsAndDeploymentsInThePrometheusTextForma
   EXPECT_EQ(samples["berth_runs_total{outcome=succeeded,}"], 1) << parsed->output;
   EXPECT_EQ(samples["berth_run_duration_seconds_count{}"], 1) << parsed->output;
   // Where its time went, one observation per step of its one run.
-  for (const char* step : {"queue", "launch", "version", "init", "plan", "show", "apply", "output"})
+  for (const char* step : {"queue", "launch", "version", "init", "plan", "apply", "output"})
     EXPECT_EQ(samples["berth_deployment_step_seconds_count{step=" + std::string(step) + ",}"], 1)
         << step << "\n"
         << parsed->output;
+  EXPECT_EQ(samples["berth_deployment_step_seconds_count{step=show,}"], 0) << "read the plan file";
   EXPECT_GE(samples["berth_http_requests_total{method=POST,route=/orgs/{org}/projects/{project}/"
                     "envs/{env}/deployments,status=201,}"],
             1)
