@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Whole-process comparison: a deployment through berthd (`berth deploy MODULE --env E`: bundle,
 # upload, queue, dispatch to a local runner, gateway inputs, state in berthd's backend, log
-# shipping, result, outputs) against running `runner run --op=apply` by hand on the same module
-# with local state. Each from nothing (a new environment, a new work folder), alternating, N
-# times each. Prints medians and their ratio. Release build.
+# shipping, result, outputs) against bare `tofu init && tofu plan -out=P && tofu apply P` and
+# against `runner run --op=apply` by hand, both on the same module with local state. Each from
+# nothing (a new environment, a new work folder), alternating, N times each. Prints medians and
+# their ratios. Release build. With APPROVAL=1 the deployment waits for approval and
+# `--auto-approve` approves it (a plan run, then an apply run of the saved plan).
 #
 # With BASELINE=REV (a commit), REV's own `berth deploy` is timed too, alternating with this
 # tree's in the same run (machines here are noisy: only figures from one run compare); REV is
 # built once into build/bench-baseline/REV.
 #
-# Usage: [BASELINE=REV] bench/deploy_overhead.sh [MODULE (default examples/hello)] [N (default 9)]
+# Usage: [BASELINE=REV] [APPROVAL=1] bench/deploy_overhead.sh [MODULE (default examples/hello)] [N (default 9)]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 MODULE=${1:-examples/hello}
@@ -53,13 +55,16 @@ up "$BERTH" "$WORK/data"
 # relative to its work folder (a sandboxed run can write nowhere else).
 vars() { [[ $MODULE == *examples/file || $MODULE == *examples/heavy ]] && echo "{\"path\": \"$1.txt\"}" || echo "{}"; }
 
+APPROVE=()
+[[ -z ${APPROVAL:-} ]] || APPROVE=(--require-approval --auto-approve)
+
 # Prints how long `berth deploy` of binary $1 against data folder $2 took for run $3, in ms.
 deploy() {
   vars "$3" >"$WORK/$3.vars.json"
   local start
   start=$(now)
   if ! "$1" --data-dir="$2" deploy "$MODULE" --env "bench-$3" --var-file="$WORK/$3.vars.json" \
-    >"$WORK/$3.log" 2>&1; then
+    "${APPROVE[@]}" >"$WORK/$3.log" 2>&1; then
     echo "berth deploy failed ($1, run $3):" >&2
     tail -5 "$WORK/$3.log" >&2
     exit 1
@@ -67,7 +72,7 @@ deploy() {
   echo $(( ($(now) - start) / 1000000 ))
 }
 
-deploy_ms=() base_ms=() hand_ms=()
+deploy_ms=() base_ms=() hand_ms=() bare_ms=()
 for i in $(seq "$N"); do
   ms=$(deploy "$BERTH" "$WORK/data" "d$i") || exit 1
   deploy_ms+=("$ms")
@@ -82,12 +87,23 @@ for i in $(seq "$N"); do
     --config="$WORK/h$i.vars.json" --outputs="$WORK/h$i.outputs.json" \
     --result="$WORK/h$i.json" >"$WORK/h$i.log"
   hand_ms+=($(( ($(now) - start) / 1000000 )))
+
+  mkdir -p "$WORK/t$i" && cp -r "$MODULE"/. "$WORK/t$i/"
+  vars "$WORK/t$i/out" >"$WORK/t$i/vars.tfvars.json"
+  start=$(now)
+  (cd "$WORK/t$i" && export TF_CLI_CONFIG_FILE=$BERTH_TEST_TOFU_CLI_CONFIG TF_IN_AUTOMATION=1 &&
+    "$BERTH_TEST_TOFU" init -input=false -no-color >/dev/null &&
+    "$BERTH_TEST_TOFU" plan -input=false -no-color -var-file=vars.tfvars.json -out=p >/dev/null &&
+    "$BERTH_TEST_TOFU" apply -input=false -no-color p >/dev/null)
+  bare_ms+=($(( ($(now) - start) / 1000000 )))
 done
 
 d=$(printf '%s\n' "${deploy_ms[@]}" | median)
 h=$(printf '%s\n' "${hand_ms[@]}" | median)
-echo "module $MODULE, $N runs each (ms): berth deploy ${deploy_ms[*]}; runner by hand ${hand_ms[*]}"
-echo "median: berth deploy $d ms, runner by hand $h ms"
+t=$(printf '%s\n' "${bare_ms[@]}" | median)
+echo "module $MODULE${APPROVAL:+, with approval}, $N runs each (ms): berth deploy ${deploy_ms[*]}; runner by hand ${hand_ms[*]}; bare tofu ${bare_ms[*]}"
+echo "median: berth deploy $d ms, runner by hand $h ms, bare tofu $t ms"
+awk -v d="$d" -v t="$t" 'BEGIN {printf "ratio (berth deploy / bare init && plan && apply): %.2f\n", d / t}'
 awk -v d="$d" -v h="$h" 'BEGIN {printf "overhead ratio (berth deploy / runner by hand): %.2f\n", d / h}'
 if [[ -n $BASE_BERTH ]]; then
   b=$(printf '%s\n' "${base_ms[@]}" | median)

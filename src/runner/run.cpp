@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base64.h"
+#include "core/bounded_json.h"
 #include "core/inflate.h"
 #include "core/masker.h"
 #include "core/time_format.h"
@@ -21,6 +22,7 @@
 #include "sys/fd.h"
 #include "sys/files.h"
 #include "sys/subprocess.h"
+#include "tf/apply_events.h"
 #include "tf/binary.h"
 #include "tf/encrypted_payload.h"
 #include "tf/plan.h"
@@ -409,10 +411,11 @@ class Run {
       auto analysis = Analyse(path);
       if (!analysis || !Approved(*analysis) || !Guard(*analysis)) return false;
     }
-    bool applied = Step("apply",
-                        {"apply", "-input=false", "-no-color", "-auto-approve",
-                         LockTimeoutFlag(o_.lock_timeout), path.string()},
-                        RunErrorKind::kApply);
+    std::vector<std::string> args{"apply", "-input=false", "-no-color", "-auto-approve",
+                                  LockTimeoutFlag(o_.lock_timeout)};
+    AddEventsFile(args);
+    args.push_back(path.string());
+    bool applied = Step("apply", args, RunErrorKind::kApply);
     if (!applied) {
       RescueState();
       return false;
@@ -426,6 +429,7 @@ class Run {
                                   "-no-color",     LockTimeoutFlag(o_.lock_timeout)};
     auto vars = VarFileArgs();
     args.insert(args.end(), vars.begin(), vars.end());
+    AddEventsFile(args);
     if (!Step("refresh", args, RunErrorKind::kApply)) {
       RescueState();
       return false;
@@ -472,20 +476,42 @@ class Run {
     return pushed && Step("state-list", {"state", "list"}, RunErrorKind::kRestore);
   }
 
+  fs::path EventsFile() const { return dir_.root / ".berth-events.json"; }
+
+  // Where tofu can, an apply also writes its events to a file: they carry its outputs.
+  void AddEventsFile(std::vector<std::string>& args) const {
+    if (tf::WritesJsonInto(binary_, result_.binary_version))
+      args.push_back("-json-into=" + EventsFile().string());
+  }
+
+  // From the apply's events when none is sensitive (they leave sensitive values out), else
+  // with `output -json`.
   bool ReadOutputs() {
+    std::error_code ec;
+    if (fs::exists(EventsFile(), ec)) {
+      auto events = sys::ReadFile(EventsFile());
+      fs::remove(EventsFile(), ec);
+      auto outputs = events ? tf::PlainOutputsFromEvents(*events) : std::nullopt;
+      if (outputs) return KeepOutputs(*outputs, outputs->dump());
+    }
     StepOutcome out;
     if (!Step("output", {"output", "-json", "-no-color"}, RunErrorKind::kOutput, &out, true))
       return false;
-    auto doc = json::parse(out.stdout_data, nullptr, false);
-    if (!doc.is_object())
+    auto doc = ParseBoundedJson(out.stdout_data, kMaxTfDocumentDepth);
+    if (!doc || !doc->is_object())
       return Fail(RunErrorKind::kOutput, "output", "output -json is not a JSON object");
-    std::vector<OutputInfo> outputs;
-    for (const auto& [name, value] : doc.items()) {
-      outputs.push_back({name, value.is_object() && value.value("sensitive", false)});
+    return KeepOutputs(*doc, out.stdout_data);
+  }
+
+  // outputs is `output -json`'s document; text is what --outputs gets.
+  bool KeepOutputs(const json& outputs, const std::string& text) {
+    std::vector<OutputInfo> infos;
+    for (const auto& [name, value] : outputs.items()) {
+      infos.push_back({name, value.is_object() && value.value("sensitive", json()) == true});
     }
-    result_.outputs = std::move(outputs);
+    result_.outputs = std::move(infos);
     if (!o_.outputs.empty()) {
-      if (auto w = sys::WriteFileAtomic(o_.outputs, out.stdout_data); !w) {
+      if (auto w = sys::WriteFileAtomic(o_.outputs, text); !w) {
         return Fail(RunErrorKind::kOutput, "output", "--outputs: " + w.error().ToString());
       }
     }

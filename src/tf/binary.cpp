@@ -3,6 +3,9 @@
 
 #include <unistd.h>
 
+#include <cstdio>
+#include <string>
+
 namespace berth::tf {
 namespace {
 
@@ -54,6 +57,13 @@ Result<Binary> ChooseBinary(std::string_view choice, const std::string& explicit
                    choice == "auto" ? std::string("neither tofu nor terraform is on PATH")
                                     : std::string(choice) + " is not on PATH",
                    std::string(search_path));
+}
+
+bool WritesJsonInto(const Binary& binary, std::string_view version) {
+  if (binary.name != "tofu") return false;
+  int major = 0, minor = 0;
+  if (std::sscanf(std::string(version).c_str(), "%d.%d", &major, &minor) != 2) return false;
+  return major > 1 || (major == 1 && minor >= 12);
 }
 
 }  // namespace berth::tf

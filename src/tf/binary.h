@@ -19,4 +19,8 @@ struct Binary {
 Result<Binary> ChooseBinary(std::string_view choice, const std::string& explicit_path,
                             std::string_view search_path);
 
+// Whether tofu of this version (`version -json`'s "1.12.6") writes its machine-readable events
+// to a file beside its human output (`-json-into=FILE`, OpenTofu 1.12). Terraform does not.
+bool WritesJsonInto(const Binary& binary, std::string_view version);
+
 }  // namespace berth::tf

@@ -395,8 +395,7 @@ TEST_F(BerthCli, BerthDeployPlansApprovesAppliesAndPrintsTheOutputsOnAFreshBerth
   };
   EXPECT_EQ(steps_of(2), (std::vector<std::string>{"version", "init", "plan", "(outside TF)"}))
       << spans.dump(2);
-  EXPECT_EQ(steps_of(5),
-            (std::vector<std::string>{"version", "init", "apply", "output", "(outside TF)"}))
+  EXPECT_EQ(steps_of(5), (std::vector<std::string>{"version", "init", "apply", "(outside TF)"}))
       << "an approved plan is applied without another show: " << spans.dump(2);
   auto table = Berth({"deployment", id, "--timings"});
   EXPECT_NE(table.output.find("    apply"), std::string::npos) << table.output;

@@ -120,7 +120,8 @@ TEST_F(RunnerE2E, AnApprovedPlanIsAppliedAndADifferentEffectIsRefused) {
   ASSERT_EQ(applied.exit_code, 0) << Describe(applied);
   std::vector<std::string> steps;
   for (const auto& step : applied.result["steps"]) steps.push_back(step["name"]);
-  EXPECT_EQ(steps, (std::vector<std::string>{"version", "init", "apply", "output"}));
+  // Its one output is plain: read from the apply's own events, no output -json.
+  EXPECT_EQ(steps, (std::vector<std::string>{"version", "init", "apply"}));
   EXPECT_EQ(*sys::ReadFile(target_), "approved");
   EXPECT_EQ(applied.result["outputs"], json::parse(R"([{"name":"id","sensitive":false}])"));
   auto values = json::parse(*sys::ReadFile(outputs));
@@ -235,6 +236,28 @@ TEST_F(RunnerE2E, SecretsNeverReachTheLogOrTheResult) {
   EXPECT_EQ(run.log.find("tok-4f9a8b7c6d"), std::string::npos) << run.log;
   EXPECT_NE(run.log.find("token is ***"), std::string::npos) << run.log;
   EXPECT_EQ(run.result_text.find("tok-4f9a8b7c6d"), std::string::npos);
+}
+
+// The apply's events leave sensitive values out: a module with a sensitive output has its
+// outputs read with output -json, the sensitive value whole (for --outputs) and marked.
+TEST_F(RunnerE2E, ASensitiveOutputIsReadWithOutputJsonWhole) {
+  auto module = h_->Module("secret");
+  std::string config = (h_->Root() / "secret.tfvars.json").string();
+  ASSERT_TRUE(sys::WriteFileAtomic(config, R"({"token": "tok-77e1"})"));
+  std::string outputs = (h_->Root() / "outputs.json").string();
+  auto run = h_->Run({"--op=apply", "--module=" + module.string(), "--name=s",
+                      "--workdir=" + (h_->Root() / "work-s").string(), "--config=" + config,
+                      "--outputs=" + outputs});
+  ASSERT_EQ(run.exit_code, 0) << Describe(run);
+  std::vector<std::string> steps;
+  for (const auto& step : run.result["steps"]) steps.push_back(step["name"]);
+  EXPECT_EQ(steps, (std::vector<std::string>{"version", "init", "plan", "apply", "output"}));
+  auto values = json::parse(*sys::ReadFile(outputs));
+  EXPECT_EQ(values["token"]["value"], "tok-77e1");
+  EXPECT_EQ(values["token"]["sensitive"], true);
+  EXPECT_EQ(values["token_length"]["value"], 8);
+  EXPECT_EQ(run.result["outputs"], json::parse(R"([{"name":"token","sensitive":true},)"
+                                               R"({"name":"token_length","sensitive":false}])"));
 }
 
 TEST_F(RunnerE2E, TenMegabytesOfErrorOutputStillGiveAValidBoundedResult) {

@@ -65,5 +65,17 @@ TEST_F(ChooseBinaryTest, BinNamesItOutright) {
   EXPECT_FALSE(ChooseBinary("opentofu", "", Path()));
 }
 
+TEST(WritesJsonInto, OnlyTofuFrom1Point12) {
+  Binary tofu{"tofu", "/bin/tofu"}, terraform{"terraform", "/bin/terraform"};
+  EXPECT_TRUE(WritesJsonInto(tofu, "1.12.6"));
+  EXPECT_TRUE(WritesJsonInto(tofu, "1.13.0-beta1"));
+  EXPECT_TRUE(WritesJsonInto(tofu, "2.0.0"));
+  EXPECT_FALSE(WritesJsonInto(tofu, "1.11.9"));
+  EXPECT_FALSE(WritesJsonInto(tofu, "0.99.0"));
+  EXPECT_FALSE(WritesJsonInto(tofu, ""));
+  EXPECT_FALSE(WritesJsonInto(tofu, "dev"));
+  EXPECT_FALSE(WritesJsonInto(terraform, "1.14.0"));
+}
+
 }  // namespace
 }  // namespace berth::tf
