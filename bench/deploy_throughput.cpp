@@ -1,9 +1,12 @@
 // How many deployments a second berthd accepts, and how many it runs to their end on local
 // runners of a trivial module (examples/hello), with N deployments spread over E environments
-// (one runs at a time per environment; --max-parallel-runs at once overall). Real berthd
-// (`berth up`), real runner and tofu.
+// (one runs at a time per environment; --max-parallel-runs, 4, at once overall), against the
+// same TF work by hand (`tofu init && tofu plan -out && tofu apply`, 4 at once) in the same
+// run. First, one deployment at a time, berth's fixed cost: from the POST to the runner
+// started, and the run's time outside TF (starting the sandboxed runner, fetching its inputs,
+// shipping the log and result, ending the deployment). Real berthd (`berth up`), runner, tofu.
 //
-// Usage: deploy_throughput BERTH_BIN MODULE [N (default 100)] [ENVS (default 10)]
+// Usage: deploy_throughput BERTH_BIN TOFU_BIN MODULE [N (default 100)] [ENVS (default 10)]
 //        (see bench/deploy_throughput.sh)
 #include <unistd.h>
 
@@ -17,6 +20,8 @@
 #include <vector>
 
 #include "cli/bundle.h"
+#include "cli/timings.h"
+#include "core/time_format.h"
 #include "net/http_client.h"
 #include "sys/files.h"
 #include "sys/subprocess.h"
@@ -28,17 +33,62 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
+constexpr int kParallel = 4;  // berthd's --max-parallel-runs default
+constexpr int kFixedCostSamples = 15;
+
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
+int64_t UnixMillisNow() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values.empty() ? 0 : values[values.size() / 2];
+}
+
+// The same TF work as n deployments of module, by hand: init, plan -out, apply in a fresh
+// folder each (local state), `parallel` at once. Its wall time.
+Clock::duration ByHand(const std::string& tofu, const fs::path& module, const fs::path& root, int n,
+                       int parallel) {
+  std::atomic<int> next{0};
+  auto start = Clock::now();
+  std::vector<std::thread> workers;
+  for (int w = 0; w < parallel; ++w) {
+    workers.emplace_back([&] {
+      for (int i = next++; i < n; i = next++) {
+        fs::path dir = root / ("hand-" + std::to_string(i));
+        fs::create_directories(dir);
+        fs::copy(module, dir, fs::copy_options::recursive);
+        for (std::vector<std::string> args :
+             {std::vector<std::string>{"init", "-input=false"},
+              std::vector<std::string>{"plan", "-input=false", "-out=p"},
+              std::vector<std::string>{"apply", "-input=false", "p"}}) {
+          args.insert(args.begin(), tofu);
+          auto run = sys::RunToCompletion(
+              {.argv = args, .working_dir = dir.string(), .output_path = (dir / "log").string()});
+          if (!run || run->exit_code != 0)
+            std::fprintf(stderr, "by hand failed in %s\n", dir.c_str());
+        }
+      }
+    });
+  }
+  for (auto& t : workers) t.join();
+  return Clock::now() - start;
+}
+
 int Main(int argc, char** argv) {
-  if (argc < 3) {
-    std::fprintf(stderr, "usage: deploy_throughput BERTH_BIN MODULE [N] [ENVS]\n");
+  if (argc < 4) {
+    std::fprintf(stderr, "usage: deploy_throughput BERTH_BIN TOFU_BIN MODULE [N] [ENVS]\n");
     return 2;
   }
   const std::string berth = argv[1];
-  const fs::path module = argv[2];
-  const int n = argc > 3 ? std::atoi(argv[3]) : 100;
-  const int envs = argc > 4 ? std::atoi(argv[4]) : 10;
+  const std::string tofu = argv[2];
+  const fs::path module = argv[3];
+  const int n = argc > 4 ? std::atoi(argv[4]) : 100;
+  const int envs = argc > 5 ? std::atoi(argv[5]) : 10;
   auto dir = sys::TempDir::Create("deploy-throughput");
   fs::path data = dir->Path() / "data";
   sys::SpawnOptions up_options;
@@ -62,10 +112,35 @@ int Main(int argc, char** argv) {
   auto http = net::MakeCurlHttpClient();
   auto bundle = call(*http, "POST", "/bundles", *cli::PackModule(module), "application/gzip");
   std::string bundle_id = json::parse(bundle.body)["id"];
-  for (int e = 0; e < envs; ++e) {
+  auto make_env = [&](const std::string& id) {
     call(*http, "POST", "/projects/default/envs",
-         json{{"id", "env-" + std::to_string(e)}, {"env_type_id", "default"}}.dump(),
-         "application/json");
+         json{{"id", id}, {"env_type_id", "default"}}.dump(), "application/json");
+  };
+  for (int e = 0; e < envs; ++e) make_env("env-" + std::to_string(e));
+
+  // berth's fixed cost, one deployment at a time (nothing queued, nothing in parallel).
+  std::vector<double> to_start_ms, outside_tf_ms;
+  for (int k = 0; k < kFixedCostSamples; ++k) {
+    std::string env = "fixed-" + std::to_string(k);
+    make_env(env);
+    int64_t posted_at = UnixMillisNow();
+    auto created =
+        call(*http, "POST", "/projects/default/envs/" + env + "/deployments",
+             json{{"op", "apply"}, {"source", {{"bundle", bundle_id}}}}.dump(), "application/json");
+    std::string id = json::parse(created.body).value("id", "");
+    call(*http, "GET", "/deployments/" + id + "/logs?follow=true", "", "application/json");
+    json d = json::parse(call(*http, "GET", "/deployments/" + id, "", "application/json").body);
+    for (const auto& t : d["transitions"]) {
+      if (t.value("reason", "") == "runner started")
+        to_start_ms.push_back(
+            static_cast<double>(*ParseRfc3339Millis(t["at"].get<std::string>()) - posted_at));
+    }
+    const json timings = cli::DeploymentTimings(d, UnixMillisNow());
+    for (const auto& span : timings["spans"]) {
+      for (const auto& step : span.value("steps", json::array()))
+        if (step["name"] == "(outside TF)")
+          outside_tf_ms.push_back(step["seconds"].get<double>() * 1000);
+    }
   }
 
   // Accepting: N creates from 4 clients at once.
@@ -113,11 +188,18 @@ int Main(int argc, char** argv) {
   auto done = Clock::now();
   up->Signal(SIGTERM);
   up->Wait();
+  auto by_hand = ByHand(tofu, module, dir->Path(), n, kParallel);
+  std::printf(
+      "fixed cost (%d deployments one at a time, medians): POST to runner started %.0f ms; "
+      "the run outside TF %.0f ms\n",
+      kFixedCostSamples, Median(to_start_ms), Median(outside_tf_ms));
   std::printf("%d deployments over %d environments (%d refused)\n", n, envs, refused.load());
   std::printf("accepted: %.2f s, %.0f deployments/s\n", Seconds(accepted - start),
               n / Seconds(accepted - start));
   std::printf("all ended: %.2f s after the first was sent, %.1f deployments/s, %d succeeded\n",
               Seconds(done - start), n / Seconds(done - start), succeeded);
+  std::printf("the same TF work by hand, %d at once: %.2f s; ratio %.2f\n", kParallel,
+              Seconds(by_hand), Seconds(done - start) / Seconds(by_hand));
   return succeeded == n ? 0 : 1;
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # How many deployments a second berthd (`berth up`) accepts, and runs to their end on local
-# runners of examples/hello. Release build.
+# runners of examples/hello, against the same TF work by hand; and berth's fixed cost per
+# deployment. Release build.
 #
 # Usage: bench/deploy_throughput.sh [N (default 100)] [ENVIRONMENTS (default 10)]
 set -euo pipefail
@@ -9,5 +10,5 @@ source "$(scripts/testenv --env-file)"
 cmake --preset release >/dev/null
 cmake --build --preset release --target deploy_throughput berth runner >/dev/null
 export PATH=$(dirname "$BERTH_TEST_TOFU"):$PATH
-build/release/bench/deploy_throughput "$PWD/build/release/apps/berth/berth" examples/hello \
+build/release/bench/deploy_throughput "$PWD/build/release/apps/berth/berth" "$BERTH_TEST_TOFU" examples/hello \
   "${1:-100}" "${2:-10}"

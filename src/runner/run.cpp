@@ -88,6 +88,7 @@ class Run {
     context_.events->Record("RunStarted",
                             "op " + o_.op + (o_.image.empty() ? "" : " in " + o_.image), false);
     Perform();
+    LearnVersionIfUnknown();
     result_.finished_at = Now();
     if (result_.error) result_.error->tail = masker_.Mask(result_.error->tail);
     if (result_.error) {
@@ -200,11 +201,15 @@ class Run {
       plan_key_ = *key;
     }
 
-    // `version -json` runs beside init: it touches nothing init does, and a run should not
-    // pay for a tofu start-up twice in a row.
-    StartVersion(env);
+    // tofu writes its version into every plan file, which the runner reads anyway: a run that
+    // plans starts no `version -json` (a whole TF start-up). Other runs, and Terraform, run it
+    // beside init: it touches nothing init does.
+    env_ = env;
+    const bool version_from_plan = binary_.name == "tofu" && Plans();
+    if (!version_from_plan) StartVersion(env);
     bool initialised = Init();
-    if (!FinishVersion() || !initialised) return false;
+    if (!version_from_plan && !FinishVersion()) return false;
+    if (!initialised) return false;
     if (!o_.force_unlock.empty() &&
         !Step("force-unlock", {"force-unlock", "-force", "-no-color", o_.force_unlock},
               RunErrorKind::kForceUnlock)) {
@@ -220,6 +225,17 @@ class Run {
     if (o_.op == "validate")
       return Step("validate", {"validate", "-no-color"}, RunErrorKind::kValidate);
     return Fail(RunErrorKind::kInvalidFlags, "flags", "--op: unknown operation " + o_.op);
+  }
+
+  bool Plans() const {
+    return o_.op == "plan" || o_.op == "apply" || o_.op == "destroy" || o_.op == "drift";
+  }
+
+  // A run that read no plan file (it failed first, or show -json read it) asks TF itself.
+  void LearnVersionIfUnknown() {
+    if (!result_.binary_version.empty() || !steps_) return;
+    StartVersion(env_);
+    FinishVersion();
   }
 
   bool CheckInputsHash() {
@@ -289,6 +305,7 @@ class Run {
         binary_.name == "tofu" ? ReadPlanFile(path) : std::nullopt;
     if (!analysis && !result_.error) analysis = Show(path);
     if (!analysis) return std::nullopt;
+    if (result_.binary_version.empty()) result_.binary_version = analysis->tf_version;
     result_.plan = analysis->summary;
     std::string summary = "plan " + analysis->summary.hash + ": " +
                           std::to_string(analysis->summary.add) + " to add, " +
@@ -308,21 +325,24 @@ class Run {
       Fail(RunErrorKind::kPlan, "plan", "the plan file: " + bytes.error().ToString());
       return std::nullopt;
     }
-    if (!state_key_.empty()) {
-      // tofu encrypts the plans of an environment with a key: the runner holds it too.
-      auto opened = tf::OpenAesGcmPayload(*bytes, state_key_);
-      if (opened) {
-        *bytes = std::move(*opened);
-      } else if (opened.error().kind != ErrorKind::kFailedPrecondition) {
-        Fail(RunErrorKind::kPlan, "plan", "the plan file: " + opened.error().ToString());
-        return std::nullopt;
-      }
-    }
-    auto analysis = tf::AnalysePlanFile(*bytes, plan_key_);
+    auto analysis = PlanFileAnalysis(std::move(*bytes));
     if (analysis) return std::move(*analysis);
     if (analysis.error().kind != ErrorKind::kFailedPrecondition)
-      Fail(RunErrorKind::kPlan, "plan", analysis.error().ToString());
+      Fail(RunErrorKind::kPlan, "plan", "the plan file: " + analysis.error().ToString());
     return std::nullopt;
+  }
+
+  Result<tf::PlanAnalysis> PlanFileAnalysis(std::string bytes) const {
+    if (!state_key_.empty()) {
+      // tofu encrypts the plans of an environment with a key: the runner holds it too.
+      auto opened = tf::OpenAesGcmPayload(bytes, state_key_);
+      if (opened) {
+        bytes = std::move(*opened);
+      } else if (opened.error().kind != ErrorKind::kFailedPrecondition) {
+        return opened.error();
+      }
+    }
+    return tf::AnalysePlanFile(bytes, plan_key_);
   }
 
   std::optional<tf::PlanAnalysis> Show(const fs::path& path) {
@@ -388,7 +408,11 @@ class Run {
   std::optional<bool> ApprovedBytes(const fs::path& path) {
     if (o_.approved_plan_sha256.empty()) return std::nullopt;
     auto bytes = sys::ReadFile(path);
-    if (bytes && crypto::Sha256Hex(*bytes) == o_.approved_plan_sha256) return true;
+    if (bytes && crypto::Sha256Hex(*bytes) == o_.approved_plan_sha256) {
+      if (auto read = PlanFileAnalysis(std::move(*bytes)); read && binary_.name == "tofu")
+        result_.binary_version = read->tf_version;
+      return true;
+    }
     Fail(RunErrorKind::kPlanNotApproved, "approval",
          "the plan file " + path.string() + " is not the approved one (SHA-256 " +
              o_.approved_plan_sha256 + "); nothing was applied");
@@ -548,7 +572,8 @@ class Run {
   WorkDir dir_;
   tf::Binary binary_;
   std::string plan_key_;
-  std::string state_key_;  // the raw AES key of --state-key-file
+  std::string state_key_;         // the raw AES key of --state-key-file
+  std::vector<std::string> env_;  // TF's environment
   std::optional<StepRunner> steps_;
   std::optional<sys::Subprocess> version_;
   std::chrono::steady_clock::time_point version_started_;

@@ -16,6 +16,7 @@ struct PlanAnalysis {
   PlanSummary summary;
   std::vector<std::string> destructive;  // addresses deleted or replaced
   std::vector<std::string> drifted;      // addresses in resource_drift
+  std::string tf_version;                // of the TF that wrote it (read from plan files only)
 };
 
 // Counts a plan's changes and hashes its effect, whatever the plan was read from.
@@ -31,6 +32,7 @@ class PlanEffects {
   void Add(const std::string& address, const std::vector<std::string>& actions, bool importing,
            bool is_output, std::string_view values);
   void Drifted(std::string address) { analysis_.drifted.push_back(std::move(address)); }
+  void WrittenBy(std::string tf_version) { analysis_.tf_version = std::move(tf_version); }
   PlanAnalysis Finish() &&;
 
  private:

@@ -14,7 +14,7 @@ constexpr uint64_t kMaxPlanBytes = 1ull << 30;
 // Field numbers of planfile.proto.
 namespace field {
 constexpr uint32_t kPlanVersion = 1, kPlanResourceChanges = 3, kPlanOutputChanges = 4,
-                   kPlanUiMode = 17, kPlanResourceDrift = 18;
+                   kPlanTfVersion = 14, kPlanUiMode = 17, kPlanResourceDrift = 18;
 constexpr uint32_t kResourceDeposedKey = 7, kResourceChange = 9, kResourceAddr = 13;
 constexpr uint32_t kOutputName = 1, kOutputChange = 2;
 constexpr uint32_t kChangeAction = 1, kChangeValues = 2, kChangeImporting = 5;
@@ -130,6 +130,7 @@ Result<PlanAnalysis> AnalysePlanFile(std::string_view file, std::string_view key
   }
   std::optional<uint64_t> version;
   uint64_t mode = 0;
+  std::string tf_version;
   std::vector<std::string_view> resources, outputs, drift;
   ProtoReader reader(*plan);
   ProtoField f;
@@ -140,6 +141,7 @@ Result<PlanAnalysis> AnalysePlanFile(std::string_view file, std::string_view key
     if (f.number == field::kPlanResourceChanges) resources.push_back(f.bytes);
     if (f.number == field::kPlanOutputChanges) outputs.push_back(f.bytes);
     if (f.number == field::kPlanResourceDrift) drift.push_back(f.bytes);
+    if (f.number == field::kPlanTfVersion) tf_version = f.bytes;
   }
   if (reader.Failed()) return Malformed("tfplan is not valid protobuf");
   if (version != kFormatVersion) {
@@ -149,6 +151,7 @@ Result<PlanAnalysis> AnalysePlanFile(std::string_view file, std::string_view key
                          std::to_string(kFormatVersion));
   }
   PlanEffects effects(key);
+  effects.WrittenBy(std::move(tf_version));
   for (auto message : resources) {
     auto read = ReadResource(message);
     if (!read) return read.error();

@@ -393,9 +393,9 @@ TEST_F(BerthCli, BerthDeployPlansApprovesAppliesAndPrintsTheOutputsOnAFreshBerth
     for (const json& step : spans.at(span)["steps"]) steps.push_back(step["name"]);
     return steps;
   };
-  EXPECT_EQ(steps_of(2), (std::vector<std::string>{"version", "init", "plan", "(outside TF)"}))
+  EXPECT_EQ(steps_of(2), (std::vector<std::string>{"init", "plan", "(outside TF)"}))
       << spans.dump(2);
-  EXPECT_EQ(steps_of(5), (std::vector<std::string>{"version", "init", "apply", "(outside TF)"}))
+  EXPECT_EQ(steps_of(5), (std::vector<std::string>{"init", "apply", "(outside TF)"}))
       << "an approved plan is applied without another show: " << spans.dump(2);
   auto table = Berth({"deployment", id, "--timings"});
   EXPECT_NE(table.output.find("    apply"), std::string::npos) << table.output;

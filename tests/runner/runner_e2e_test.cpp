@@ -66,8 +66,9 @@ TEST_F(RunnerE2E, PlanReportsCountsAndTheSameEffectPlannedTwiceHasTheSameHash) {
   EXPECT_EQ(first.result["binary"]["version"], "1.12.6");
   std::vector<std::string> names;
   for (const auto& s : first.result["steps"]) names.push_back(s["name"]);
-  // The plan file itself is read: no show -json, no second load of the provider's schema.
-  EXPECT_EQ(names, (std::vector<std::string>{"version", "init", "plan"}));
+  // The plan file itself is read: no show -json, no second load of the provider's schema; and
+  // it names the tofu that wrote it: no version -json either.
+  EXPECT_EQ(names, (std::vector<std::string>{"init", "plan"}));
   EXPECT_NE(first.log.find("[plan] Plan: 1 to add"), std::string::npos) << first.log;
   EXPECT_EQ(first.log.find("[TRACE]"), std::string::npos) << "TF_LOG from the caller reached tofu";
 
@@ -121,7 +122,7 @@ TEST_F(RunnerE2E, AnApprovedPlanIsAppliedAndADifferentEffectIsRefused) {
   std::vector<std::string> steps;
   for (const auto& step : applied.result["steps"]) steps.push_back(step["name"]);
   // Its one output is plain: read from the apply's own events, no output -json.
-  EXPECT_EQ(steps, (std::vector<std::string>{"version", "init", "apply"}));
+  EXPECT_EQ(steps, (std::vector<std::string>{"init", "apply"}));
   EXPECT_EQ(*sys::ReadFile(target_), "approved");
   EXPECT_EQ(applied.result["outputs"], json::parse(R"([{"name":"id","sensitive":false}])"));
   auto values = json::parse(*sys::ReadFile(outputs));
@@ -251,7 +252,7 @@ TEST_F(RunnerE2E, ASensitiveOutputIsReadWithOutputJsonWhole) {
   ASSERT_EQ(run.exit_code, 0) << Describe(run);
   std::vector<std::string> steps;
   for (const auto& step : run.result["steps"]) steps.push_back(step["name"]);
-  EXPECT_EQ(steps, (std::vector<std::string>{"version", "init", "plan", "apply", "output"}));
+  EXPECT_EQ(steps, (std::vector<std::string>{"init", "plan", "apply", "output"}));
   auto values = json::parse(*sys::ReadFile(outputs));
   EXPECT_EQ(values["token"]["value"], "tok-77e1");
   EXPECT_EQ(values["token"]["sensitive"], true);
@@ -312,6 +313,9 @@ TEST_F(RunnerE2E, AValidationErrorIsValidate) {
                         "--workdir=" + (h_->Root() / ("work-v-" + std::string(op))).string()});
     EXPECT_EQ(Kind(run), "Validate") << op << ": " << Describe(run);
     EXPECT_NE(run.result["error"]["tail"].get<std::string>().find("nope"), std::string::npos);
+    // No plan file named the tofu that ran: the run asked it, and the failure stays its own.
+    EXPECT_EQ(run.result["binary"]["version"], "1.12.6") << op << ": " << Describe(run);
+    EXPECT_EQ(run.result["error"]["step"], "validate") << op;
   }
 }
 

@@ -132,7 +132,7 @@ TEST_F(BerthdE2e, AnApprovedPlanIsAppliedExactlyAndNoOtherHashOrStalePlanIs) {
   // its plain outputs came with its own events (no output -json).
   std::vector<std::string> steps;
   for (const auto& step : done["result"]["run"]["steps"]) steps.push_back(step["name"]);
-  EXPECT_EQ(steps, (std::vector<std::string>{"version", "init", "apply"})) << done.dump(2);
+  EXPECT_EQ(steps, (std::vector<std::string>{"init", "apply"})) << done.dump(2);
   EXPECT_EQ(done["binary"]["name"], "tofu") << done.dump(2);
   EXPECT_FALSE(done["binary"]["version"].get<std::string>().empty()) << done.dump(2);
   auto outputs = json::parse(Call("GET", "/deployments/" + id + "/outputs").body);
@@ -266,7 +266,7 @@ TEST_F(BerthdE2e, AnEncryptedEnvironmentsStateAndPlansReachBerthOnlyAsCiphertext
   for (const auto& step : waiting["result"]["plan_run"]["run"]["steps"])
     plan_steps.push_back(step["name"]);
   // The runner opened the encrypted plan file itself: no show -json.
-  EXPECT_EQ(plan_steps, (std::vector<std::string>{"version", "init", "plan"})) << waiting.dump(2);
+  EXPECT_EQ(plan_steps, (std::vector<std::string>{"init", "plan"})) << waiting.dump(2);
   auto plan_file = Call("GET", "/deployments/" + id + "/artifacts/plan");
   ASSERT_EQ(plan_file.status, 200);
   EXPECT_EQ(plan_file.body.find("under-cipher"), std::string::npos) << "a plan in clear";
@@ -460,11 +460,12 @@ TEST_F(BerthdE2e, MetricsCountRequestsRunsAndDeploymentsInThePrometheusTextForma
   EXPECT_EQ(samples["berth_runs_total{outcome=succeeded,}"], 1) << parsed->output;
   EXPECT_EQ(samples["berth_run_duration_seconds_count{}"], 1) << parsed->output;
   // Where its time went, one observation per step of its one run.
-  for (const char* step : {"queue", "launch", "version", "init", "plan", "apply"})
+  for (const char* step : {"queue", "launch", "init", "plan", "apply"})
     EXPECT_EQ(samples["berth_deployment_step_seconds_count{step=" + std::string(step) + ",}"], 1)
         << step << "\n"
         << parsed->output;
-  for (const char* step : {"show", "output"})  // the plan file read, the apply's events
+  // The plan file read (it names its tofu), the apply's events: none of these ran.
+  for (const char* step : {"version", "show", "output"})
     EXPECT_EQ(samples["berth_deployment_step_seconds_count{step=" + std::string(step) + ",}"], 0)
         << step;
   EXPECT_GE(samples["berth_http_requests_total{method=POST,route=/orgs/{org}/projects/{project}/"
