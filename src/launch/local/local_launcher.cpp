@@ -113,7 +113,7 @@ LocalLauncher::~LocalLauncher() {
       if (run.child) run.child->Detach();
     }
   }
-  wake_.notify_all();
+  exits_.Wake();
   thread_.join();
 }
 
@@ -165,7 +165,7 @@ void LocalLauncher::StartWaiting() {
       // Reported from the loop's thread, outside the lock.
       ended_.push_back({run_id, RunnerEnded(RunnerEnd::kFailed, "cannot start the runner: " +
                                                                     started.error().ToString())});
-      wake_.notify_all();
+      exits_.Wake();
     }
   }
 }
@@ -311,6 +311,7 @@ Result<void> LocalLauncher::Start(Run& run) {
     return written.error();
   }
   run.child.emplace(std::move(*child));
+  exits_.Watch(run.child->Pid());
   return {};
 }
 
@@ -322,7 +323,7 @@ Result<void> LocalLauncher::Cancel(const std::string& run_id) {
       waiting_.erase(it);
       ended_.push_back(
           {run_id, RunnerEnded(RunnerEnd::kCancelled, "cancelled before its runner started")});
-      wake_.notify_all();
+      exits_.Wake();
       return {};
     }
     auto it = running_.find(run_id);
@@ -336,7 +337,7 @@ Result<void> LocalLauncher::Cancel(const std::string& run_id) {
       kill(-run.adopted_pid, SIGTERM);
     }
   }
-  wake_.notify_all();
+  exits_.Wake();
   return {};
 }
 
@@ -445,9 +446,12 @@ RunOutcome LocalLauncher::FinishRun(Run& run, std::optional<int> exit_code) {
 void LocalLauncher::Loop() {
   MutexLock lock(mutex_);
   while (!stopping_) {
-    // Runs are polled: a finished one is seen within this, which a short deployment feels.
-    wake_.wait_for(mutex_, std::chrono::milliseconds(20),
-                   [&]() REQUIRES(mutex_) { return stopping_ || !ended_.empty(); });
+    // A run's exit ends the wait at once; the timeout paces the limit checks and stop deadlines.
+    if (ended_.empty()) {
+      mutex_.unlock();
+      exits_.Wait(std::chrono::milliseconds(20));
+      mutex_.lock();
+    }
     if (stopping_) break;
     auto now = std::chrono::steady_clock::now();
     for (auto it = running_.begin(); it != running_.end();) {
@@ -474,6 +478,7 @@ void LocalLauncher::Loop() {
       // Whatever of the run outlived its process ends with it: in a sandbox, its PID
       // namespace's init is in the group, and every process of the run dies with that.
       kill(-(run.child ? run.child->Pid() : run.adopted_pid), SIGKILL);
+      exits_.Forget(run.child ? run.child->Pid() : run.adopted_pid);
       ended_.push_back({it->first, FinishRun(run, code)});
       it = running_.erase(it);
     }
@@ -514,6 +519,7 @@ Result<void> LocalLauncher::Recover(const std::vector<LaunchRequest>& adopt,
       run.dir = dir;
       run.request = request;
       run.adopted_pid = pid;
+      exits_.Watch(pid);
       run.limits = RunLimits::FromRunner(request.runner_configuration);
       if (options_.cgroups && !run.limits.NeedingCgroup().empty())
         run.cgroup = options_.cgroups->Existing(request.run_id);
@@ -551,7 +557,7 @@ Result<void> LocalLauncher::Recover(const std::vector<LaunchRequest>& adopt,
     }
   }
   StartWaiting();
-  wake_.notify_all();
+  exits_.Wake();
   return {};
 }
 

@@ -10,7 +10,6 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <filesystem>
 #include <map>
@@ -26,6 +25,7 @@
 #include "launch/launcher.h"
 #include "launch/local/run_limits.h"
 #include "launch/local/sandbox.h"
+#include "sys/exit_waiter.h"
 #include "sys/stream_relay.h"
 #include "sys/subprocess.h"
 
@@ -113,7 +113,7 @@ class LocalLauncher final : public Launcher {
   const std::vector<std::filesystem::path> environment_mounts_;  // read-only in every sandbox
   RunObserver& observer_;
   mutable Mutex mutex_;
-  std::condition_variable_any wake_;
+  sys::ExitWaiter exits_;  // the runs' exits, and wakes from other threads
   std::map<std::string, Run> running_ GUARDED_BY(mutex_);
   std::deque<LaunchRequest> waiting_ GUARDED_BY(mutex_);
   std::vector<std::pair<std::string, RunOutcome>> ended_ GUARDED_BY(mutex_);  // to report
