@@ -56,6 +56,7 @@ Clock::duration ByHand(const std::string& tofu, const fs::path& module, const fs
   std::atomic<int> next{0};
   auto start = Clock::now();
   std::vector<std::thread> workers;
+  workers.reserve(static_cast<size_t>(parallel));
   for (int w = 0; w < parallel; ++w) {
     workers.emplace_back([&] {
       for (int i = next++; i < n; i = next++) {
@@ -147,6 +148,7 @@ int Main(int argc, char** argv) {
   std::atomic<int> next{0}, refused{0};
   auto start = Clock::now();
   std::vector<std::thread> clients;
+  clients.reserve(4);
   for (int c = 0; c < 4; ++c) {
     clients.emplace_back([&] {
       auto client = net::MakeCurlHttpClient();
