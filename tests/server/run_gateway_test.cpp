@@ -155,8 +155,19 @@ TEST_F(RunGatewayTest, OnlyNamedArtifactsAreTakenAndTheResultIsKeptWhole) {
   EXPECT_EQ(Send("GET", "/runs/v1/run-1/plan", Token("run-1")).body, plan);
   auto unknown = Send("PUT", "/runs/v1/run-1/artifacts/..%2Fetc", Token("run-1"), "x");
   EXPECT_EQ(unknown.status, 400) << unknown.body;
-  EXPECT_EQ(Send("PUT", "/runs/v1/run-1/artifacts/outputs", Token("run-1"), "{not json").status,
-            400);
+  // Outputs in `output -json`'s shape only: a forged sensitive flag neither reveals a value nor
+  // breaks the outputs route.
+  for (const char* forged : {"{not json", "[1]", R"({"x": 5})", R"({"x": {"value": 1}})",
+                             R"({"x": {"sensitive": "no", "value": "secret"}})",
+                             R"({"x": {"sensitive": true, "sealed_value": {}}})"}) {
+    auto refused = Send("PUT", "/runs/v1/run-1/artifacts/outputs", Token("run-1"), forged);
+    EXPECT_EQ(refused.status, 400) << forged;
+    EXPECT_NE(refused.body.find(R"("path":"body")"), std::string::npos) << refused.body;
+  }
+  EXPECT_EQ(Send("PUT", "/runs/v1/run-1/artifacts/outputs", Token("run-1"),
+                 R"({"x": {"sensitive": false, "type": "string", "value": "v"}})")
+                .status,
+            200);
   RunResult failed;
   failed.op = "apply";
   failed.error = RunError{RunErrorKind::kApply, "apply", "failed", 1, std::string(100000, 'x')};

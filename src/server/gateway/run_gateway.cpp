@@ -126,16 +126,38 @@ net::ServerResponse RunGateway::AppendLog(const RouteRequest& r, const store::De
   return JsonResponse(200, json{{"stored", *stored}}.dump());
 }
 
+namespace {
+
+// Why an outputs document is not `output -json`'s shape, or empty. The runner shares its Pod
+// with the module: what the outputs route reads (sensitive flags, sealed values) must have the
+// type it expects, or a forged flag could reveal a sensitive value or fail every read.
+std::string OutputsRule(std::string_view body) {
+  auto doc = ParseBoundedJson(body, kMaxTfDocumentDepth);
+  if (!doc)
+    return "outputs must be JSON at most " + std::to_string(kMaxTfDocumentDepth) + " levels deep";
+  if (!doc->is_object()) return "outputs must be an object of outputs by name";
+  for (const auto& [output, entry] : doc->items()) {
+    if (!entry.is_object()) return "output " + output + " must be an object";
+    if (!entry.contains("sensitive") || !entry["sensitive"].is_boolean())
+      return "output " + output + ": sensitive must be true or false";
+    if (entry.contains("sealed_value") && !entry["sealed_value"].is_string())
+      return "output " + output + ": sealed_value must be a string";
+  }
+  return {};
+}
+
+}  // namespace
+
 net::ServerResponse RunGateway::PutArtifact(const RouteRequest& r,
                                             const store::Deployment& d) const {
   const std::string& name = r.params.at("name");
   if (!IsArtifactName(name))
     return ErrorResponse(
         InvalidFields("invalid artifact", {{"name", "must be plan, outputs or state"}}));
-  if (name == "outputs" && !ParseBoundedJson(r.http.body, kMaxTfDocumentDepth))
-    return ErrorResponse(InvalidFields(
-        "invalid artifact", {{"body", "outputs must be JSON at most " +
-                                          std::to_string(kMaxTfDocumentDepth) + " levels deep"}}));
+  if (name == "outputs") {
+    if (auto rule = OutputsRule(r.http.body); !rule.empty())
+      return ErrorResponse(InvalidFields("invalid artifact", {{"body", rule}}));
+  }
   auto put = store_.DeploymentData().PutArtifact(
       d.org_id, d.id, {.name = name, .run_id = d.run_id, .content = r.http.body});
   if (!put) return ErrorResponse(put.error());
