@@ -409,8 +409,11 @@ class Run {
     if (o_.approved_plan_sha256.empty()) return std::nullopt;
     auto bytes = sys::ReadFile(path);
     if (bytes && crypto::Sha256Hex(*bytes) == o_.approved_plan_sha256) {
-      if (auto read = PlanFileAnalysis(std::move(*bytes)); read && binary_.name == "tofu")
-        result_.binary_version = read->tf_version;
+      // The file names the tofu that wrote it (else the run asks tofu at its end).
+      if (binary_.name == "tofu") {
+        if (auto read = PlanFileAnalysis(std::move(*bytes)))
+          result_.binary_version = read->tf_version;
+      }
       return true;
     }
     Fail(RunErrorKind::kPlanNotApproved, "approval",

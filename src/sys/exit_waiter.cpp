@@ -15,8 +15,11 @@ ExitWaiter::ExitWaiter() : wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
 void ExitWaiter::Watch(pid_t pid) {
   Fd pidfd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
   if (!pidfd) return;
-  MutexLock lock(mutex_);
-  watched_[pid] = std::move(pidfd);
+  {
+    MutexLock lock(mutex_);
+    watched_[pid] = std::move(pidfd);
+  }
+  Wake();  // a Wait already in poll() does not have this pidfd: it starts again with it
 }
 
 void ExitWaiter::Forget(pid_t pid) {

@@ -19,8 +19,9 @@ class ExitWaiter {
   ExitWaiter(const ExitWaiter&) = delete;
   ExitWaiter& operator=(const ExitWaiter&) = delete;
 
-  // From now on, pid's exit ends a Wait (at once if it has exited already). A pid the kernel
-  // refuses a pidfd for (gone already, or too old a kernel) is left to the Wait's timeout.
+  // From now on, pid's exit ends a Wait (at once if it has exited already), also a Wait that
+  // began before, from another thread. A pid the kernel refuses a pidfd for (gone already, or
+  // too old a kernel) is left to the Wait's timeout.
   void Watch(pid_t pid) EXCLUDES(mutex_);
   void Forget(pid_t pid) EXCLUDES(mutex_);
   // Ends the current or next Wait; from any thread.

@@ -23,8 +23,12 @@ TEST(ExitWaiter, AWatchedProcessThatExitsEndsTheWait) {
   ExitWaiter waiter;
   Subprocess child = Sleeper();
   waiter.Watch(child.Pid());
-  std::thread killer([&] { child.Signal(SIGKILL); });
-  waiter.Wait(kForever);
+  waiter.Wait(kForever);  // the watch's own wake (it refreshes a wait in progress)
+  std::thread killer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // into the wait first
+    child.Signal(SIGKILL);
+  });
+  waiter.Wait(kForever);  // only the exit can end this one
   killer.join();
   EXPECT_TRUE(child.TryWait().has_value()) << "the wait ended before the process did";
 }
@@ -36,6 +40,24 @@ TEST(ExitWaiter, AProcessThatExitedAlreadyEndsTheWaitAtOnce) {
   waiter.Watch(child->Pid());
   waiter.Wait(kForever);
   EXPECT_EQ(child->Wait(), 0);
+}
+
+// The launcher's loop waits while another thread starts a run: that run's exit must not wait
+// for the loop's next timeout.
+TEST(ExitWaiter, AProcessWatchedDuringAWaitIsWaitedFor) {
+  ExitWaiter waiter;
+  Subprocess child = Sleeper();
+  std::thread loop([&] {
+    waiter.Wait(kForever);  // ends when the new pidfd is taken in
+    waiter.Wait(kForever);  // ends at the exit
+  });
+  // Time for the loop to be in poll() without the new pidfd (no assertion hangs on it: a
+  // waiter that missed the watch hangs the test instead).
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  waiter.Watch(child.Pid());
+  child.Signal(SIGKILL);
+  loop.join();
+  EXPECT_TRUE(child.TryWait().has_value());
 }
 
 TEST(ExitWaiter, AWakeFromAnotherThreadEndsTheWaitAndIsNotLostBeforeIt) {
