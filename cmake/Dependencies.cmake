@@ -40,3 +40,25 @@ add_library(berth_dep_re2 INTERFACE)
 target_link_libraries(berth_dep_re2 INTERFACE
   "$<IF:$<BOOL:$<TARGET_PROPERTY:BERTH_STATIC>>,${BERTH_LIBRE2_STATIC},${BERTH_LIBRE2}>"
   Threads::Threads)
+
+# gRPC: only the channel between berth-controller and `runner serve` (src/rpc). An optional
+# part: without libgrpc++-dev the rest builds and `runner serve` says it was left out. The
+# static runner links the archives pkg-config lists for a static link.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(BERTH_GRPC IMPORTED_TARGET grpc++ protobuf)
+find_program(BERTH_GRPC_CPP_PLUGIN grpc_cpp_plugin)
+find_program(BERTH_PROTOC protoc)
+if(BERTH_GRPC_FOUND AND BERTH_GRPC_CPP_PLUGIN AND BERTH_PROTOC)
+  set(BERTH_WITH_GRPC ON)
+  add_library(berth_dep_grpc INTERFACE)
+  target_include_directories(berth_dep_grpc INTERFACE ${BERTH_GRPC_INCLUDE_DIRS})
+  foreach(item IN LISTS BERTH_GRPC_STATIC_LDFLAGS)
+    target_link_libraries(berth_dep_grpc INTERFACE
+      "$<$<BOOL:$<TARGET_PROPERTY:BERTH_STATIC>>:${item}>")
+  endforeach()
+  target_link_libraries(berth_dep_grpc INTERFACE
+    "$<$<NOT:$<BOOL:$<TARGET_PROPERTY:BERTH_STATIC>>>:PkgConfig::BERTH_GRPC>")
+else()
+  set(BERTH_WITH_GRPC OFF)
+  message(STATUS "gRPC not found: runner serve and berth-controller are left out")
+endif()

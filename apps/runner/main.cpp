@@ -18,6 +18,9 @@
 #include "runner/gateway_run.h"
 #include "runner/run.h"
 #include "runner/state_encryption.h"
+#ifdef BERTH_WITH_SERVE
+#include "runner/serve.h"
+#endif
 
 extern char** environ;
 
@@ -152,5 +155,14 @@ int main(int argc, char** argv) {
   if (auto* version = std::get_if<VersionCommand>(&line.command)) return Version(*version);
   if (auto* provider = std::get_if<KeyProviderCommand>(&line.command))
     return ServeStateKey(provider->key_file, stdin, stdout);
+  if (auto* serve = std::get_if<ServeCommand>(&line.command)) {
+#ifdef BERTH_WITH_SERVE
+    return Serve(serve->options);
+#else
+    (void)serve;
+    std::fprintf(stderr, "runner serve: this runner was built without gRPC (libgrpc++-dev)\n");
+    return kRunnerUsage;
+#endif
+  }
   return Run(std::get<RunCommand>(line.command), line.logging);
 }

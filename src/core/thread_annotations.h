@@ -8,6 +8,15 @@
 #define BERTH_THREAD_ANNOTATION(x)
 #endif
 
+// Abseil (through gRPC's headers) defines some of the same names with the same meaning; ours
+// win where both are seen.
+#undef CAPABILITY
+#undef SCOPED_CAPABILITY
+#undef GUARDED_BY
+#undef REQUIRES
+#undef EXCLUDES
+#undef ACQUIRE
+#undef RELEASE
 #define CAPABILITY(x) BERTH_THREAD_ANNOTATION(capability(x))
 #define SCOPED_CAPABILITY BERTH_THREAD_ANNOTATION(scoped_lockable)
 #define GUARDED_BY(x) BERTH_THREAD_ANNOTATION(guarded_by(x))

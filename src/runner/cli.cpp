@@ -254,6 +254,27 @@ void AddRunFlags(FlagSet& flags, RunOptions& o) {
   });
 }
 
+void AddServeFlags(FlagSet& flags, ServeOptions& o) {
+  flags.Value("listen", [&o](std::string_view v) -> Result<void> {
+    static const Pattern kAddress("[^:]*:[0-9]{1,5}");
+    if (!kAddress.Matches(v)) return Invalid("must be HOST:PORT or :PORT");
+    o.listen = v.starts_with(':') ? "0.0.0.0" + std::string(v) : std::string(v);
+    return {};
+  });
+  flags.Value("tls-cert", NonEmptyString(&o.tls_cert));
+  flags.Value("tls-key", NonEmptyString(&o.tls_key));
+  flags.Value("client-ca", NonEmptyString(&o.client_ca));
+  flags.Value("client-name", NonEmptyString(&o.client_name));
+  flags.Value("max-file-size", [&o](std::string_view v) -> Result<void> {
+    size_t bytes = 0;
+    if (auto set = ByteSize(&bytes)(v); !set) return set;
+    if (bytes == 0) return Invalid("must be more than 0");
+    o.max_file_bytes = bytes;
+    return {};
+  });
+  flags.Value("spool", NonEmptyString(&o.spool));
+}
+
 Error Usage(std::string message) {
   return MakeError(ErrorKind::kInvalidArgument, std::move(message));
 }
@@ -304,6 +325,7 @@ std::string_view Usage() {
          "  runner [global flags] copy <dest>\n"
          "  runner [global flags] key-provider --key-file=<file>   (for tofu, TF_ENCRYPTION)\n"
          "  runner [global flags] run --op=<op> [flags]\n"
+         "  runner [global flags] serve --tls-cert=F --tls-key=F --client-ca=F [flags]\n"
          "  runner [global flags] version\n"
          "  runner --version[=raw]\n"
          "\n"
@@ -412,7 +434,24 @@ CommandLine ParseFlags(const std::vector<std::string>& args) {
     line.command = std::move(provider);
     return line;
   }
-  line.error = Usage("unknown command \"" + sub + "\" (copy, key-provider, run or version)");
+  if (sub == "serve") {
+    ServeCommand serve;
+    FlagSet flags("runner serve");
+    AddLoggingFlags(flags, line.logging);
+    AddServeFlags(flags, serve.options);
+    auto positional = flags.Parse(sub_args);
+    if (!positional) {
+      line.error = positional.error();
+    } else if (!positional->empty()) {
+      line.error = Usage("serve: takes no arguments, only flags");
+    } else if (serve.options.tls_cert.empty() || serve.options.tls_key.empty() ||
+               serve.options.client_ca.empty()) {
+      line.error = Usage("serve: --tls-cert, --tls-key and --client-ca are required (mutual TLS)");
+    }
+    line.command = std::move(serve);
+    return line;
+  }
+  line.error = Usage("unknown command \"" + sub + "\" (copy, key-provider, run, serve or version)");
   return line;
 }
 

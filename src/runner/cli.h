@@ -26,11 +26,16 @@ struct RunCommand {
 struct KeyProviderCommand {
   std::string key_file;
 };
+struct ServeCommand {
+  ServeOptions options;
+};
 struct UsageCommand {};  // a bare `runner`
 
 struct CommandLine {
   LoggingOptions logging;
-  std::variant<UsageCommand, CopyCommand, VersionCommand, RunCommand, KeyProviderCommand> command;
+  std::variant<UsageCommand, CopyCommand, VersionCommand, RunCommand, KeyProviderCommand,
+               ServeCommand>
+      command;
   // Set when the flags are invalid (exit 2). For `run`, the options parsed so far still say
   // where to write the result.
   std::optional<Error> error;

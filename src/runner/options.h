@@ -81,4 +81,18 @@ struct RunOptions {
   size_t result_max_bytes = 4096;
 };
 
+// What `runner serve` is asked to do (docs/runner.md, "serve"): berth-controller's runs, one
+// at a time, over gRPC with mutual TLS.
+struct ServeOptions {
+  std::string listen = "0.0.0.0:30000";  // HOST:PORT; port 0 picks a free one
+  std::string tls_cert;                  // the Pod's certificate (PEM), issued by the controller
+  std::string tls_key;
+  std::string client_ca;  // the controller's CA: only certificates it issued connect
+  // The common name a client's certificate must carry: the runner's own certificate comes from
+  // the same CA, so without this a module could reach another runner Pod with it.
+  std::string client_name = "berth-controller";
+  size_t max_file_bytes = size_t{1} << 30;  // per file a run is sent (the source, a plan, ...)
+  std::string spool = "/tmp/berth-serve";   // where a run's files wait for it
+};
+
 }  // namespace berth::runner

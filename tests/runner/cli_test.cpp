@@ -126,6 +126,27 @@ TEST(RunnerCli, KeyProviderNeedsItsKeyFileAndNothingElse) {
   EXPECT_TRUE(Parse({"key-provider", "--key-file=/k", "extra"}).error);
 }
 
+TEST(RunnerCli, ServeTakesItsTlsFilesAndLimits) {
+  auto line = Parse({"serve", "--tls-cert=/tls/tls.crt", "--tls-key=/tls/tls.key",
+                     "--client-ca=/tls/ca.crt", "--listen=:30001", "--client-name=ctl",
+                     "--max-file-size=64Mi", "--spool=/var/spool"});
+  ASSERT_FALSE(line.error) << line.error->message;
+  const ServeOptions& o = std::get<ServeCommand>(line.command).options;
+  EXPECT_EQ(o.tls_cert, "/tls/tls.crt");
+  EXPECT_EQ(o.tls_key, "/tls/tls.key");
+  EXPECT_EQ(o.client_ca, "/tls/ca.crt");
+  EXPECT_EQ(o.listen, "0.0.0.0:30001");
+  EXPECT_EQ(o.client_name, "ctl");
+  EXPECT_EQ(o.max_file_bytes, size_t{64} << 20);
+  EXPECT_EQ(o.spool, "/var/spool");
+
+  auto defaults = Parse({"serve", "--tls-cert=c", "--tls-key=k", "--client-ca=a"});
+  ASSERT_FALSE(defaults.error) << defaults.error->message;
+  const ServeOptions& d = std::get<ServeCommand>(defaults.command).options;
+  EXPECT_EQ(d.listen, "0.0.0.0:30000");
+  EXPECT_EQ(d.client_name, "berth-controller");
+}
+
 TEST(RunnerCli, RunDefaultsMatchTheContract) {
   auto line = Parse({"run", "--op=plan"});
   ASSERT_FALSE(line.error);
@@ -240,6 +261,16 @@ TEST_P(RunnerCliRefuses, NamingTheFlag) {
 INSTANTIATE_TEST_SUITE_P(
     Rows, RunnerCliRefuses,
     ::testing::Values(
+        Refused{{"serve", "--tls-cert=c", "--tls-key=k"}, "--client-ca are required", false},
+        Refused{{"serve", "--tls-cert=c", "--tls-key=k", "--client-ca=a", "--listen=30000"},
+                "--listen",
+                false},
+        Refused{{"serve", "--tls-cert=c", "--tls-key=k", "--client-ca=a", "--max-file-size=0"},
+                "--max-file-size",
+                false},
+        Refused{{"serve", "--tls-cert=c", "--tls-key=k", "--client-ca=a", "extra"},
+                "takes no arguments",
+                false},
         Refused{{"run"}, "--op is required", true}, Refused{{"run", "--op=deploy"}, "--op", true},
         Refused{{"run", "--op=plan", "extra"}, "takes no arguments", true},
         Refused{{"run", "--op=plan", "--nope"}, "unknown flag: --nope", true},
