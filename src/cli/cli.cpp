@@ -285,17 +285,26 @@ int Main(int argc, char** argv) {
   render->require_subcommand(1);
   auto* render_pod = render->add_subcommand(
       "pod", "the runner Pod (or Job) for a runner configuration, with KUBERNETES_* defaults");
-  render_pod
-      ->add_option("--runner-config", render_options.runner_config,
-                   "YAML or JSON: spec.runner or a runner's job")
-      ->required();
-  render_pod->add_option("--label", render_labels, "KEY=VALUE, a run label (repeatable)");
-  render_pod->add_option("--kind", render_options.kind, "pod or job")
-      ->check(CLI::IsMember({"pod", "job"}));
-  render_pod->add_option("--op", render_options.op, "the operation (default plan)")
-      ->check(
-          CLI::IsMember({"plan", "apply", "destroy", "refresh", "drift", "output", "validate"}));
-  render_pod->add_option("--run-id", render_options.run_id, "names the Pod (default example)");
+  auto* runner_config =
+      render_pod->add_option("--runner-config", render_options.runner_config,
+                             "YAML or JSON: spec.runner or a runner's job");
+  auto* terraform = render_pod->add_option(
+      "--terraform", render_options.terraform,
+      "YAML or JSON: a Terraform object (the runner Pod berth-controller creates)");
+  runner_config->excludes(terraform);
+  render_pod->add_option("--revision", render_options.revision,
+                         "the source revision (app.kubernetes.io/instance=tf-runner-<revision>)");
+  // A run's own options; a Terraform object's Pod serves every run, so they are refused there.
+  for (CLI::Option* run_option :
+       {render_pod->add_option("--label", render_labels, "KEY=VALUE, a run label (repeatable)"),
+        render_pod->add_option("--kind", render_options.kind, "pod or job")
+            ->check(CLI::IsMember({"pod", "job"})),
+        render_pod->add_option("--op", render_options.op, "the operation (default plan)")
+            ->check(CLI::IsMember(
+                {"plan", "apply", "destroy", "refresh", "drift", "output", "validate"})),
+        render_pod->add_option("--run-id", render_options.run_id,
+                               "names the Pod (default example)")})
+    run_option->excludes(terraform);
 
   DeployOptions deploy_options;
   auto* deploy = app.add_subcommand(
@@ -403,6 +412,10 @@ int Main(int argc, char** argv) {
   }
   if (*up) return Up(up_options, g.data_dir, listen, providers, log_format, verbosity);
   if (*render_pod) {
+    if (render_options.runner_config.empty() == render_options.terraform.empty()) {
+      std::fprintf(stderr, "error: render pod: give --runner-config or --terraform\n");
+      return kExitUsage;
+    }
     for (const std::string& label : render_labels) {
       auto eq = label.find('=');
       if (eq == std::string::npos || eq == 0) {

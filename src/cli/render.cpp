@@ -4,11 +4,14 @@
 
 #include "cli/body.h"
 #include "cli/cli.h"
+#include "controller/terraform_object.h"
 #include "launch/kubernetes/pod_builder.h"
 #include "sys/files.h"
 
 namespace berth::cli {
 namespace {
+
+using nlohmann::json;
 
 int Fail(const Error& error) {
   std::fprintf(stderr, "error: %s\n", error.ToString().c_str());
@@ -17,24 +20,44 @@ int Fail(const Error& error) {
   return kExitUsage;
 }
 
-}  // namespace
+Result<json> ReadDocument(const std::string& path) {
+  auto text = sys::ReadFile(path);
+  if (!text) return text.error();
+  return YamlToJson(*text);  // JSON is YAML too
+}
 
-int RenderPod(const RenderPodOptions& options) {
+// berth-controller's runner Pod for a Terraform object.
+Result<launch::RunnerManifests> BuildTerraformPod(const RenderPodOptions& options) {
+  auto settings = controller::ControllerSettings(kube::CurrentEnvironment());
+  if (!settings) return settings.error();
+  auto document = ReadDocument(options.terraform);
+  if (!document) return document.error();
+  auto object = controller::TerraformObject::Parse(*document);
+  if (!object) return object.error();
+  return controller::BuildRunnerPod(*settings, *object, options.revision);
+}
+
+// The Kubernetes launcher's Pod or Job for a run of a runner configuration.
+Result<launch::RunnerManifests> BuildRunPod(const RenderPodOptions& options) {
   auto settings = launch::KubernetesSettings::FromEnvironment(kube::CurrentEnvironment());
-  if (!settings) return Fail(settings.error());
-  auto text = sys::ReadFile(options.runner_config);
-  if (!text) return Fail(text.error());
-  auto document = YamlToJson(*text);  // JSON is YAML too
-  if (!document) return Fail(document.error());
+  if (!settings) return settings.error();
+  auto document = ReadDocument(options.runner_config);
+  if (!document) return document.error();
   auto config = launch::RunnerPodConfig::Parse(std::move(*document));
-  if (!config) return Fail(config.error());
+  if (!config) return config.error();
   launch::RunnerPodRequest request{
       .run_id = options.run_id,
       .revision = options.revision,
       .invocation = {.op = options.op},
       .labels = options.labels,
       .kind = options.kind == "job" ? launch::WorkloadKind::kJob : launch::WorkloadKind::kPod};
-  auto manifests = launch::BuildRunnerManifests(*settings, *config, request);
+  return launch::BuildRunnerManifests(*settings, *config, request);
+}
+
+}  // namespace
+
+int RenderPod(const RenderPodOptions& options) {
+  auto manifests = options.terraform.empty() ? BuildRunPod(options) : BuildTerraformPod(options);
   if (!manifests) return Fail(manifests.error());
   for (const launch::LaunchEvent& warning : manifests->warnings)
     std::fprintf(stderr, "warning: %s\n", warning.message.c_str());

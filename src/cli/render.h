@@ -1,5 +1,6 @@
 // `berth render pod`: the exact Pod (or Job) the Kubernetes launcher would create for a runner
-// configuration and a run's labels, printed as YAML, with no cluster.
+// configuration and a run's labels, or berth-controller for a Terraform object, printed as
+// YAML, with no cluster.
 #pragma once
 
 #include <map>
@@ -9,6 +10,7 @@ namespace berth::cli {
 
 struct RenderPodOptions {
   std::string runner_config;  // a YAML or JSON file
+  std::string terraform;      // or a Terraform object's (berth-controller's runner Pod)
   std::map<std::string, std::string> labels;
   std::string kind = "pod";  // pod | job
   std::string op = "plan";

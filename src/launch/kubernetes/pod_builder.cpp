@@ -121,22 +121,44 @@ json FieldEnv(const char* name, const char* field) {
 
 json Array(const json& spec, const char* key) { return spec.value(key, json::array()); }
 
+// `runner serve` with the Pod's TLS files, listening on the Pod's own address (the Pod IP is
+// where the controller dials; Kubernetes expands $(POD_IP) from the env).
+json ServeArgs() {
+  const std::string tls(kTlsMountPath);
+  return {"serve", "--listen=$(POD_IP):" + std::to_string(kServePort),
+          "--tls-cert=" + tls + "/tls.crt", "--tls-key=" + tls + "/tls.key",
+          "--client-ca=" + tls + "/ca.crt"};
+}
+
+Result<void> CheckNames(const RunnerPodRequest& request, const RunnerManifests& out) {
+  FieldErrors errors;
+  if (request.served) {
+    if (out.name.size() > 63 || !IsValidId(request.served->object_name))
+      errors.push_back({"metadata.name", "must be a DNS label of at most 53 characters (the "
+                                         "runner Pod is <name>-tf-runner)"});
+    if (request.kind != WorkloadKind::kPod)
+      errors.push_back({"kind", "a served runner is a Pod"});
+  } else if (out.secret_name.size() > 63 || !IsValidId(request.run_id)) {
+    errors.push_back({"run_id", "must be a DNS label of at most 47 characters"});
+  }
+  if (request.revision.size() > 53 || !IsLabelValue(request.revision))
+    errors.push_back({"revision", "must make a label value (tf-runner-<revision>, 63 at most)"});
+  if (!errors.empty()) return InvalidFields("invalid run", std::move(errors));
+  return {};
+}
+
 }  // namespace
 
 Result<RunnerManifests> BuildRunnerManifests(const KubernetesSettings& settings,
                                              const RunnerPodConfig& config,
                                              const RunnerPodRequest& request) {
-  FieldErrors errors;
   RunnerManifests out;
-  out.name = WorkloadName(request.run_id);
-  out.secret_name = TokenSecretName(request.run_id);
+  const std::optional<ServedRunner>& served = request.served;
+  out.name = served ? ServedPodName(served->object_name) : WorkloadName(request.run_id);
+  out.secret_name = served ? served->tls_secret : TokenSecretName(request.run_id);
   out.ns = config.ns.empty() ? settings.ns : config.ns;
-  if (out.secret_name.size() > 63 || !IsValidId(request.run_id))
-    errors.push_back({"run_id", "must be a DNS label of at most 47 characters"});
-  std::string instance = "tf-runner-" + request.revision;
-  if (instance.size() > 63 || !IsLabelValue(request.revision))
-    errors.push_back({"revision", "must make a label value (tf-runner-<revision>, 63 at most)"});
-  if (!errors.empty()) return InvalidFields("invalid run", std::move(errors));
+  if (auto named = CheckNames(request, out); !named) return named.error();
+  const std::string instance = "tf-runner-" + request.revision;
 
   auto overrides = RunOverrides::FromLabels(request.labels);
   if (!overrides) return overrides.error();
@@ -186,11 +208,17 @@ Result<RunnerManifests> BuildRunnerManifests(const KubernetesSettings& settings,
                          {{"$.podTemplate.spec.initContainers",
                            "leave room for the runner's result: at most 23 init containers"}});
 
-  json env = json::array(
-      {FieldEnv("POD_NAME", "metadata.name"),
-       FieldEnv("POD_NAMESPACE", "metadata.namespace"),
-       {{"name", "HOME"}, {"value", "/home/runner"}},
-       {{"name", "BERTH_TOKEN_FILE"}, {"value", std::string(kTokenMountPath) + "/token"}}});
+  json env = json::array({FieldEnv("POD_NAME", "metadata.name"),
+                          FieldEnv("POD_NAMESPACE", "metadata.namespace"),
+                          {{"name", "HOME"}, {"value", "/home/runner"}}});
+  if (served) {
+    env.push_back(FieldEnv("POD_IP", "status.podIP"));
+    // A kept Pod keeps the providers it downloaded for the next run (seed 000).
+    if (!config.always_cleanup)
+      env.push_back({{"name", "TF_PLUGIN_CACHE_DIR"}, {"value", "/tmp/plugin-cache"}});
+  } else {
+    env.push_back({{"name", "BERTH_TOKEN_FILE"}, {"value", std::string(kTokenMountPath) + "/token"}});
+  }
   for (const auto& [name, value] : settings.proxy_env)
     env.push_back({{"name", name}, {"value", value}});
   for (const json& entry : Array(spec, "env")) env.push_back(entry);
@@ -208,11 +236,12 @@ Result<RunnerManifests> BuildRunnerManifests(const KubernetesSettings& settings,
   // them when its service account may not post Events).
   invocation.event_object =
       std::string(request.kind == WorkloadKind::kPod ? "Pod/" : "Job/") + out.ns + "/" + out.name;
-  json args = invocation.Args();
+  json args = served ? ServeArgs() : json(invocation.Args());
 
+  const char* secret_volume = served ? "berth-tls" : "berth-token";
   json mounts = {Mount("home", "/home/runner"), Mount("tmp", "/tmp"),
                  Mount("berth-bin", kSharedBinaryDir, true),
-                 Mount("berth-token", kTokenMountPath.data(), true)};
+                 Mount(secret_volume, (served ? kTlsMountPath : kTokenMountPath).data(), true)};
   for (const json& mount : Array(spec, "volumeMounts")) mounts.push_back(mount);
   json main = berth_container({{"name", kMainContainer},
                                {"image", image},
@@ -223,18 +252,23 @@ Result<RunnerManifests> BuildRunnerManifests(const KubernetesSettings& settings,
                                {"terminationMessagePath", "/dev/termination-log"},
                                {"terminationMessagePolicy", "File"}});
   if (spec.contains("envFrom")) main["envFrom"] = spec["envFrom"];
+  if (served) {
+    main["ports"] = {{{"name", "grpc"}, {"containerPort", kServePort}, {"protocol", "TCP"}}};
+    main["readinessProbe"] = {{"tcpSocket", {{"port", kServePort}}}, {"periodSeconds", 2}};
+  }
   if (!config.image_pull_policy.empty()) main["imagePullPolicy"] = config.image_pull_policy;
 
   json volumes = {{{"name", "home"}, {"emptyDir", json::object()}},
                   {{"name", "tmp"}, {"emptyDir", json::object()}},
                   {{"name", "berth-bin"}, {"emptyDir", json::object()}},
-                  {{"name", "berth-token"},
+                  {{"name", secret_volume},
                    {"secret", {{"secretName", out.secret_name}, {"defaultMode", 0444}}}}};
   for (const json& volume : Array(spec, "volumes")) volumes.push_back(volume);
 
   // The run's id as its host name: TF writes it into the state locks it takes ("Who":
   // user@host), so that berthd knows a lock a dead run left (server/dispatch/left_state_locks.h).
-  json pod_spec = {{"restartPolicy", "Never"},    {"hostname", request.run_id},
+  json pod_spec = {{"restartPolicy", "Never"},
+                   {"hostname", served ? served->object_name : request.run_id},
                    {"enableServiceLinks", false}, {"initContainers", init_containers},
                    {"containers", {main}},        {"volumes", volumes}};
   std::string account =
@@ -262,7 +296,7 @@ Result<RunnerManifests> BuildRunnerManifests(const KubernetesSettings& settings,
                  {"app.kubernetes.io/managed-by", "berth"}};
   labels.update(config.template_metadata.value("labels", json::object()));
   labels["berth.dev/terraform"] = out.ns;
-  labels[std::string(kRunLabel)] = request.run_id;
+  if (!served) labels[std::string(kRunLabel)] = request.run_id;
   labels[std::string(kLauncherLabel)] = request.launcher;
   json annotations = config.template_metadata.value("annotations", json::object());
   annotations[std::string(kSpecHashAnnotation)] = out.spec_hash;
@@ -289,6 +323,7 @@ Result<RunnerManifests> BuildRunnerManifests(const KubernetesSettings& settings,
                        {{"metadata", {{"labels", labels}, {"annotations", annotations}}},
                         {"spec", pod_spec}}}}}};
   }
+  if (served) return out;  // the controller writes the TLS Secret itself
   out.secret = {{"apiVersion", "v1"},
                 {"kind", "Secret"},
                 {"type", "Opaque"},

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -18,6 +19,13 @@ namespace berth::launch {
 
 enum class WorkloadKind { kPod, kJob };
 
+// berth-controller's runner Pod (seed 000): `<name>-tf-runner` runs `runner serve` on port
+// 30000 with the TLS Secret mounted, and takes its runs from the controller over gRPC.
+struct ServedRunner {
+  std::string object_name;  // the Terraform object's (a DNS label of at most 53 characters)
+  std::string tls_secret;   // holds tls.crt, tls.key and ca.crt; the controller writes it
+};
+
 struct RunnerPodRequest {
   std::string run_id;                         // a DNS label: names the Pod or Job and its Secret
   std::string revision;                       // app.kubernetes.io/instance=tf-runner-<revision>
@@ -25,14 +33,17 @@ struct RunnerPodRequest {
   std::map<std::string, std::string> labels;  // the run's labels (overrides among them)
   WorkloadKind kind = WorkloadKind::kPod;
   std::string launcher = "berth";  // berth.dev/launcher: whose runs these are
+  // Set for berth-controller's Pods: then run_id and invocation are unused, kind must be kPod,
+  // and the manifests have no token Secret.
+  std::optional<ServedRunner> served;
 };
 
 struct RunnerManifests {
   std::string ns;
   std::string name;         // of the Pod or Job
-  std::string secret_name;  // holds the run's token under key "token"
+  std::string secret_name;  // holds the run's token under key "token" (served: the TLS Secret)
   nlohmann::json workload;  // the Pod or the Job
-  nlohmann::json secret;    // without its data and owner: the launcher adds both
+  nlohmann::json secret;    // without its data and owner: the launcher adds both (served: null)
   size_t result_max_bytes = 0;
   std::string spec_hash;              // of the Pod spec: a reused Pod must still match it
   std::vector<LaunchEvent> warnings;  // ignored overrides, said to the user and the run
@@ -49,6 +60,8 @@ inline constexpr std::string_view kLauncherLabel = "berth.dev/launcher";
 inline constexpr std::string_view kSpecHashAnnotation = "berth.dev/spec-hash";
 inline constexpr std::string_view kMainContainer = "runner";
 inline constexpr std::string_view kTokenMountPath = "/berth/token";
+inline constexpr std::string_view kTlsMountPath = "/berth/tls";
+inline constexpr int kServePort = 30000;
 
 // The names of a run's Pod or Job and of its token's Secret.
 inline std::string WorkloadName(std::string_view run_id) {
@@ -56,6 +69,9 @@ inline std::string WorkloadName(std::string_view run_id) {
 }
 inline std::string TokenSecretName(std::string_view run_id) {
   return WorkloadName(run_id) + "-token";
+}
+inline std::string ServedPodName(std::string_view object_name) {
+  return std::string(object_name) + "-tf-runner";
 }
 
 Result<RunnerManifests> BuildRunnerManifests(const KubernetesSettings& settings,
