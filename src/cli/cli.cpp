@@ -285,9 +285,8 @@ int Main(int argc, char** argv) {
   render->require_subcommand(1);
   auto* render_pod = render->add_subcommand(
       "pod", "the runner Pod (or Job) for a runner configuration, with KUBERNETES_* defaults");
-  auto* runner_config =
-      render_pod->add_option("--runner-config", render_options.runner_config,
-                             "YAML or JSON: spec.runner or a runner's job");
+  auto* runner_config = render_pod->add_option("--runner-config", render_options.runner_config,
+                                               "YAML or JSON: spec.runner or a runner's job");
   auto* terraform = render_pod->add_option(
       "--terraform", render_options.terraform,
       "YAML or JSON: a Terraform object (the runner Pod berth-controller creates)");

@@ -21,7 +21,8 @@ std::string StringField(const json& object, const char* key, const std::string& 
 
 Result<TerraformObject> TerraformObject::Parse(const json& object) {
   FieldErrors errors;
-  if (!object.is_object()) return InvalidFields("invalid Terraform object", {{"$", "must be an object"}});
+  if (!object.is_object())
+    return InvalidFields("invalid Terraform object", {{"$", "must be an object"}});
   if (StringField(object, "apiVersion", "apiVersion", "", errors) != kApiVersion)
     errors.push_back({"apiVersion", "must be " + std::string(kApiVersion)});
   if (StringField(object, "kind", "kind", "", errors) != kKind)
@@ -52,8 +53,9 @@ Result<TerraformObject> TerraformObject::Parse(const json& object) {
 Result<launch::KubernetesSettings> ControllerSettings(kube::Environment env) {
   if (env.contains("KUBERNETES_NAMESPACE")) {
     return InvalidFields("invalid controller settings",
-                         {{"KUBERNETES_NAMESPACE", "a runner Pod lives in its Terraform object's "
-                                                   "namespace: leave it unset"}});
+                         {{"KUBERNETES_NAMESPACE",
+                           "a runner Pod lives in its Terraform object's "
+                           "namespace: leave it unset"}});
   }
   env["KUBERNETES_NAMESPACE"] = "default";  // required by the launcher's rules; never used
   return launch::KubernetesSettings::FromEnvironment(env);

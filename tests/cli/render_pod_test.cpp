@@ -68,20 +68,19 @@ TEST_F(RenderPod, PrintsTheRunnerPodOfATerraformObject) {
                             "metadata: {name: demo, namespace: infra}\n"
                             "spec:\n  git: {url: https://git.example.com/infra.git}\n"
                             "  runner: {serviceAccountName: tf-runner, alwaysCleanup: false}\n");
-  auto done = Render({"--terraform=" + object, "--revision=abc123"},
-                     {"KUBERNETES_IMAGE=berth/runner:1"});
+  auto done =
+      Render({"--terraform=" + object, "--revision=abc123"}, {"KUBERNETES_IMAGE=berth/runner:1"});
   ASSERT_EQ(done.exit_code, 0) << done.output;
   for (const char* expected :
-       {"kind: Pod", "name: demo-tf-runner", "namespace: infra", "- serve",
-        "containerPort: 30000", "secretName: demo-tf-runner-tls",
-        "app.kubernetes.io/instance: tf-runner-abc123", "value: /tmp/plugin-cache"}) {
+       {"kind: Pod", "name: demo-tf-runner", "namespace: infra", "- serve", "containerPort: 30000",
+        "secretName: demo-tf-runner-tls", "app.kubernetes.io/instance: tf-runner-abc123",
+        "value: /tmp/plugin-cache"}) {
     EXPECT_NE(done.output.find(expected), std::string::npos) << expected << "\n" << done.output;
   }
   // A run's own options have no place in a Pod that serves every run.
   auto refused = Render({"--terraform=" + object, "--op=apply"}, {"KUBERNETES_IMAGE=i"});
   EXPECT_EQ(refused.exit_code, 2);
-  EXPECT_NE(refused.output.find("--terraform excludes --op"), std::string::npos)
-      << refused.output;
+  EXPECT_NE(refused.output.find("--terraform excludes --op"), std::string::npos) << refused.output;
   auto neither = Render({"--revision=1"}, {"KUBERNETES_IMAGE=i"});
   EXPECT_EQ(neither.exit_code, 2);
   EXPECT_NE(neither.output.find("--runner-config or --terraform"), std::string::npos)

@@ -38,9 +38,8 @@ bool HasEnv(const json& container, const std::string& name) {
 }
 
 TEST(TerraformObject, ReadsItsIdentityAndItsRunner) {
-  auto object = TerraformObject::Parse(Object({{"serviceAccountName", "tf-runner"},
-                                               {"alwaysCleanup", false},
-                                               {"binary", "tofu"}}));
+  auto object = TerraformObject::Parse(
+      Object({{"serviceAccountName", "tf-runner"}, {"alwaysCleanup", false}, {"binary", "tofu"}}));
   ASSERT_TRUE(object) << object.error().ToString();
   EXPECT_EQ(object->name, "demo");
   EXPECT_EQ(object->ns, "infra");
@@ -77,9 +76,9 @@ TEST(RunnerPod, ServesOnItsOwnAddressWithTheTlsSecretAndNoToken) {
   EXPECT_EQ(m.ns, "infra");
   EXPECT_TRUE(m.secret.is_null()) << "the controller writes the TLS Secret itself";
   const json& runner = Runner(m);
-  EXPECT_EQ(runner["args"], json({"serve", "--listen=$(POD_IP):30000",
-                                  "--tls-cert=/berth/tls/tls.crt", "--tls-key=/berth/tls/tls.key",
-                                  "--client-ca=/berth/tls/ca.crt"}));
+  EXPECT_EQ(runner["args"],
+            json({"serve", "--listen=$(POD_IP):30000", "--tls-cert=/berth/tls/tls.crt",
+                  "--tls-key=/berth/tls/tls.key", "--client-ca=/berth/tls/ca.crt"}));
   EXPECT_EQ(runner["ports"][0]["containerPort"], 30000);
   EXPECT_EQ(runner["readinessProbe"]["tcpSocket"]["port"], 30000);
   EXPECT_TRUE(HasEnv(runner, "POD_IP"));
@@ -103,8 +102,11 @@ TEST(RunnerPod, OnlyAKeptPodCachesProviders) {
   EXPECT_FALSE(HasEnv(Runner(Pod(Object())), "TF_PLUGIN_CACHE_DIR"));
   const json kept = Runner(Pod(Object({{"alwaysCleanup", false}})));
   ASSERT_TRUE(HasEnv(kept, "TF_PLUGIN_CACHE_DIR"));
-  for (const json& e : kept["env"])
-    if (e["name"] == "TF_PLUGIN_CACHE_DIR") EXPECT_EQ(e["value"], "/tmp/plugin-cache");
+  for (const json& e : kept["env"]) {
+    if (e["name"] == "TF_PLUGIN_CACHE_DIR") {
+      EXPECT_EQ(e["value"], "/tmp/plugin-cache");
+    }
+  }
 }
 
 TEST(RunnerPod, ItsSpecHashFollowsSpecRunnerOnly) {

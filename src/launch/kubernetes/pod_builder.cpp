@@ -134,10 +134,10 @@ Result<void> CheckNames(const RunnerPodRequest& request, const RunnerManifests& 
   FieldErrors errors;
   if (request.served) {
     if (out.name.size() > 63 || !IsValidId(request.served->object_name))
-      errors.push_back({"metadata.name", "must be a DNS label of at most 53 characters (the "
-                                         "runner Pod is <name>-tf-runner)"});
-    if (request.kind != WorkloadKind::kPod)
-      errors.push_back({"kind", "a served runner is a Pod"});
+      errors.push_back({"metadata.name",
+                        "must be a DNS label of at most 53 characters (the "
+                        "runner Pod is <name>-tf-runner)"});
+    if (request.kind != WorkloadKind::kPod) errors.push_back({"kind", "a served runner is a Pod"});
   } else if (out.secret_name.size() > 63 || !IsValidId(request.run_id)) {
     errors.push_back({"run_id", "must be a DNS label of at most 47 characters"});
   }
@@ -217,7 +217,8 @@ Result<RunnerManifests> BuildRunnerManifests(const KubernetesSettings& settings,
     if (!config.always_cleanup)
       env.push_back({{"name", "TF_PLUGIN_CACHE_DIR"}, {"value", "/tmp/plugin-cache"}});
   } else {
-    env.push_back({{"name", "BERTH_TOKEN_FILE"}, {"value", std::string(kTokenMountPath) + "/token"}});
+    env.push_back(
+        {{"name", "BERTH_TOKEN_FILE"}, {"value", std::string(kTokenMountPath) + "/token"}});
   }
   for (const auto& [name, value] : settings.proxy_env)
     env.push_back({{"name", name}, {"value", value}});
@@ -267,10 +268,10 @@ Result<RunnerManifests> BuildRunnerManifests(const KubernetesSettings& settings,
 
   // The run's id as its host name: TF writes it into the state locks it takes ("Who":
   // user@host), so that berthd knows a lock a dead run left (server/dispatch/left_state_locks.h).
-  json pod_spec = {{"restartPolicy", "Never"},
-                   {"hostname", served ? served->object_name : request.run_id},
-                   {"enableServiceLinks", false}, {"initContainers", init_containers},
-                   {"containers", {main}},        {"volumes", volumes}};
+  json pod_spec = {
+      {"restartPolicy", "Never"},    {"hostname", served ? served->object_name : request.run_id},
+      {"enableServiceLinks", false}, {"initContainers", init_containers},
+      {"containers", {main}},        {"volumes", volumes}};
   std::string account =
       config.service_account.empty() ? settings.service_account : config.service_account;
   if (!account.empty()) pod_spec["serviceAccountName"] = account;
