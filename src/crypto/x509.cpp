@@ -2,6 +2,7 @@
 // function, so that an early return leaks nothing.
 #include "crypto/x509.h"
 
+#include <openssl/asn1.h>
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -9,6 +10,8 @@
 #include <openssl/rand.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+
+#include <ctime>
 
 namespace berth::crypto {
 namespace {
@@ -172,6 +175,42 @@ Result<IssuedCertificate> IssueCertificate(const CertificateRequest& request,
   auto ca_key = ParsePrivateKey(authority.key.pem);
   if (!ca_key) return ca_key.error();
   return Build(request, ca_cert->get(), ca_key->get());
+}
+
+namespace {
+
+Result<std::chrono::system_clock::time_point> TimePoint(const ASN1_TIME* time) {
+  std::tm tm{};
+  if (time == nullptr || ASN1_TIME_to_tm(time, &tm) != 1) return OpenSslError("validity");
+  return std::chrono::system_clock::from_time_t(timegm(&tm));
+}
+
+}  // namespace
+
+Result<Validity> CertificateValidity(const std::string& certificate_pem) {
+  auto cert = ParseCertificate(certificate_pem);
+  if (!cert) return cert.error();
+  auto not_before = TimePoint(X509_get0_notBefore(cert->get()));
+  if (!not_before) return not_before.error();
+  auto not_after = TimePoint(X509_get0_notAfter(cert->get()));
+  if (!not_after) return not_after.error();
+  return Validity{*not_before, *not_after};
+}
+
+Result<std::string> CertificateFingerprint(const std::string& certificate_pem) {
+  auto cert = ParseCertificate(certificate_pem);
+  if (!cert) return cert.error();
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  if (X509_digest(cert->get(), EVP_sha256(), digest, &size) != 1)
+    return OpenSslError("fingerprint");
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned int i = 0; i < size; ++i) {
+    hex += kHex[digest[i] >> 4];
+    hex += kHex[digest[i] & 0xf];
+  }
+  return hex;
 }
 
 }  // namespace berth::crypto

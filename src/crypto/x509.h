@@ -35,6 +35,16 @@ struct IssuedCertificate {
   PrivateKey key;
 };
 
+// When a certificate starts and stops being valid (RFC 5280 4.1.2.5).
+struct Validity {
+  std::chrono::system_clock::time_point not_before;
+  std::chrono::system_clock::time_point not_after;
+};
+Result<Validity> CertificateValidity(const std::string& certificate_pem);
+
+// The SHA-256 of the certificate's DER encoding, in hex: what names one certificate.
+Result<std::string> CertificateFingerprint(const std::string& certificate_pem);
+
 // A self-signed CA.
 Result<IssuedCertificate> CreateCertificateAuthority(const std::string& common_name,
                                                      std::chrono::seconds validity);

@@ -81,3 +81,31 @@ TEST(X509, APublicKeyIsDerivedFromThePrivateKey) {
 
 }  // namespace
 }  // namespace berth::crypto
+
+namespace berth::crypto {
+namespace {
+
+TEST(X509, ValidityAndFingerprintAreReadBack) {
+  auto ca = CreateCertificateAuthority("test-ca", std::chrono::hours(2));
+  ASSERT_TRUE(ca);
+  auto validity = CertificateValidity(ca->certificate_pem);
+  ASSERT_TRUE(validity) << validity.error().message;
+  const auto now = std::chrono::system_clock::now();
+  EXPECT_LE(validity->not_before, now);
+  EXPECT_GT(validity->not_after, now + std::chrono::minutes(119));
+  EXPECT_LE(validity->not_after, now + std::chrono::minutes(121));
+
+  auto leaf = IssueCertificate({.common_name = "a"}, *ca);
+  ASSERT_TRUE(leaf);
+  auto first = CertificateFingerprint(ca->certificate_pem);
+  auto second = CertificateFingerprint(leaf->certificate_pem);
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(first->size(), 64u);
+  EXPECT_NE(*first, *second);
+  EXPECT_EQ(*first, CertificateFingerprint(ca->certificate_pem).value());
+  EXPECT_FALSE(CertificateValidity("not a certificate"));
+  EXPECT_FALSE(CertificateFingerprint(""));
+}
+
+}  // namespace
+}  // namespace berth::crypto
