@@ -19,11 +19,11 @@
 #include <thread>
 #include <vector>
 
-#include "cli/bundle.h"
 #include "cli/timings.h"
 #include "core/time_format.h"
 #include "net/http_client.h"
 #include "sys/files.h"
+#include "sys/module_bundle.h"
 #include "sys/subprocess.h"
 
 namespace {
@@ -111,7 +111,7 @@ int Main(int argc, char** argv) {
     return response ? *response : net::HttpResponse{};
   };
   auto http = net::MakeCurlHttpClient();
-  auto bundle = call(*http, "POST", "/bundles", *cli::PackModule(module), "application/gzip");
+  auto bundle = call(*http, "POST", "/bundles", *sys::PackModule(module), "application/gzip");
   std::string bundle_id = json::parse(bundle.body)["id"];
   auto make_env = [&](const std::string& id) {
     call(*http, "POST", "/projects/default/envs",

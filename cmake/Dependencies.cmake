@@ -41,10 +41,13 @@ target_link_libraries(berth_dep_re2 INTERFACE
   "$<IF:$<BOOL:$<TARGET_PROPERTY:BERTH_STATIC>>,${BERTH_LIBRE2_STATIC},${BERTH_LIBRE2}>"
   Threads::Threads)
 
+find_package(PkgConfig REQUIRED)
+# libgit2: berth-controller fetches spec.git sources itself (the runner never reaches Git).
+pkg_check_modules(BERTH_LIBGIT2 REQUIRED IMPORTED_TARGET libgit2)
+
 # gRPC: only the channel between berth-controller and `runner serve` (src/rpc). An optional
 # part: without libgrpc++-dev the rest builds and `runner serve` says it was left out. The
 # static runner links the archives pkg-config lists for a static link.
-find_package(PkgConfig REQUIRED)
 pkg_check_modules(BERTH_GRPC IMPORTED_TARGET grpc++ protobuf)
 find_program(BERTH_GRPC_CPP_PLUGIN grpc_cpp_plugin)
 find_program(BERTH_PROTOC protoc)

@@ -7,13 +7,13 @@
 #include <optional>
 
 #include "cli/body.h"
-#include "cli/bundle.h"
 #include "cli/cli.h"
 #include "cli/log_decryption.h"
 #include "cli/opened_outputs.h"
 #include "cli/timings.h"
 #include "core/time_format.h"
 #include "sys/files.h"
+#include "sys/module_bundle.h"
 
 namespace berth::cli {
 namespace {
@@ -115,7 +115,7 @@ int Deploy(const Globals& g, const DeployOptions& o) {
     std::fprintf(stderr, "error: %s\n", vars.error().message.c_str());
     return kExitUsage;
   }
-  auto bundle = PackModule(o.folder);
+  auto bundle = sys::PackModule(o.folder);
   if (!bundle) {
     std::fprintf(stderr, "error: %s\n", bundle.error().ToString().c_str());
     return kExitUsage;

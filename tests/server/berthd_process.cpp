@@ -9,8 +9,8 @@
 
 #include <thread>
 
-#include "cli/bundle.h"
 #include "sys/files.h"
+#include "sys/module_bundle.h"
 #include "test_tools.h"
 
 namespace berth::server {
@@ -114,7 +114,7 @@ net::HttpResponse BerthdClient::Call(const std::string& method, const std::strin
 }
 
 std::string BerthdClient::Deploy(const fs::path& module, json spec, const std::string& env) const {
-  auto bundle = cli::PackModule(module);
+  auto bundle = sys::PackModule(module);
   EXPECT_TRUE(bundle);
   auto uploaded = Call("POST", "/bundles", *bundle, "application/gzip");
   EXPECT_EQ(uploaded.status, 201) << uploaded.body;

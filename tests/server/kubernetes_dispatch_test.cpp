@@ -7,7 +7,6 @@
 
 #include <thread>
 
-#include "cli/bundle.h"
 #include "core/time_format.h"
 #include "kube/resource.h"
 #include "launch/kubernetes/kubernetes_launcher.h"
@@ -15,6 +14,7 @@
 #include "server/dispatch/dispatcher.h"
 #include "state_server.h"
 #include "sys/files.h"
+#include "sys/module_bundle.h"
 #include "test_tools.h"
 
 namespace berth::server {
@@ -77,7 +77,7 @@ class KubernetesDispatch : public ::testing::Test {
 
   // Queues a deployment of an example module as a bundle.
   void Queue(store::Deployment d, const std::string& module) {
-    auto packed = cli::PackModule(testenv::SourceDir() / "examples" / module);
+    auto packed = sys::PackModule(testenv::SourceDir() / "examples" / module);
     ASSERT_TRUE(packed);
     auto bundle = server_->Store().DeploymentData().PutBundle("acme", *packed);
     ASSERT_TRUE(bundle);

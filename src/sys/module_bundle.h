@@ -9,8 +9,8 @@
 
 #include "core/error.h"
 
-namespace berth::cli {
+namespace berth::sys {
 
 Result<std::string> PackModule(const std::filesystem::path& folder);
 
-}  // namespace berth::cli
+}  // namespace berth::sys

@@ -1,4 +1,4 @@
-#include "cli/bundle.h"
+#include "sys/module_bundle.h"
 
 #include <zlib.h>
 
@@ -8,7 +8,7 @@
 
 #include "sys/files.h"
 
-namespace berth::cli {
+namespace berth::sys {
 namespace {
 
 namespace fs = std::filesystem;
@@ -131,4 +131,4 @@ Result<std::string> PackModule(const fs::path& folder) {
   return Gzip(tar);
 }
 
-}  // namespace berth::cli
+}  // namespace berth::sys
