@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "kube/resource.h"
 #include "launch/kubernetes/pod_builder.h"
 #include "launch/kubernetes/runner_pod_config.h"
 #include "launch/kubernetes/settings.h"
@@ -17,6 +18,7 @@ namespace berth::controller {
 inline constexpr std::string_view kApiVersion = "berth.dev/v1alpha1";
 inline constexpr std::string_view kKind = "Terraform";
 inline constexpr std::string_view kLauncherName = "berth-controller";
+inline constexpr kube::ResourceKind kTerraforms{kApiVersion, kKind, "terraforms"};
 
 struct TerraformObject {
   std::string name;

@@ -177,6 +177,11 @@ std::vector<std::string> TfEnvironment(const std::vector<std::string>& caller,
     bool tf = name.starts_with("TF_");
     if (tf && std::find(allowed.begin(), allowed.end(), name) == allowed.end()) continue;
     if (name == "HOME" || name == "NO_COLOR" || name == "CHECKPOINT_DISABLE") continue;
+    if (name == "TF_PLUGIN_CACHE_DIR") {
+      // A kept Pod's cache starts in an empty /tmp: made here, else tofu refuses to use it.
+      std::error_code made;
+      fs::create_directories(entry.substr(name.size() + 1), made);
+    }
     env.push_back(entry);
   }
   std::string home = Lookup(caller, "HOME");

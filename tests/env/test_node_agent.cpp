@@ -1,7 +1,10 @@
 #include "test_node_agent.h"
 
+#include <arpa/inet.h>
 #include <fmt/format.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <thread>
@@ -12,6 +15,7 @@
 #include "core/time_format.h"
 #include "crypto/digest.h"
 #include "kube/informer.h"
+#include "sys/fd.h"
 #include "sys/files.h"
 #include "sys/subprocess.h"
 
@@ -27,6 +31,51 @@ constexpr const char* kFieldManager = "berth-test-node-agent";
 
 std::string Now() { return FormatRfc3339(std::chrono::system_clock::now()); }
 
+// Each Pod gets an address of its own on loopback (all of 127/8 is local), so that two Pods
+// may listen on the same port, as in their own network namespaces.
+std::string NextPodIp() {
+  static std::atomic<int> next{0};
+  const int n = next++ % (250 * 250);
+  return "127.77." + std::to_string(1 + n / 250) + "." + std::to_string(1 + n % 250);
+}
+
+// Kubernetes' expansion of $(VAR) in command and args from the container's env: a defined
+// variable is replaced, $$ is a literal $, anything else stays as written.
+std::string ExpandVariables(const std::string& text,
+                            const std::map<std::string, std::string>& env) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '$' && i + 1 < text.size() && text[i + 1] == '$') {
+      out += '$';
+      ++i;
+      continue;
+    }
+    if (text[i] == '$' && i + 1 < text.size() && text[i + 1] == '(') {
+      size_t close = text.find(')', i + 2);
+      if (close != std::string::npos) {
+        auto found = env.find(text.substr(i + 2, close - i - 2));
+        if (found != env.end()) {
+          out += found->second;
+          i = close;
+          continue;
+        }
+      }
+    }
+    out += text[i];
+  }
+  return out;
+}
+
+// A TCP readiness probe: whether ip:port accepts a connection now.
+bool Accepts(const std::string& ip, int port) {
+  sys::Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  ::inet_pton(AF_INET, ip.c_str(), &address.sin_addr);
+  return fd && ::connect(fd.Get(), reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+}
+
 // One Pod on this node: its folders, its processes, its status.
 class PodWorker {
  public:
@@ -38,6 +87,7 @@ class PodWorker {
     uid_ = metadata.value("uid", "");
     fault_ = metadata.value("labels", json::object()).value("berth.test/fault", "");
     dir_ = options_.work_dir / (ns_ + "_" + name_ + "_" + uid_);
+    ip_ = NextPodIp();
   }
 
   void Run() {
@@ -187,25 +237,29 @@ class PodWorker {
       std::string field = from["fieldRef"].value("fieldPath", "");
       if (field == "metadata.name") return name_;
       if (field == "metadata.namespace") return ns_;
-      if (field == "status.podIP") return "127.0.0.1";
+      if (field == "status.podIP") return ip_;
     }
     return "";
   }
 
   Result<sys::Subprocess> Spawn(const json& container, const fs::path& termination_host) {
     PathMap paths(*this, container, termination_host);
+    std::map<std::string, std::string> variables;
+    for (const json& entry : container.value("env", json::array()))
+      variables[entry.value("name", "")] = EnvValue(entry);
     std::vector<std::string> argv;
     for (const char* part : {"command", "args"}) {
       for (const json& arg : container.value(part, json::array()))
-        argv.push_back(paths.MapArgument(arg.get<std::string>()));
+        argv.push_back(paths.MapArgument(ExpandVariables(arg.get<std::string>(), variables)));
     }
     if (argv.empty())
       return MakeError(ErrorKind::kInvalidArgument, "no command: images here have no entrypoint");
     std::vector<std::string> env = {"PATH=" + (paths.Image() / "usr/local/bin").string() + ":" +
                                     (paths.Image() / "usr/bin").string() + ":" +
                                     (paths.Image() / "bin").string() + ":/usr/bin:/bin"};
-    for (const json& entry : container.value("env", json::array()))
-      env.push_back(entry.value("name", "") + "=" + paths.MapArgument(EnvValue(entry)));
+    // The last entry of a name wins, as the kubelet has it.
+    for (const auto& [name, value] : variables)
+      env.push_back(name + "=" + paths.MapArgument(value));
     sys::SpawnOptions options;
     options.argv = std::move(argv);
     options.env = std::move(env);
@@ -284,7 +338,7 @@ class PodWorker {
     for (const json& c : containers) main_statuses.push_back(Waiting(c, "PodInitializing"));
     PatchStatus({{"phase", "Pending"},
                  {"hostIP", "127.0.0.1"},
-                 {"podIP", "127.0.0.1"},
+                 {"podIP", ip_},
                  {"startTime", Now()},
                  {"conditions",
                   {{{"type", "PodScheduled"}, {"status", "True"}},
@@ -322,19 +376,32 @@ class PodWorker {
       return;
     }
     started_ = true;
-    PatchStatus({{"phase", "Running"},
-                 {"conditions",
-                  {{{"type", "PodScheduled"}, {"status", "True"}},
-                   {{"type", "Initialized"}, {"status", "True"}},
-                   {{"type", "ContainersReady"}, {"status", "True"}},
-                   {{"type", "Ready"}, {"status", "True"}}}},
-                 {"containerStatuses",
-                  {{{"name", main.value("name", "")},
-                    {"image", main.value("image", "")},
-                    {"ready", true},
-                    {"started", true},
-                    {"restartCount", 0},
-                    {"state", {{"running", {{"startedAt", started}}}}}}}}});
+    // A TCP readiness probe is played as the kubelet does: Ready once the port accepts.
+    const int probe_port = main.value("readinessProbe", json::object())
+                               .value("tcpSocket", json::object())
+                               .value("port", 0);
+    auto running = [&](bool ready) {
+      const char* status = ready ? "True" : "False";
+      PatchStatus({{"phase", "Running"},
+                   {"conditions",
+                    {{{"type", "PodScheduled"}, {"status", "True"}},
+                     {{"type", "Initialized"}, {"status", "True"}},
+                     {{"type", "ContainersReady"}, {"status", status}},
+                     {{"type", "Ready"}, {"status", status}}}},
+                   {"containerStatuses",
+                    {{{"name", main.value("name", "")},
+                      {"image", main.value("image", "")},
+                      {"ready", ready},
+                      {"started", true},
+                      {"restartCount", 0},
+                      {"state", {{"running", {{"startedAt", started}}}}}}}}});
+    };
+    if (probe_port != 0) {
+      running(false);
+      while (!Stopping() && process->Running() && !Accepts(ip_, probe_port))
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    running(true);
     Exit exit = Supervise(*process, true);
     if (fault_ == "node-lost") {
       // What the node lifecycle controller and the taint manager do to a Pod of a lost node.
@@ -370,6 +437,7 @@ class PodWorker {
   const TestNodeAgentOptions& options_;
   json pod_;
   std::string ns_, name_, uid_, fault_;
+  std::string ip_;  // the Pod's own loopback address
   fs::path dir_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> gone_{false};

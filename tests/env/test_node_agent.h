@@ -8,6 +8,9 @@
 // it runs), `evict` (the Pod is evicted once it runs), `node-lost` (the node vanishes while it
 // runs: its processes die, and the Pod is deleted as the taint manager would), `never-start`
 // (the Pod stays Pending). Annotation berth.test/start-delay (a duration) delays the start.
+// Each Pod has an address of its own on loopback (127.77.x.y, its status.podIP); `$(VAR)` in
+// command and args is expanded from the container's env; a tcpSocket readiness probe holds
+// Ready back until the port accepts.
 //
 // Test infrastructure, named so: processes run as the test's user, without namespaces or
 // cgroups; the security context is not enforced.

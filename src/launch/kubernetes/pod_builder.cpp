@@ -213,6 +213,9 @@ Result<RunnerManifests> BuildRunnerManifests(const KubernetesSettings& settings,
                           {{"name", "HOME"}, {"value", "/home/runner"}}});
   if (served) {
     env.push_back(FieldEnv("POD_IP", "status.podIP"));
+    // State goes through tofu's kubernetes backend with the Pod's ServiceAccount (seed 000);
+    // a template env entry of the same name wins, as Kubernetes lets the last one win.
+    env.push_back({{"name", "KUBE_IN_CLUSTER_CONFIG"}, {"value", "true"}});
     // A kept Pod keeps the providers it downloaded for the next run (seed 000).
     if (!config.always_cleanup)
       env.push_back({{"name", "TF_PLUGIN_CACHE_DIR"}, {"value", "/tmp/plugin-cache"}});

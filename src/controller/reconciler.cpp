@@ -1,0 +1,366 @@
+#include "controller/reconciler.h"
+
+#include <fstream>
+
+#include "controller/git_source.h"
+#include "controller/plan_store.h"
+#include "controller/runner_session.h"
+#include "core/base64.h"
+#include "core/duration.h"
+#include "core/time_format.h"
+#include "sys/files.h"
+#include "sys/module_bundle.h"
+
+namespace berth::controller {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// Fields the schema accepts that this controller does not act on yet: an object that sets one
+// is refused in its status, naming the field, instead of being run without it.
+std::string Unsupported(const json& spec) {
+  for (const char* field : {"sourceRef", "varsFrom", "dependsOn", "cliConfigSecretRef",
+                            "fileMappings", "backendConfig"}) {
+    if (spec.contains(field)) return std::string("spec.") + field;
+  }
+  if (spec.value("destroy", false)) return "spec.destroy";
+  if (spec.value("deletionPolicy", "retain") != "retain") return "spec.deletionPolicy";
+  const std::string url = spec.value("git", json::object()).value("url", "");
+  if (url.starts_with("ssh://")) return "spec.git.url (ssh://)";
+  return "";
+}
+
+std::chrono::seconds Seconds(const json& spec, const char* key, std::chrono::seconds fallback) {
+  if (!spec.contains(key) || !spec[key].is_string()) return fallback;
+  auto parsed = ParseDuration(spec[key].get<std::string>());
+  if (!parsed) return fallback;
+  return std::max(std::chrono::seconds(1),
+                  std::chrono::duration_cast<std::chrono::seconds>(*parsed));
+}
+
+// A failed run's message and the end of its log (the runner masked both), for the Plan or
+// Apply condition.
+std::string RunErrorText(const json& error) {
+  std::string text = error.value("message", "");
+  const std::string tail = error.value("tail", "");
+  if (!tail.empty()) text += "\n" + tail;
+  return text;
+}
+
+// One pass: the object as read, the status being written.
+class Pass {
+ public:
+  Pass(kube::KubeApi& api, RunnerPki& pki, const ReconcilerOptions& options, const json& raw,
+       TerraformObject object)
+      : api_(api),
+        pki_(pki),
+        options_(options),
+        object_(std::move(object)),
+        old_status_(raw.value("status", json::object())) {}
+
+  Result<ReconcileOutcome> Run();
+
+ private:
+  Result<ReconcileOutcome> Fail(const Error& error, std::string_view reason);
+  Result<void> WriteStatus(json status);
+  json Condition(const std::string& type, bool ok, std::string_view reason,
+                 const std::string& message) const;
+  Result<FetchedGit> Fetch(const fs::path& folder);
+  std::vector<std::string> RunArgs(const std::string& op) const;
+  Result<rpc::RunnerReply> InPod(const std::string& op, rpc::RunnerFiles files,
+                                 const std::string& revision, std::vector<std::string> extra = {});
+  Result<ReconcileOutcome> Plan(const fs::path& scratch, const FetchedGit& source);
+  Result<ReconcileOutcome> Apply(const fs::path& scratch, const FetchedGit& source,
+                                 const json& plan);
+  Result<std::string> WriteOutputs(const std::string& outputs_json);
+  ReconcileOutcome Again() const {
+    return {.requeue_after = Seconds(object_.spec, "interval", std::chrono::seconds(0))};
+  }
+
+  kube::KubeApi& api_;
+  RunnerPki& pki_;
+  const ReconcilerOptions& options_;
+  const TerraformObject object_;
+  const json old_status_;
+  rpc::RunnerFiles files_;
+};
+
+json Pass::Condition(const std::string& type, bool ok, std::string_view reason,
+                     const std::string& message) const {
+  const std::string status = ok ? "True" : "False";
+  std::string since = FormatRfc3339(std::chrono::system_clock::now());
+  for (const json& old : old_status_.value("conditions", json::array())) {
+    if (old.value("type", "") == type && old.value("status", "") == status)
+      since = old.value("lastTransitionTime", since);  // it changes only when status does
+  }
+  return {{"type", type},
+          {"status", status},
+          {"reason", reason},
+          {"message", message},
+          {"observedGeneration", object_.generation},
+          {"lastTransitionTime", since}};
+}
+
+Result<void> Pass::WriteStatus(json status) {
+  status["observedGeneration"] = object_.generation;
+  auto written = api_.Patch(kTerraforms, object_.ns, object_.name, kube::PatchType::kMerge,
+                            {{"status", status}}, options_.field_manager, "status");
+  if (!written) return written.error();
+  return {};
+}
+
+Result<ReconcileOutcome> Pass::Fail(const Error& error, std::string_view reason) {
+  auto written = WriteStatus({{"conditions", {Condition("Ready", false, reason, error.message)}}});
+  (void)written;  // the error itself is what the caller needs
+  return error;
+}
+
+Result<FetchedGit> Pass::Fetch(const fs::path& folder) {
+  const json git = object_.spec.value("git", json::object());
+  const json ref = git.value("ref", json::object());
+  GitCredentials credentials;
+  if (git.contains("secretRef")) {
+    const std::string name = git["secretRef"].value("name", "");
+    auto secret = api_.Get(kube::kSecrets, object_.ns, name);
+    if (!secret) return secret.error();
+    const json data = secret->value("data", json::object());
+    auto username = Base64Decode(data.value("username", ""));
+    auto password = Base64Decode(data.value("password", ""));
+    if (!username || !password)
+      return MakeError(ErrorKind::kInvalidArgument,
+                       "spec.git.secretRef: Secret " + name + " has no base64 username/password");
+    credentials.username = *username;
+    credentials.password = *password;
+  }
+  return FetchGit(git.value("url", ""),
+                  {.branch = ref.value("branch", ""),
+                   .tag = ref.value("tag", ""),
+                   .commit = ref.value("commit", "")},
+                  credentials, folder, options_.max_source_bytes);
+}
+
+std::vector<std::string> Pass::RunArgs(const std::string& op) const {
+  std::vector<std::string> args = {"--op=" + op, "--namespace=" + object_.ns,
+                                   "--name=" + object_.name, "--binary=" + object_.runner.binary,
+                                   // berth's default backend: a Secret beside the object
+                                   "--state-backend=kubernetes",
+                                   "--backend-config=secret_suffix=" + object_.name,
+                                   "--backend-config=namespace=" + object_.ns};
+  const std::string path = object_.spec.value("path", "");
+  if (!path.empty()) args.push_back("--path=" + path);
+  return args;
+}
+
+Result<rpc::RunnerReply> Pass::InPod(const std::string& op, rpc::RunnerFiles files,
+                                     const std::string& revision, std::vector<std::string> extra) {
+  std::vector<std::string> args = RunArgs(op);
+  args.insert(args.end(), extra.begin(), extra.end());
+  RunnerSessionOptions session{.settings = &options_.settings,
+                               .creation_timeout = options_.runner_creation_timeout,
+                               .field_manager = options_.field_manager};
+  return RunInRunnerPod(api_, pki_, session, object_,
+                        {.args = std::move(args), .files = std::move(files), .revision = revision},
+                        {});
+}
+
+// The plan's id: what a person writes into spec.approvePlan to apply it.
+std::string PlanId(const std::string& hash) {
+  std::string hex = hash.substr(hash.find(':') + 1);
+  return "plan-" + hex.substr(0, 16);
+}
+
+Result<ReconcileOutcome> Pass::Plan(const fs::path& scratch, const FetchedGit& source) {
+  auto reply = InPod("plan", files_, source.revision);
+  if (!reply)
+    return Fail(reply.error(), reply.error().reason.empty() ? "RunFailed" : reply.error().reason);
+  const json result = json::parse(reply->result_json, nullptr, false);
+  if (result.is_discarded())
+    return Fail(MakeError(ErrorKind::kInternal, "the runner's result is not JSON"), "RunFailed");
+  json binary = result.value("binary", json::object());
+  if (!result.value("error", json()).is_null()) {
+    const json& error = result["error"];
+    const std::string kind = error.value("kind", "RunFailed");
+    auto written = WriteStatus(
+        {{"lastAttemptedRevision", source.revision},
+         {"binary", binary},
+         {"conditions",
+          {Condition("Plan", false, kind, RunErrorText(error)),
+           Condition("Ready", false, kind, "plan failed: " + error.value("message", ""))}}});
+    if (!written) return written.error();
+    return ReconcileOutcome{.requeue_after =
+                                Seconds(object_.spec, "retryInterval", std::chrono::seconds(60))};
+  }
+  const json plan = result.value("plan", json::object());
+  if (!plan.value("hasChanges", false)) {
+    auto written = WriteStatus(
+        {{"lastAttemptedRevision", source.revision},
+         {"binary", binary},
+         {"plan", nullptr},
+         {"conditions",
+          {Condition("Plan", true, "NoChanges", "no changes at " + source.revision),
+           Condition("Ready", true, "NoChanges", "up to date at " + source.revision)}}});
+    if (!written) return written.error();
+    return Again();
+  }
+  const std::string hash = plan.value("hash", "");
+  const std::string id = PlanId(hash);
+  if (auto saved = SavePlan(api_, object_, id, reply->plan, options_.field_manager); !saved)
+    return Fail(saved.error(), "PlanNotSaved");
+  const bool drifted = old_status_.value("lastAppliedRevision", "") == source.revision;
+  json summary = {{"id", id},
+                  {"hash", hash},
+                  {"add", plan.value("add", 0)},
+                  {"change", plan.value("change", 0)},
+                  {"destroy", plan.value("destroy", 0)},
+                  {"replace", plan.value("replace", 0)}};
+  if (object_.spec.value("approvePlan", "") == "auto") return Apply(scratch, source, summary);
+  const std::string counts = std::to_string(summary["add"].get<int>()) + " to add, " +
+                             std::to_string(summary["change"].get<int>()) + " to change, " +
+                             std::to_string(summary["destroy"].get<int>()) + " to destroy";
+  const std::string reason = drifted ? "DriftDetected" : "PlanPending";
+  auto written = WriteStatus(
+      {{"lastAttemptedRevision", source.revision},
+       {"binary", binary},
+       {"plan", summary},
+       {"conditions",
+        {Condition("Plan", true, reason, id + ": " + counts),
+         Condition("Ready", false, reason,
+                   "plan " + id + " (" + counts + ") waits: set spec.approvePlan to " + id)}}});
+  if (!written) return written.error();
+  return Again();
+}
+
+Result<std::string> Pass::WriteOutputs(const std::string& outputs_json) {
+  const json target = object_.spec.value("writeOutputsToSecret", json());
+  if (!target.is_object()) return std::string();
+  const json outputs = json::parse(outputs_json, nullptr, false);
+  if (!outputs.is_object()) return MakeError(ErrorKind::kInternal, "outputs are not JSON");
+  const json wanted = target.value("outputs", json::array());
+  json data = json::object();
+  for (const auto& [name, output] : outputs.items()) {
+    if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), name) == wanted.end()) continue;
+    const json value = output.value("value", json());
+    data[name] = Base64Encode(value.is_string() ? value.get<std::string>() : value.dump());
+  }
+  const std::string name = target.value("name", "");
+  json metadata = {{"name", name},
+                   {"namespace", object_.ns},
+                   {"labels", target.value("labels", json::object())},
+                   {"annotations", target.value("annotations", json::object())},
+                   {"ownerReferences",
+                    {{{"apiVersion", kApiVersion},
+                      {"kind", kKind},
+                      {"name", object_.name},
+                      {"uid", object_.uid},
+                      {"controller", true}}}}};
+  metadata["labels"]["app.kubernetes.io/managed-by"] = "berth-controller";
+  json secret = {{"apiVersion", "v1"},
+                 {"kind", "Secret"},
+                 {"type", "Opaque"},
+                 {"metadata", metadata},
+                 {"data", data}};
+  auto created = api_.Create(kube::kSecrets, object_.ns, secret);
+  if (!created && created.error().kind == ErrorKind::kAlreadyExists) {
+    // Replace the data whole: an output that went away leaves the Secret too.
+    auto replaced = api_.Patch(kube::kSecrets, object_.ns, name, kube::PatchType::kMerge,
+                               {{"metadata", metadata}, {"data", nullptr}}, options_.field_manager);
+    if (!replaced) return replaced.error();
+    auto patched = api_.Patch(kube::kSecrets, object_.ns, name, kube::PatchType::kMerge,
+                              {{"data", data}}, options_.field_manager);
+    if (!patched) return patched.error();
+  } else if (!created) {
+    return created.error();
+  }
+  return name;
+}
+
+Result<ReconcileOutcome> Pass::Apply(const fs::path& scratch, const FetchedGit& source,
+                                     const json& plan) {
+  const std::string id = plan.value("id", "");
+  auto bytes = LoadPlan(api_, object_, id);
+  if (!bytes) return Fail(bytes.error(), "PlanNotFound");
+  const fs::path plan_file = scratch / "approved.tfplan";
+  if (auto ok = sys::WriteFileAtomic(plan_file, *bytes); !ok) return ok.error();
+  rpc::RunnerFiles files = files_;
+  files.approved_plan = plan_file;
+  auto reply = InPod("apply", files, source.revision,
+                     {"--approved-plan=" + plan.value("hash", ""), "--allow-destroy"});
+  if (!reply)
+    return Fail(reply.error(), reply.error().reason.empty() ? "RunFailed" : reply.error().reason);
+  const json result = json::parse(reply->result_json, nullptr, false);
+  if (result.is_discarded() || !result.value("error", json()).is_null()) {
+    const json error = result.is_discarded() ? json::object() : result["error"];
+    const std::string kind = error.value("kind", "RunFailed");
+    auto written =
+        WriteStatus({{"conditions",
+                      {Condition("Apply", false, kind, error.value("message", "")),
+                       Condition("Ready", false, kind,
+                                 "apply of " + id + " failed: " + error.value("message", ""))}}});
+    if (!written) return written.error();
+    return ReconcileOutcome{.requeue_after =
+                                Seconds(object_.spec, "retryInterval", std::chrono::seconds(60))};
+  }
+  json status = {{"lastAttemptedRevision", source.revision},
+                 {"lastAppliedRevision", source.revision},
+                 {"binary", result.value("binary", json::object())},
+                 {"plan", nullptr},
+                 {"conditions",
+                  {Condition("Apply", true, "Applied", id + " applied"),
+                   Condition("Ready", true, "Applied", "applied " + source.revision)}}};
+  if (reply->outputs) {
+    auto secret = WriteOutputs(*reply->outputs);
+    if (!secret) return Fail(secret.error(), "OutputsNotWritten");
+    if (!secret->empty()) status["outputsSecretName"] = *secret;
+  }
+  if (auto written = WriteStatus(status); !written) return written.error();
+  return Again();
+}
+
+Result<ReconcileOutcome> Pass::Run() {
+  if (std::string field = Unsupported(object_.spec); !field.empty()) {
+    return Fail(MakeError(ErrorKind::kInvalidArgument,
+                          field + " is not supported by this berth-controller yet"),
+                "Unsupported");
+  }
+  auto scratch = sys::TempDir::Create("berth-controller");
+  if (!scratch) return scratch.error();
+  auto source = Fetch(scratch->Path() / "source");
+  if (!source) return Fail(source.error(), "SourceUnavailable");
+  auto bundle = sys::PackModule(scratch->Path() / "source");
+  if (!bundle) return Fail(bundle.error(), "SourceUnavailable");
+  files_.source = scratch->Path() / "source.tar.gz";
+  if (auto ok = sys::WriteFileAtomic(files_.source, *bundle); !ok) return ok.error();
+  json vars = json::object();
+  for (const json& var : object_.spec.value("vars", json::array()))
+    vars[var.value("name", "")] = var.value("value", json());
+  files_.config = scratch->Path() / "vars.tfvars.json";
+  if (auto ok = sys::WriteFileAtomic(files_.config, vars.dump()); !ok) return ok.error();
+
+  // An approved plan of the revision it was made from is applied; anything else plans.
+  const json pending = old_status_.value("plan", json());
+  const std::string approved = object_.spec.value("approvePlan", "");
+  if (pending.is_object() && !approved.empty() && approved == pending.value("id", "") &&
+      old_status_.value("lastAttemptedRevision", "") == source->revision)
+    return Apply(scratch->Path(), *source, pending);
+  if (pending.is_object() && old_status_.value("lastAttemptedRevision", "") == source->revision &&
+      old_status_.value("observedGeneration", int64_t{0}) == object_.generation)
+    return Again();  // still waiting for its approval: nothing new to plan
+  const bool drift_off =
+      object_.spec.value("driftDetection", json::object()).value("disabled", false);
+  if (drift_off && old_status_.value("lastAppliedRevision", "") == source->revision &&
+      old_status_.value("observedGeneration", int64_t{0}) == object_.generation)
+    return Again();
+  return Plan(scratch->Path(), *source);
+}
+
+}  // namespace
+
+Result<ReconcileOutcome> Reconciler::Reconcile(const json& raw) {
+  auto object = TerraformObject::Parse(raw);
+  if (!object) return object.error();
+  Pass pass(api_, pki_, options_, raw, std::move(*object));
+  return pass.Run();
+}
+
+}  // namespace berth::controller
