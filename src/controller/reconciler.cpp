@@ -104,6 +104,17 @@ json Pass::Condition(const std::string& type, bool ok, std::string_view reason,
 
 Result<void> Pass::WriteStatus(json status) {
   status["observedGeneration"] = object_.generation;
+  // A merge patch replaces the list whole: the conditions not written now are kept as they were.
+  if (status.contains("conditions")) {
+    json merged = status["conditions"];
+    for (const json& old : old_status_.value("conditions", json::array())) {
+      const bool rewritten = std::any_of(merged.begin(), merged.end(), [&](const json& c) {
+        return c.value("type", "") == old.value("type", "");
+      });
+      if (!rewritten) merged.push_back(old);
+    }
+    status["conditions"] = std::move(merged);
+  }
   auto written = api_.Patch(kTerraforms, object_.ns, object_.name, kube::PatchType::kMerge,
                             {{"status", status}}, options_.field_manager, "status");
   if (!written) return written.error();

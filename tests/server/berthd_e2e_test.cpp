@@ -540,7 +540,9 @@ TEST_F(BerthdE2e, AQueuedDeploymentWaitsUntilTheRunningOneIsCancelledAndTheLockI
 }
 
 TEST_F(BerthdE2e, BerthdKilledMidApplyComesBackAndTheApplyEndsOnceWithStateAndLogWhole) {
-  std::string id = Deploy(Slow(), {{"op", "apply"}, {"variables", {{"seconds", 6}}}});
+  // Long enough that the apply still runs when the last followers come, on a loaded machine
+  // too (a thousand connections take seconds there): a follower of an ended log is not held.
+  std::string id = Deploy(Slow(), {{"op", "apply"}, {"variables", {{"seconds", 20}}}});
   WaitForLog(id, "Creating...");
   KillBerthd();
   // The gateway is down while the runner goes on: its log chunks wait and are retried.
@@ -618,7 +620,9 @@ TEST_F(BerthdE2e, AThousandFollowersHoldNoThreadAndEachGetsTheWholeLog) {
     ASSERT_EQ(made.status, 201) << made.body;
     tokens.push_back(json::parse(made.body)["secret"]);
   }
-  std::string id = Deploy(Slow(), {{"op", "apply"}, {"variables", {{"seconds", 6}}}});
+  // Long enough that the apply still runs when the last followers come, on a loaded machine
+  // too (a thousand connections take seconds there): a follower of an ended log is not held.
+  std::string id = Deploy(Slow(), {{"op", "apply"}, {"variables", {{"seconds", 20}}}});
   WaitForLog(id, "Creating...");
   const int port = std::stoi(url_.substr(url_.rfind(':') + 1));
   // A follower on a raw connection from 127.0.0.(from + 1), with token; its socket.

@@ -1,0 +1,91 @@
+// berth-controller: reconciles Terraform objects (docs/controller.md) until SIGTERM or SIGINT.
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "controller/controller_loop.h"
+#include "controller/reconciler.h"
+#include "controller/runner_pki.h"
+#include "core/clock.h"
+#include "kube/kube_config.h"
+#include "net/http_server.h"
+
+namespace {
+
+using namespace berth;
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "berth-controller: %s\n", message.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"berth-controller: runs Terraform objects in their own runner Pods"};
+  std::string ns = "berth-system";
+  controller::ControllerOptions loop_options;
+  int runner_creation_timeout = 120;
+  std::string metrics_address = "0.0.0.0";
+  int metrics_port = 8080;
+  app.add_option("--namespace", ns, "the controller's own namespace (its CA Secret lives there)")
+      ->envname("POD_NAMESPACE");
+  app.add_option("--watch-namespace", loop_options.watch_namespace,
+                 "reconcile Terraform objects of this namespace only (default: all)");
+  app.add_option("--concurrency", loop_options.concurrency, "objects reconciled at once")
+      ->check(CLI::Range(1, 256));
+  app.add_option("--runner-creation-timeout", runner_creation_timeout,
+                 "seconds a runner Pod has to become Ready (then RunnerConnectionFailed)")
+      ->check(CLI::Range(1, 3600));
+  app.add_option("--metrics-address", metrics_address, "where /metrics and /healthz listen");
+  app.add_option("--metrics-port", metrics_port, "their port (0: any free one, printed)")
+      ->check(CLI::Range(0, 65535));
+  CLI11_PARSE(app, argc, argv);
+
+  // Before any thread starts: the stop signals are read here, not delivered to a thread.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+
+  const kube::Environment env = kube::CurrentEnvironment();
+  auto config = kube::KubeConfig::Load(env, {});
+  if (!config) return Fail(config.error().ToString());
+  auto api = kube::MakeKubeClient(std::move(*config), {.user_agent = "berth-controller"});
+  auto settings = controller::ControllerSettings(env);
+  if (!settings) return Fail(settings.error().ToString());
+  auto pki = controller::RunnerPki::LoadOrCreate(*api, SystemClock::Instance(), {.ns = ns});
+  if (!pki) return Fail(pki.error().ToString());
+  controller::Reconciler reconciler(
+      *api, **pki,
+      {.settings = *settings,
+       .runner_creation_timeout = std::chrono::seconds(runner_creation_timeout)});
+  controller::ControllerLoop loop(*api, reconciler, loop_options);
+  loop.Start();
+
+  auto server = net::StartHttpServer(
+      {.address = metrics_address, .port = metrics_port, .allow_plain_http = true},
+      [&](const net::ServerRequest& request) -> net::ServerResponse {
+        if (request.target == "/metrics")
+          return {.headers = {{"Content-Type", "text/plain; version=0.0.4"}},
+                  .body = loop.MetricsText() + api->MetricsText()};
+        if (request.target == "/healthz" || request.target == "/readyz") {
+          const bool synced = loop.WaitForSync(std::chrono::milliseconds(0));
+          return {.status = synced ? 200 : 503, .body = synced ? "ok\n" : "syncing\n"};
+        }
+        return {.status = 404};
+      });
+  if (!server) return Fail(server.error().ToString());
+  std::fprintf(stderr, "berth-controller: serving metrics on %s:%d\n", metrics_address.c_str(),
+               (*server)->Port());
+  std::fflush(stderr);
+
+  int signal = 0;
+  sigwait(&stop, &signal);
+  std::fprintf(stderr, "berth-controller: stopping (signal %d)\n", signal);
+  loop.Stop();
+  (*server)->Stop();
+  return 0;
+}

@@ -1,0 +1,95 @@
+#include "controller/controller_loop.h"
+
+#include <fmt/format.h>
+
+namespace berth::controller {
+
+using nlohmann::json;
+
+namespace {
+
+std::string KeyOf(const json& object) {
+  const json metadata = object.value("metadata", json::object());
+  return metadata.value("namespace", "") + "/" + metadata.value("name", "");
+}
+
+}  // namespace
+
+ControllerLoop::ControllerLoop(kube::KubeApi& api, Reconciler& reconciler,
+                               ControllerOptions options)
+    : reconciler_(reconciler),
+      options_(std::move(options)),
+      informer_(api, kTerraforms, {.ns = options_.watch_namespace}) {
+  informer_.AddHandler(
+      [this](const std::string& type, const json& object) { OnEvent(type, object); });
+}
+
+ControllerLoop::~ControllerLoop() { Stop(); }
+
+void ControllerLoop::Start() {
+  informer_.Start();
+  for (int i = 0; i < std::max(1, options_.concurrency); ++i)
+    workers_.emplace_back([this] { Work(); });
+}
+
+void ControllerLoop::Stop() {
+  queue_.ShutDown();
+  for (std::thread& worker : workers_)
+    if (worker.joinable()) worker.join();
+  workers_.clear();
+  informer_.Stop();
+}
+
+void ControllerLoop::OnEvent(const std::string& type, const json& object) {
+  const std::string key = KeyOf(object);
+  const int64_t generation = object.value("metadata", json::object()).value("generation", 0);
+  {
+    MutexLock lock(mutex_);
+    if (type == "DELETED") {
+      generations_.erase(key);  // owner references take its Pods and Secrets with it
+      return;
+    }
+    auto known = generations_.find(key);
+    if (known != generations_.end() && known->second == generation) return;  // status only
+    generations_[key] = generation;
+  }
+  queue_.Add(key);
+}
+
+void ControllerLoop::Work() {
+  while (auto key = queue_.Get()) {
+    const size_t slash = key->find('/');
+    auto object = informer_.Get(key->substr(0, slash), key->substr(slash + 1));
+    if (object) {
+      auto outcome = reconciler_.Reconcile(*object);
+      {
+        MutexLock lock(mutex_);
+        ++(outcome ? succeeded_ : failed_);
+      }
+      if (!outcome) {
+        queue_.AddAfter(*key, options_.error_retry);
+      } else if (outcome->requeue_after.count() > 0) {
+        queue_.AddAfter(*key, outcome->requeue_after);
+      }
+    }
+    queue_.Done(*key);
+  }
+}
+
+std::string ControllerLoop::MetricsText() const {
+  const kube::InformerStats stats = informer_.Stats();
+  MutexLock lock(mutex_);
+  return fmt::format(
+      "# TYPE berth_controller_reconciles_total counter\n"
+      "berth_controller_reconciles_total{{result=\"ok\"}} {}\n"
+      "berth_controller_reconciles_total{{result=\"error\"}} {}\n"
+      "# TYPE berth_controller_queue_depth gauge\n"
+      "berth_controller_queue_depth {}\n"
+      "# TYPE berth_controller_informer_lists_total counter\n"
+      "berth_controller_informer_lists_total {}\n"
+      "# TYPE berth_controller_informer_watches_total counter\n"
+      "berth_controller_informer_watches_total {}\n",
+      succeeded_, failed_, queue_.Depth(), stats.lists, stats.watches);
+}
+
+}  // namespace berth::controller

@@ -1,0 +1,127 @@
+#include "controller_world.h"
+
+#include <thread>
+
+#include "cli/body.h"
+#include "kube_test_cluster.h"
+#include "test_tools.h"
+
+namespace berth::controller {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr kube::ResourceKind kCrds{"apiextensions.k8s.io/v1", "CustomResourceDefinition",
+                                   "customresourcedefinitions", false};
+
+Result<void> InstallCrd(kube::KubeApi& api) {
+  auto text =
+      sys::ReadFile(testenv::SourceDir() / "deploy/kubernetes/crds/terraforms.berth.dev.yaml");
+  if (!text) return text.error();
+  auto crd = cli::YamlToJson(*text);
+  if (!crd) return crd.error();
+  auto made = api.Create(kCrds, "", *crd);
+  if (!made && made.error().kind != ErrorKind::kAlreadyExists) return made.error();
+  for (int i = 0; i < 100; ++i) {  // test setup: the CRD is served once Established
+    auto got = api.Get(kCrds, "", "terraforms.berth.dev");
+    if (got) {
+      for (const json& c : (*got)["status"].value("conditions", json::array()))
+        if (c["type"] == "Established" && c["status"] == "True") return {};
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return MakeError(ErrorKind::kDeadlineExceeded, "the Terraform CRD was not established");
+}
+
+// An image folder for the node agent: the runner, the pinned tofu, the provider mirror and
+// the test cluster's kubeconfig (the node agent's Pods see paths inside their image).
+Result<void> BuildImage(const fs::path& root, const fs::path& kubeconfig) {
+  auto tofu = testenv::TestTool("BERTH_TEST_TOFU");
+  if (!tofu) return tofu.error();
+  auto mirror = testenv::TestTool("BERTH_TEST_PROVIDER_MIRROR");
+  if (!mirror) return mirror.error();
+  fs::create_directories(root / "usr/local/bin");
+  fs::create_directories(root / "etc/berth-test");
+  fs::create_symlink(*tofu, root / "usr/local/bin/tofu");
+  fs::create_symlink(BERTH_RUNNER_BIN, root / "runner");
+  fs::create_symlink(*mirror, root / "mirror");
+  fs::copy_file(kubeconfig, root / "etc/berth-test/kubeconfig");
+  return {};
+}
+
+// The stack's repository: examples/file under stacks/file, as a bare repository to serve.
+Result<void> MakeRepository(const fs::path& root) {
+  const fs::path work = root / "repo";
+  fs::create_directories(work / "stacks");
+  fs::copy(testenv::SourceDir() / "examples/file", work / "stacks/file",
+           fs::copy_options::recursive);
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"init", "-q", "-b", "main"}, {"add", "."}, {"commit", "-q", "-m", "file stack"}}) {
+    if (auto ok = testenv::Git(work, args); !ok) return ok.error();
+  }
+  if (auto ok = testenv::Git(root, {"clone", "-q", "--bare", "repo", "srv/infra.git"}); !ok)
+    return ok.error();
+  return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ControllerWorld>> ControllerWorld::Create(const std::string& ns) {
+  auto world = std::make_unique<ControllerWorld>();
+  auto cluster = testenv::KubeTestCluster::Shared();
+  if (!cluster) return cluster.error();
+  auto config =
+      kube::KubeConfig::Parse((*cluster)->KubeconfigYaml((*cluster)->AdminTls()), "/", {});
+  if (!config) return config.error();
+  world->api = kube::MakeKubeClient(std::move(*config));
+  if (auto ok = InstallCrd(*world->api); !ok) return ok.error();
+  for (const std::string& name : {ns, std::string("berth-system")})
+    if (auto ok = (*cluster)->CreateNamespace(name); !ok) return ok.error();
+  auto dir = sys::TempDir::Create("controller-world");
+  if (!dir) return dir.error();
+  world->dir.emplace(std::move(*dir));
+  const fs::path root = world->dir->Path();
+  world->kubeconfig = (*cluster)->AdminKubeconfig();
+  world->image = root / "image";
+  if (auto ok = BuildImage(world->image, world->kubeconfig); !ok) return ok.error();
+  fs::create_directories(root / "pods");
+  auto agent = testenv::TestNodeAgent::Start(
+      *world->api, {.images = {{kTestImage, world->image}}, .work_dir = root / "pods"});
+  if (!agent) return agent.error();
+  world->agent = std::move(*agent);
+  if (auto ok = MakeRepository(root); !ok) return ok.error();
+  auto git = testenv::GitHttpServer::Start({.root = root / "srv"});
+  if (!git) return git.error();
+  world->git = std::move(*git);
+  auto pki = RunnerPki::LoadOrCreate(*world->api, SystemClock::Instance(), {.ns = "berth-system"});
+  if (!pki) return pki.error();
+  world->pki = std::move(*pki);
+  auto settings = ControllerSettings({{"KUBERNETES_IMAGE", kTestImage}});
+  if (!settings) return settings.error();
+  world->settings = *settings;
+  return world;
+}
+
+json ControllerWorld::FileStack(const std::string& name, const std::string& ns,
+                                const fs::path& world, json runner) const {
+  runner["podTemplate"]["spec"]["env"] = {
+      // tofu's kubernetes backend reads the test cluster's kubeconfig: the node agent's Pods
+      // have no in-cluster service account files.
+      {{"name", "KUBE_IN_CLUSTER_CONFIG"}, {"value", "false"}},
+      {{"name", "KUBE_CONFIG_PATH"}, {"value", "/etc/berth-test/kubeconfig"}},
+      {{"name", "BERTH_PROVIDERS"}, {"value", "/mirror"}}};
+  return {{"apiVersion", "berth.dev/v1alpha1"},
+          {"kind", "Terraform"},
+          {"metadata", {{"name", name}, {"namespace", ns}}},
+          {"spec",
+           {{"git", {{"url", git->Url("infra.git")}, {"ref", {{"branch", "main"}}}}},
+            {"path", "stacks/file"},
+            {"vars",
+             {{{"name", "path"}, {"value", world.string()}},
+              {{"name", "content"}, {"value", "from git"}}}},
+            {"writeOutputsToSecret", {{"name", name + "-outputs"}}},
+            {"runner", runner}}}};
+}
+
+}  // namespace berth::controller

@@ -1,0 +1,43 @@
+// What the controller's end-to-end tests share, started once per test binary: the real
+// apiserver with the Terraform CRD, a Git server on loopback holding examples/file under
+// stacks/file, the test node agent with an image of the runner and tofu, the controller's CA.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "controller/reconciler.h"
+#include "controller/runner_pki.h"
+#include "git_http_server.h"
+#include "kube/kube_api.h"
+#include "sys/files.h"
+#include "test_node_agent.h"
+
+namespace berth::controller {
+
+inline constexpr char kTestImage[] = "berth/runner:test";
+
+struct ControllerWorld {
+  std::unique_ptr<kube::KubeClient> api;
+  std::optional<sys::TempDir> dir;
+  std::unique_ptr<testenv::TestNodeAgent> agent;
+  std::unique_ptr<testenv::GitHttpServer> git;
+  std::unique_ptr<RunnerPki> pki;
+  launch::KubernetesSettings settings;
+  std::filesystem::path kubeconfig;  // the cluster's admin
+  std::filesystem::path image;       // the node agent's runner image folder
+
+  // Pod and CA namespaces are made; objects go in ns.
+  static Result<std::unique_ptr<ControllerWorld>> Create(const std::string& ns);
+
+  // A Terraform object of the file stack whose resource is the file at `world`, its outputs
+  // written to <name>-outputs; runner fields are merged into spec.runner.
+  nlohmann::json FileStack(const std::string& name, const std::string& ns,
+                           const std::filesystem::path& world,
+                           nlohmann::json runner = nlohmann::json::object()) const;
+};
+
+}  // namespace berth::controller
