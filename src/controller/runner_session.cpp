@@ -58,7 +58,7 @@ Result<json> WatchPod(kube::KubeApi& api, const std::string& ns, const std::stri
          .resource_version =
              current ? (*current)["metadata"].value("resourceVersion", "") : std::string(),
          .timeout_seconds = static_cast<int>(std::max<int64_t>(1, left.count()))},
-        [&](kube::WatchEvent event) {
+        [&](const kube::WatchEvent& event) {
           const json* pod = event.type == "DELETED" ? nullptr : &event.object;
           if (event.type == "BOOKMARK" || !done(pod)) return true;
           finished = pod ? *pod : json();

@@ -19,6 +19,11 @@ using nlohmann::json;
 
 constexpr char kNamespace[] = "tf-controller";
 
+std::string LsanOptions() {
+  const char* options = std::getenv("LSAN_OPTIONS");
+  return options == nullptr ? "" : options;
+}
+
 class ControllerProcess : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -33,11 +38,11 @@ class ControllerProcess : public ::testing::Test {
                     "--metrics-port=0",
                     "--runner-creation-timeout=60",
                     "--concurrency=2"};
-    options.env = std::vector<std::string>{
-        "KUBECONFIG=" + shared->kubeconfig.string(), std::string("KUBERNETES_IMAGE=") + kTestImage,
-        "PATH=/usr/bin:/bin",
-        // the sanitizer build's leak check knows libgit2's
-        "LSAN_OPTIONS=" + std::string(getenv("LSAN_OPTIONS") ?: "")};
+    options.env = std::vector<std::string>{"KUBECONFIG=" + shared->kubeconfig.string(),
+                                           std::string("KUBERNETES_IMAGE=") + kTestImage,
+                                           "PATH=/usr/bin:/bin",
+                                           // the sanitizer build's leak check knows libgit2's
+                                           "LSAN_OPTIONS=" + LsanOptions()};
     options.pipe_output = true;
     auto child = sys::Subprocess::Spawn(options);
     ASSERT_TRUE(child) << child.error().ToString();
@@ -80,7 +85,7 @@ class ControllerProcess : public ::testing::Test {
           {.field_selector = "metadata.name=" + name,
            .resource_version = current ? (*current)["metadata"].value("resourceVersion", "") : "",
            .timeout_seconds = 30},
-          [&](kube::WatchEvent event) {
+          [&](const kube::WatchEvent& event) {
             reached = event.type != "BOOKMARK" && until(event.object);
             return !reached;
           },
@@ -149,8 +154,11 @@ TEST_F(ControllerProcess, AnObjectOutsideTheWatchedNamespaceIsLeftAlone) {
   // it would say NoChanges now.
   auto watched = shared->api->Get(kTerraforms, kNamespace, "watched");
   ASSERT_TRUE(watched);
-  for (const json& c : (*watched)["status"]["conditions"])
-    if (c["type"] == "Ready") EXPECT_EQ(c["reason"], "Applied") << watched->dump();
+  for (const json& c : (*watched)["status"]["conditions"]) {
+    if (c["type"] == "Ready") {
+      EXPECT_EQ(c["reason"], "Applied") << watched->dump();
+    }
+  }
 }
 
 TEST_F(ControllerProcess, HealthAnswersAndSigtermStopsItCleanly) {
