@@ -24,7 +24,6 @@ std::string Unsupported(const json& spec) {
                             "fileMappings", "backendConfig"}) {
     if (spec.contains(field)) return std::string("spec.") + field;
   }
-  if (spec.value("destroy", false)) return "spec.destroy";
   if (spec.value("deletionPolicy", "retain") != "retain") return "spec.deletionPolicy";
   const std::string url = spec.value("git", json::object()).value("url", "");
   if (url.starts_with("ssh://")) return "spec.git.url (ssh://)";
@@ -74,6 +73,7 @@ class Pass {
   Result<ReconcileOutcome> Apply(const fs::path& scratch, const FetchedGit& source,
                                  const json& plan);
   Result<std::string> WriteOutputs(const std::string& outputs_json);
+  bool Destroying() const { return object_.spec.value("destroy", false); }
   ReconcileOutcome Again() const {
     return {.requeue_after = Seconds(object_.spec, "interval", std::chrono::seconds(0))};
   }
@@ -182,7 +182,10 @@ std::string PlanId(const std::string& hash) {
 }
 
 Result<ReconcileOutcome> Pass::Plan(const fs::path& scratch, const FetchedGit& source) {
-  auto reply = InPod("plan", files_, source.revision);
+  // Approval is the guard here: a plan that deletes or replaces is shown, not refused.
+  std::vector<std::string> extra = {"--allow-destroy"};
+  if (Destroying()) extra.emplace_back("--plan-destroy");
+  auto reply = InPod("plan", files_, source.revision, extra);
   if (!reply)
     return Fail(reply.error(), reply.error().reason.empty() ? "RunFailed" : reply.error().reason);
   const json result = json::parse(reply->result_json, nullptr, false);
@@ -204,13 +207,15 @@ Result<ReconcileOutcome> Pass::Plan(const fs::path& scratch, const FetchedGit& s
   }
   const json plan = result.value("plan", json::object());
   if (!plan.value("hasChanges", false)) {
-    auto written = WriteStatus(
-        {{"lastAttemptedRevision", source.revision},
-         {"binary", binary},
-         {"plan", nullptr},
-         {"conditions",
-          {Condition("Plan", true, "NoChanges", "no changes at " + source.revision),
-           Condition("Ready", true, "NoChanges", "up to date at " + source.revision)}}});
+    auto written =
+        WriteStatus({{"lastAttemptedRevision", source.revision},
+                     {"binary", binary},
+                     {"plan", nullptr},
+                     {"conditions",
+                      {Condition("Plan", true, "NoChanges", "no changes at " + source.revision),
+                       Condition("Ready", true, "NoChanges",
+                                 (Destroying() ? "nothing to destroy at " : "up to date at ") +
+                                     source.revision)}}});
     if (!written) return written.error();
     return Again();
   }
@@ -218,7 +223,15 @@ Result<ReconcileOutcome> Pass::Plan(const fs::path& scratch, const FetchedGit& s
   const std::string id = PlanId(hash);
   if (auto saved = SavePlan(api_, object_, id, reply->plan, options_.field_manager); !saved)
     return Fail(saved.error(), "PlanNotSaved");
-  const bool drifted = old_status_.value("lastAppliedRevision", "") == source.revision;
+  // Drift: the world moved, not the object. Same revision and same spec as the last apply
+  // (whose Apply condition carries the generation it applied).
+  int64_t applied_generation = -1;
+  for (const json& c : old_status_.value("conditions", json::array()))
+    if (c.value("type", "") == "Apply" && c.value("status", "") == "True")
+      applied_generation = c.value("observedGeneration", int64_t{-1});
+  const bool drifted = !Destroying() &&
+                       old_status_.value("lastAppliedRevision", "") == source.revision &&
+                       applied_generation == object_.generation;
   json summary = {{"id", id},
                   {"hash", hash},
                   {"add", plan.value("add", 0)},
@@ -295,7 +308,7 @@ Result<ReconcileOutcome> Pass::Apply(const fs::path& scratch, const FetchedGit& 
   if (auto ok = sys::WriteFileAtomic(plan_file, *bytes); !ok) return ok.error();
   rpc::RunnerFiles files = files_;
   files.approved_plan = plan_file;
-  auto reply = InPod("apply", files, source.revision,
+  auto reply = InPod(Destroying() ? "destroy" : "apply", files, source.revision,
                      {"--approved-plan=" + plan.value("hash", ""), "--allow-destroy"});
   if (!reply)
     return Fail(reply.error(), reply.error().reason.empty() ? "RunFailed" : reply.error().reason);
@@ -312,14 +325,24 @@ Result<ReconcileOutcome> Pass::Apply(const fs::path& scratch, const FetchedGit& 
     return ReconcileOutcome{.requeue_after =
                                 Seconds(object_.spec, "retryInterval", std::chrono::seconds(60))};
   }
+  const char* done = Destroying() ? "Destroyed" : "Applied";
   json status = {{"lastAttemptedRevision", source.revision},
                  {"lastAppliedRevision", source.revision},
                  {"binary", result.value("binary", json::object())},
                  {"plan", nullptr},
                  {"conditions",
-                  {Condition("Apply", true, "Applied", id + " applied"),
-                   Condition("Ready", true, "Applied", "applied " + source.revision)}}};
-  if (reply->outputs) {
+                  {Condition("Apply", true, done, id + (Destroying() ? " destroyed" : " applied")),
+                   Condition("Ready", true, done, std::string(done) + " at " + source.revision)}}};
+  if (Destroying()) {
+    // What was made is gone, and so are its outputs.
+    const json target = object_.spec.value("writeOutputsToSecret", json());
+    if (target.is_object()) {
+      auto deleted = api_.Delete(kube::kSecrets, object_.ns, target.value("name", ""), {});
+      if (!deleted && deleted.error().kind != ErrorKind::kNotFound)
+        return Fail(deleted.error(), "OutputsNotWritten");
+    }
+    status["outputsSecretName"] = nullptr;
+  } else if (reply->outputs) {
     auto secret = WriteOutputs(*reply->outputs);
     if (!secret) return Fail(secret.error(), "OutputsNotWritten");
     if (!secret->empty()) status["outputsSecretName"] = *secret;

@@ -77,7 +77,7 @@ class ReconcilerTest : public ::testing::Test {
   static inline Reconciler* reconciler = nullptr;
 };
 
-TEST_F(ReconcilerTest, PlansWaitsForApprovalAppliesTheNamedPlanAndWritesItsOutputs) {
+TEST_F(ReconcilerTest, PlansWaitsForApprovalAppliesWritesOutputsSeesDriftAndDestroys) {
   const fs::path world = WorldFile("approved");
   Create(Object("approved", world));
   json planned = Reconcile("approved");
@@ -117,9 +117,31 @@ TEST_F(ReconcilerTest, PlansWaitsForApprovalAppliesTheNamedPlanAndWritesItsOutpu
   json settled = Reconcile("approved");
   EXPECT_EQ(ConditionOf(settled, "Ready")["reason"], "NoChanges") << settled["status"].dump();
   EXPECT_EQ(ConditionOf(settled, "Apply")["reason"], "Applied") << "a later plan keeps it";
+
+  // Without auto approval, drift waits for a person and says so.
+  ASSERT_TRUE(sys::WriteFileAtomic(world, "changed by hand"));
+  json drifted = Reconcile("approved");
+  EXPECT_EQ(ConditionOf(drifted, "Ready")["reason"], "DriftDetected") << drifted["status"].dump();
+  EXPECT_EQ(sys::ReadFile(world).value(), "changed by hand");
+
+  // destroy: true plans the destroy, which waits for its own approval like any plan.
+  auto destroy = shared->api->Patch(kTerraforms, kNamespace, "approved", kube::PatchType::kMerge,
+                                    {{"spec", {{"destroy", true}}}}, "test");
+  ASSERT_TRUE(destroy) << destroy.error().ToString();
+  json to_destroy = Reconcile("approved");
+  EXPECT_EQ(ConditionOf(to_destroy, "Ready")["reason"], "PlanPending")
+      << to_destroy["status"].dump();
+  EXPECT_EQ(to_destroy["status"]["plan"]["destroy"], 1) << to_destroy["status"].dump();
+  EXPECT_TRUE(fs::exists(world));
+  Approve("approved", to_destroy["status"]["plan"]["id"]);
+  json destroyed = Reconcile("approved");
+  EXPECT_EQ(ConditionOf(destroyed, "Ready")["reason"], "Destroyed") << destroyed["status"].dump();
+  EXPECT_FALSE(fs::exists(world));
+  EXPECT_FALSE(shared->api->Get(kube::kSecrets, kNamespace, "approved-outputs"));
+  EXPECT_FALSE(destroyed["status"].contains("outputsSecretName"));
 }
 
-TEST_F(ReconcilerTest, DriftIsReportedAndCorrectedWhenPlansApproveThemselves) {
+TEST_F(ReconcilerTest, AutoApprovalCorrectsDriftInAKeptPod) {
   const fs::path world = WorldFile("drifting");
   json object = Object("drifting", world, {{"alwaysCleanup", false}});
   object["spec"]["approvePlan"] = "auto";
@@ -138,13 +160,6 @@ TEST_F(ReconcilerTest, DriftIsReportedAndCorrectedWhenPlansApproveThemselves) {
   auto again = shared->api->Get(kube::kPods, kNamespace, "drifting-tf-runner");
   ASSERT_TRUE(again);
   EXPECT_EQ((*again)["metadata"]["uid"], uid) << "the kept Pod served the next run too";
-
-  // Without auto approval, drift waits for a person and says so.
-  Approve("drifting", "");
-  ASSERT_TRUE(sys::WriteFileAtomic(world, "changed again"));
-  json drifted = Reconcile("drifting");
-  EXPECT_EQ(ConditionOf(drifted, "Ready")["reason"], "DriftDetected") << drifted["status"].dump();
-  EXPECT_EQ(sys::ReadFile(world).value(), "changed again");
 }
 
 TEST_F(ReconcilerTest, AFieldThisControllerCannotHonourIsRefusedInStatusNamingIt) {
