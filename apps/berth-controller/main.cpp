@@ -61,7 +61,8 @@ int main(int argc, char** argv) {
   controller::Reconciler reconciler(
       *api, **pki,
       {.settings = *settings,
-       .runner_creation_timeout = std::chrono::seconds(runner_creation_timeout)});
+       .runner_creation_timeout = std::chrono::seconds(runner_creation_timeout),
+       .instance = env.contains("POD_NAME") ? env.at("POD_NAME") : "berth-controller"});
   controller::ControllerLoop loop(*api, reconciler, loop_options);
   loop.Start();
 

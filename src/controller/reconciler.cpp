@@ -2,6 +2,7 @@
 
 #include <fstream>
 
+#include "controller/event_recorder.h"
 #include "controller/git_source.h"
 #include "controller/plan_store.h"
 #include "controller/runner_session.h"
@@ -53,6 +54,7 @@ class Pass {
   Pass(kube::KubeApi& api, RunnerPki& pki, const ReconcilerOptions& options, const json& raw,
        TerraformObject object)
       : api_(api),
+        events_(api, options.instance),
         pki_(pki),
         options_(options),
         object_(std::move(object)),
@@ -79,6 +81,7 @@ class Pass {
   }
 
   kube::KubeApi& api_;
+  EventRecorder events_;
   RunnerPki& pki_;
   const ReconcilerOptions& options_;
   const TerraformObject object_;
@@ -104,6 +107,13 @@ json Pass::Condition(const std::string& type, bool ok, std::string_view reason,
 
 Result<void> Pass::WriteStatus(json status) {
   status["observedGeneration"] = object_.generation;
+  // Each step the status records is an Event too, named by the Ready condition's reason.
+  for (const json& c : status.value("conditions", json::array())) {
+    if (c.value("type", "") != "Ready") continue;
+    const std::string reason = c.value("reason", "");
+    const bool fine = c.value("status", "") == "True" || reason == "PlanPending";
+    events_.Record(object_, !fine, reason, "Reconcile", c.value("message", ""));
+  }
   // A merge patch replaces the list whole: the conditions not written now are kept as they were.
   if (status.contains("conditions")) {
     json merged = status["conditions"];

@@ -23,6 +23,7 @@ struct ReconcilerOptions {
   std::chrono::seconds runner_creation_timeout{120};
   size_t max_source_bytes = size_t{256} << 20;
   std::string field_manager = "berth-controller";
+  std::string instance = "berth-controller";  // this replica, in its Events
 };
 
 // What a reconcile left for the caller: when to come back (zero: only on a change).

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <thread>
 
 #include "controller_world.h"
@@ -139,6 +140,19 @@ TEST_F(ReconcilerTest, PlansWaitsForApprovalAppliesWritesOutputsSeesDriftAndDest
   EXPECT_FALSE(fs::exists(world));
   EXPECT_FALSE(shared->api->Get(kube::kSecrets, kNamespace, "approved-outputs"));
   EXPECT_FALSE(destroyed["status"].contains("outputsSecretName"));
+
+  // Each step was an Event about the object, a failure or a drift a warning.
+  auto events =
+      shared->api->List(kube::kEvents, kNamespace, {.field_selector = "regarding.name=approved"});
+  ASSERT_TRUE(events) << events.error().ToString();
+  std::multiset<std::string> reasons;
+  for (const json& event : events->items) {
+    reasons.insert(event["reason"].get<std::string>() + "/" + event["type"].get<std::string>());
+    EXPECT_EQ(event["regarding"]["kind"], "Terraform");
+  }
+  for (const char* expected : {"PlanPending/Normal", "Applied/Normal", "NoChanges/Normal",
+                               "DriftDetected/Warning", "Destroyed/Normal"})
+    EXPECT_TRUE(reasons.contains(expected)) << expected;
 }
 
 TEST_F(ReconcilerTest, AutoApprovalCorrectsDriftInAKeptPod) {
