@@ -45,5 +45,9 @@ inline constexpr ResourceKind kLeases{"coordination.k8s.io/v1", "Lease", "leases
 inline constexpr ResourceKind kRoles{"rbac.authorization.k8s.io/v1", "Role", "roles"};
 inline constexpr ResourceKind kRoleBindings{"rbac.authorization.k8s.io/v1", "RoleBinding",
                                             "rolebindings"};
+inline constexpr ResourceKind kClusterRoles{"rbac.authorization.k8s.io/v1", "ClusterRole",
+                                            "clusterroles", false};
+inline constexpr ResourceKind kClusterRoleBindings{
+    "rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "clusterrolebindings", false};
 
 }  // namespace berth::kube

@@ -1,6 +1,7 @@
 // The berth-controller process as an operator runs it: it watches Terraform objects (no
 // polling), reconciles a new one, wakes again when its spec changes (an approval), serves
-// /healthz and /metrics, lists once, and stops cleanly on SIGTERM.
+// /healthz and /metrics, lists once, and stops cleanly on SIGTERM; all of it with exactly the
+// rights of deploy/kubernetes/controller-rbac.yaml.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -9,7 +10,10 @@
 #include "controller_world.h"
 #include "kube_test_cluster.h"
 #include "net/http_client.h"
+#include "role_bound_client.h"
+#include "sys/files.h"
 #include "sys/subprocess.h"
+#include "test_tools.h"
 
 namespace berth::controller {
 namespace {
@@ -30,6 +34,13 @@ class ControllerProcess : public ::testing::Test {
     auto world = ControllerWorld::Create(kNamespace);
     ASSERT_TRUE(world) << world.error().ToString();
     shared = world->release();
+    // The controller holds exactly the shipped ClusterRole: a rule missing from it fails here.
+    auto bound = testenv::KubeconfigBoundToRole(
+        *shared->api, testenv::SourceDir() / "deploy/kubernetes/controller-rbac.yaml",
+        "berth-system");
+    ASSERT_TRUE(bound) << bound.error().ToString();
+    const fs::path kubeconfig = shared->dir->Path() / "controller.kubeconfig";
+    ASSERT_TRUE(sys::WriteFileAtomic(kubeconfig, *bound));
     sys::SpawnOptions options;
     options.argv = {BERTH_CONTROLLER_BIN,
                     "--namespace=berth-system",
@@ -38,7 +49,7 @@ class ControllerProcess : public ::testing::Test {
                     "--metrics-port=0",
                     "--runner-creation-timeout=60",
                     "--concurrency=2"};
-    options.env = std::vector<std::string>{"KUBECONFIG=" + shared->kubeconfig.string(),
+    options.env = std::vector<std::string>{"KUBECONFIG=" + kubeconfig.string(),
                                            std::string("KUBERNETES_IMAGE=") + kTestImage,
                                            "PATH=/usr/bin:/bin",
                                            // the sanitizer build's leak check knows libgit2's

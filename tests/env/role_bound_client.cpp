@@ -40,8 +40,14 @@ Result<std::string> KubeconfigBoundToRole(kube::KubeApi& admin,
   json service_account = {
       {"apiVersion", "v1"}, {"kind", "ServiceAccount"}, {"metadata", {{"name", account}}}};
   if (auto r = Ensure(admin, kube::kServiceAccounts, ns, service_account); !r) return r.error();
-  if (auto r = Ensure(admin, kube::kRoles, ns, *role); !r) return r.error();
-  if (auto r = Ensure(admin, kube::kRoleBindings, ns, *binding); !r) return r.error();
+  // A ClusterRole (a controller of every namespace) is bound cluster-wide, a Role in ns.
+  const bool cluster_wide = (*role)["kind"] == "ClusterRole";
+  if (auto r = Ensure(admin, cluster_wide ? kube::kClusterRoles : kube::kRoles, ns, *role); !r)
+    return r.error();
+  if (auto r = Ensure(admin, cluster_wide ? kube::kClusterRoleBindings : kube::kRoleBindings, ns,
+                      *binding);
+      !r)
+    return r.error();
   auto token = admin.CreateSubresource(kube::kServiceAccounts, ns, account, "token",
                                        {{"apiVersion", "authentication.k8s.io/v1"},
                                         {"kind", "TokenRequest"},

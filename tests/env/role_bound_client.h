@@ -14,7 +14,8 @@
 namespace berth::testenv {
 
 // rbac_yaml: a file holding a Role, `---`, and its RoleBinding (whose subject is berthd's
-// account); everything is created in ns with the admin client.
+// account); everything is created in ns with the admin client. A ClusterRole and its
+// ClusterRoleBinding are made cluster-wide, their account in ns.
 // The same, as a kubeconfig document (for a process under test, such as berth-agent).
 Result<std::string> KubeconfigBoundToRole(kube::KubeApi& admin,
                                           const std::filesystem::path& rbac_yaml,
