@@ -11,6 +11,7 @@
 
 #include "controller_world.h"
 #include "core/base64.h"
+#include "kube_test_cluster.h"
 
 namespace berth::controller {
 namespace {
@@ -174,6 +175,48 @@ TEST_F(ReconcilerTest, AutoApprovalCorrectsDriftInAKeptPod) {
   auto again = shared->api->Get(kube::kPods, kNamespace, "drifting-tf-runner");
   ASSERT_TRUE(again);
   EXPECT_EQ((*again)["metadata"]["uid"], uid) << "the kept Pod served the next run too";
+}
+
+TEST_F(ReconcilerTest, ARunnerPodThatNeverGetsReadyIsRunnerConnectionFailed) {
+  json object = Object("no-image", WorldFile("no-image"), {{"image", "berth/absent:1"}});
+  Create(object);
+  Reconciler impatient(
+      *shared->api, *shared->pki,
+      {.settings = shared->settings, .runner_creation_timeout = std::chrono::seconds(2)});
+  auto done = impatient.Reconcile(Get("no-image"));
+  ASSERT_FALSE(done);
+  const json ready = ConditionOf(Get("no-image"), "Ready");
+  EXPECT_EQ(ready["reason"], "RunnerConnectionFailed") << ready.dump();
+  EXPECT_NE(ready["message"].get<std::string>().find("not Ready within 2s"), std::string::npos)
+      << ready.dump();
+}
+
+TEST_F(ReconcilerTest, AFullQuotaIsRunnerQuotaExhaustedAndTheNextReconcileGoesOn) {
+  constexpr char kQuotaNamespace[] = "tf-quota";
+  ASSERT_TRUE(testenv::KubeTestCluster::Shared().value()->CreateNamespace(kQuotaNamespace));
+  json quota = {{"apiVersion", "v1"},
+                {"kind", "ResourceQuota"},
+                {"metadata", {{"name", "runners"}}},
+                {"spec", {{"hard", {{"pods", "0"}}}}}};
+  ASSERT_TRUE(shared->api->Create(kube::kResourceQuotas, kQuotaNamespace, quota));
+  // No quota controller runs here: the status a quota controller would write, by hand.
+  auto set_quota = [&](const std::string& pods) {
+    ASSERT_TRUE(shared->api->Patch(
+        kube::kResourceQuotas, kQuotaNamespace, "runners", kube::PatchType::kMerge,
+        {{"spec", {{"hard", {{"pods", pods}}}}},
+         {"status", {{"hard", {{"pods", pods}}}, {"used", {{"pods", "0"}}}}}},
+        "test", "status"));
+  };
+  set_quota("0");
+  ASSERT_TRUE(shared->api->Create(kTerraforms, kQuotaNamespace,
+                                  shared->FileStack("quota", kQuotaNamespace, WorldFile("quota"))));
+  auto get = [&] { return shared->api->Get(kTerraforms, kQuotaNamespace, "quota").value(); };
+  EXPECT_FALSE(reconciler->Reconcile(get()));
+  EXPECT_EQ(ConditionOf(get(), "Ready")["reason"], "RunnerQuotaExhausted")
+      << get()["status"].dump();
+  set_quota("5");
+  ASSERT_TRUE(reconciler->Reconcile(get()));
+  EXPECT_EQ(ConditionOf(get(), "Ready")["reason"], "PlanPending") << get()["status"].dump();
 }
 
 TEST_F(ReconcilerTest, AFieldThisControllerCannotHonourIsRefusedInStatusNamingIt) {
