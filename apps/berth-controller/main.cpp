@@ -1,10 +1,14 @@
 // berth-controller: reconciles Terraform objects (docs/controller.md) until SIGTERM or SIGINT.
 #include <signal.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <cstdio>
+#include <thread>
 
 #include "controller/controller_loop.h"
+#include "controller/leader_election.h"
 #include "controller/reconciler.h"
 #include "controller/runner_pki.h"
 #include "core/clock.h"
@@ -38,6 +42,9 @@ int main(int argc, char** argv) {
   app.add_option("--runner-creation-timeout", runner_creation_timeout,
                  "seconds a runner Pod has to become Ready (then RunnerConnectionFailed)")
       ->check(CLI::Range(1, 3600));
+  bool leader_elect = true;
+  app.add_flag("--leader-elect,!--no-leader-elect", leader_elect,
+               "reconcile only while holding the Lease berth-controller (several replicas)");
   app.add_option("--metrics-address", metrics_address, "where /metrics and /healthz listen");
   app.add_option("--metrics-port", metrics_port, "their port (0: any free one, printed)")
       ->check(CLI::Range(0, 65535));
@@ -64,7 +71,6 @@ int main(int argc, char** argv) {
        .runner_creation_timeout = std::chrono::seconds(runner_creation_timeout),
        .instance = env.contains("POD_NAME") ? env.at("POD_NAME") : "berth-controller"});
   controller::ControllerLoop loop(*api, reconciler, loop_options);
-  loop.Start();
 
   auto server = net::StartHttpServer(
       {.address = metrics_address, .port = metrics_port, .allow_plain_http = true},
@@ -83,9 +89,29 @@ int main(int argc, char** argv) {
                (*server)->Port());
   std::fflush(stderr);
 
-  int signal = 0;
-  sigwait(&stop, &signal);
-  std::fprintf(stderr, "berth-controller: stopping (signal %d)\n", signal);
+  std::atomic<bool> stopping{false};
+  std::thread signals([&] {
+    int signal = 0;
+    sigwait(&stop, &signal);
+    std::fprintf(stderr, "berth-controller: stopping (signal %d)\n", signal);
+    stopping = true;
+  });
+  const std::string identity = env.contains("POD_NAME") ? env.at("POD_NAME") : "berth-controller";
+  controller::LeaderElector elector(
+      *api, SystemClock::Instance(),
+      {.ns = ns, .identity = identity + "-" + std::to_string(getpid())});
+  if (leader_elect) {
+    const bool leading = elector.AcquireAndKeep(
+        [&] { return stopping.load(); },
+        [] {
+          // Another replica may be reconciling by now: stop at once, as client-go's leaders do.
+          std::fprintf(stderr, "berth-controller: lost the Lease, exiting\n");
+          std::_Exit(1);
+        });
+    if (leading) std::fprintf(stderr, "berth-controller: leading\n");
+  }
+  if (!stopping) loop.Start();
+  signals.join();
   loop.Stop();
   (*server)->Stop();
   return 0;

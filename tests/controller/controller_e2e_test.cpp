@@ -177,6 +177,10 @@ TEST_F(ControllerProcess, HealthAnswersAndSigtermStopsItCleanly) {
   auto health = http->Send({.method = "GET", .url = *metrics_url + "/healthz"});
   ASSERT_TRUE(health);
   EXPECT_EQ(health->status, 200);
+  auto lease = shared->api->Get(kube::kLeases, "berth-system", "berth-controller");
+  ASSERT_TRUE(lease) << "it reconciles only while it holds the Lease";
+  EXPECT_TRUE(
+      (*lease)["spec"]["holderIdentity"].get<std::string>().starts_with("berth-controller-"));
   controller->Signal(SIGTERM);
   const int code = controller->Wait();
   std::string said;
