@@ -21,8 +21,8 @@ using nlohmann::json;
 // Fields the schema accepts that this controller does not act on yet: an object that sets one
 // is refused in its status, naming the field, instead of being run without it.
 std::string Unsupported(const json& spec) {
-  for (const char* field : {"sourceRef", "varsFrom", "dependsOn", "cliConfigSecretRef",
-                            "fileMappings", "backendConfig"}) {
+  for (const char* field :
+       {"sourceRef", "dependsOn", "cliConfigSecretRef", "fileMappings", "backendConfig"}) {
     if (spec.contains(field)) return std::string("spec.") + field;
   }
   if (spec.value("deletionPolicy", "retain") != "retain") return "spec.deletionPolicy";
@@ -68,6 +68,7 @@ class Pass {
   json Condition(const std::string& type, bool ok, std::string_view reason,
                  const std::string& message) const;
   Result<FetchedGit> Fetch(const fs::path& folder);
+  Result<json> Variables();
   std::vector<std::string> RunArgs(const std::string& op) const;
   Result<rpc::RunnerReply> InPod(const std::string& op, rpc::RunnerFiles files,
                                  const std::string& revision, std::vector<std::string> extra = {});
@@ -159,6 +160,50 @@ Result<FetchedGit> Pass::Fetch(const fs::path& folder) {
                    .tag = ref.value("tag", ""),
                    .commit = ref.value("commit", "")},
                   credentials, folder, options_.max_source_bytes);
+}
+
+// varsFrom in order (each key a variable, its value a string; varsKeys picks keys), then
+// spec.vars, each overriding what came before.
+Result<json> Pass::Variables() {
+  json vars = json::object();
+  for (const json& from : object_.spec.value("varsFrom", json::array())) {
+    const std::string kind = from.value("kind", "");
+    const std::string name = from.value("name", "");
+    auto source = api_.Get(kind == "Secret" ? kube::kSecrets : kube::kConfigMaps, object_.ns, name);
+    if (!source) {
+      if (source.error().kind == ErrorKind::kNotFound && from.value("optional", false)) continue;
+      return MakeError(source.error().kind,
+                       "spec.varsFrom: " + kind + " " + name + ": " + source.error().message);
+    }
+    const json data = source->value("data", json::object());
+    json picked = json::object();
+    for (const auto& [key, value] : data.items()) {
+      if (kind != "Secret") {
+        picked[key] = value;
+        continue;
+      }
+      auto decoded = Base64Decode(value.get<std::string>());
+      if (!decoded)
+        return MakeError(ErrorKind::kInvalidArgument,
+                         "spec.varsFrom: " + name + "." + key + " is not base64");
+      picked[key] = *decoded;
+    }
+    const json keys = from.value("varsKeys", json::array());
+    if (keys.empty()) {
+      vars.update(picked);
+      continue;
+    }
+    for (const json& key : keys) {
+      const std::string wanted = key.get<std::string>();
+      if (!picked.contains(wanted))
+        return MakeError(ErrorKind::kNotFound,
+                         "spec.varsFrom: " + kind + " " + name + " has no key " + wanted);
+      vars[wanted] = picked[wanted];
+    }
+  }
+  for (const json& var : object_.spec.value("vars", json::array()))
+    vars[var.value("name", "")] = var.value("value", json());
+  return Ok(std::move(vars));
 }
 
 std::vector<std::string> Pass::RunArgs(const std::string& op) const {
@@ -375,11 +420,10 @@ Result<ReconcileOutcome> Pass::Run() {
   if (!bundle) return Fail(bundle.error(), "SourceUnavailable");
   files_.source = scratch->Path() / "source.tar.gz";
   if (auto ok = sys::WriteFileAtomic(files_.source, *bundle); !ok) return ok.error();
-  json vars = json::object();
-  for (const json& var : object_.spec.value("vars", json::array()))
-    vars[var.value("name", "")] = var.value("value", json());
+  auto vars = Variables();
+  if (!vars) return Fail(vars.error(), "VarsUnavailable");
   files_.config = scratch->Path() / "vars.tfvars.json";
-  if (auto ok = sys::WriteFileAtomic(files_.config, vars.dump()); !ok) return ok.error();
+  if (auto ok = sys::WriteFileAtomic(files_.config, vars->dump()); !ok) return ok.error();
 
   // An approved plan of the revision it was made from is applied; anything else plans.
   const json pending = old_status_.value("plan", json());

@@ -177,6 +177,43 @@ TEST_F(ReconcilerTest, AutoApprovalCorrectsDriftInAKeptPod) {
   EXPECT_EQ((*again)["metadata"]["uid"], uid) << "the kept Pod served the next run too";
 }
 
+TEST_F(ReconcilerTest, VarsFromConfigMapsAndSecretsInOrderThenSpecVars) {
+  ASSERT_TRUE(shared->api->Create(kube::kConfigMaps, kNamespace,
+                                  {{"apiVersion", "v1"},
+                                   {"kind", "ConfigMap"},
+                                   {"metadata", {{"name", "file-vars"}}},
+                                   {"data", {{"content", "from a configmap"}, {"other", "x"}}}}));
+  ASSERT_TRUE(shared->api->Create(
+      kube::kSecrets, kNamespace,
+      {{"apiVersion", "v1"},
+       {"kind", "Secret"},
+       {"metadata", {{"name", "file-secret"}}},
+       {"data", {{"content", Base64Encode("from a secret")}, {"token", Base64Encode("t")}}}}));
+  const fs::path world = WorldFile("vars-from");
+  json object = Object("vars-from", world);
+  object["spec"]["vars"] = {{{"name", "path"}, {"value", world.string()}}};
+  object["spec"]["approvePlan"] = "auto";
+  object["spec"]["varsFrom"] = {
+      {{"kind", "ConfigMap"}, {"name", "file-vars"}, {"varsKeys", {"content"}}},
+      {{"kind", "Secret"}, {"name", "file-secret"}, {"varsKeys", {"content"}}},
+      {{"kind", "Secret"}, {"name", "not-there"}, {"optional", true}}};
+  Create(object);
+  json applied = Reconcile("vars-from");
+  ASSERT_EQ(ConditionOf(applied, "Ready")["reason"], "Applied") << applied["status"].dump();
+  EXPECT_EQ(sys::ReadFile(world).value(), "from a secret") << "the later source wins";
+
+  // A source that must be there and is not stops the reconcile, naming it.
+  auto patched = shared->api->Patch(
+      kTerraforms, kNamespace, "vars-from", kube::PatchType::kMerge,
+      {{"spec", {{"varsFrom", {{{"kind", "ConfigMap"}, {"name", "gone-vars"}}}}}}}, "test");
+  ASSERT_TRUE(patched);
+  EXPECT_FALSE(reconciler->Reconcile(Get("vars-from")));
+  const json ready = ConditionOf(Get("vars-from"), "Ready");
+  EXPECT_EQ(ready["reason"], "VarsUnavailable");
+  EXPECT_NE(ready["message"].get<std::string>().find("ConfigMap gone-vars"), std::string::npos)
+      << ready.dump();
+}
+
 TEST_F(ReconcilerTest, ARunnerPodThatNeverGetsReadyIsRunnerConnectionFailed) {
   json object = Object("no-image", WorldFile("no-image"), {{"image", "berth/absent:1"}});
   Create(object);
