@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "controller/event_recorder.h"
+#include "controller/flux_source.h"
 #include "controller/git_source.h"
 #include "controller/plan_store.h"
 #include "controller/runner_session.h"
@@ -21,8 +22,7 @@ using nlohmann::json;
 // Fields the schema accepts that this controller does not act on yet: an object that sets one
 // is refused in its status, naming the field, instead of being run without it.
 std::string Unsupported(const json& spec) {
-  for (const char* field :
-       {"sourceRef", "dependsOn", "cliConfigSecretRef", "fileMappings", "backendConfig"}) {
+  for (const char* field : {"dependsOn", "cliConfigSecretRef", "fileMappings", "backendConfig"}) {
     if (spec.contains(field)) return std::string("spec.") + field;
   }
   if (spec.value("deletionPolicy", "retain") != "retain") return "spec.deletionPolicy";
@@ -68,12 +68,14 @@ class Pass {
   json Condition(const std::string& type, bool ok, std::string_view reason,
                  const std::string& message) const;
   Result<FetchedGit> Fetch(const fs::path& folder);
+  // The source as the module archive the runner is sent, and its revision.
+  Result<std::string> Source(const fs::path& scratch);
   Result<json> Variables();
   std::vector<std::string> RunArgs(const std::string& op) const;
   Result<rpc::RunnerReply> InPod(const std::string& op, rpc::RunnerFiles files,
                                  const std::string& revision, std::vector<std::string> extra = {});
-  Result<ReconcileOutcome> Plan(const fs::path& scratch, const FetchedGit& source);
-  Result<ReconcileOutcome> Apply(const fs::path& scratch, const FetchedGit& source,
+  Result<ReconcileOutcome> Plan(const fs::path& scratch, const std::string& revision);
+  Result<ReconcileOutcome> Apply(const fs::path& scratch, const std::string& revision,
                                  const json& plan);
   Result<std::string> WriteOutputs(const std::string& outputs_json);
   bool Destroying() const { return object_.spec.value("destroy", false); }
@@ -136,6 +138,24 @@ Result<ReconcileOutcome> Pass::Fail(const Error& error, std::string_view reason)
   auto written = WriteStatus({{"conditions", {Condition("Ready", false, reason, error.message)}}});
   (void)written;  // the error itself is what the caller needs
   return error;
+}
+
+Result<std::string> Pass::Source(const fs::path& scratch) {
+  files_.source = scratch / "source.tar.gz";
+  if (object_.spec.contains("sourceRef")) {
+    auto artifact = ReadFluxArtifact(api_, object_);
+    if (!artifact) return artifact.error();
+    auto http = net::MakeCurlHttpClient();
+    auto downloaded = DownloadArtifact(*http, *artifact, files_.source, options_.max_source_bytes);
+    if (!downloaded) return downloaded.error();
+    return artifact->revision.empty() ? artifact->digest : artifact->revision;
+  }
+  auto fetched = Fetch(scratch / "source");
+  if (!fetched) return fetched.error();
+  auto bundle = sys::PackModule(scratch / "source");
+  if (!bundle) return bundle.error();
+  if (auto ok = sys::WriteFileAtomic(files_.source, *bundle); !ok) return ok.error();
+  return fetched->revision;
 }
 
 Result<FetchedGit> Pass::Fetch(const fs::path& folder) {
@@ -236,11 +256,11 @@ std::string PlanId(const std::string& hash) {
   return "plan-" + hex.substr(0, 16);
 }
 
-Result<ReconcileOutcome> Pass::Plan(const fs::path& scratch, const FetchedGit& source) {
+Result<ReconcileOutcome> Pass::Plan(const fs::path& scratch, const std::string& revision) {
   // Approval is the guard here: a plan that deletes or replaces is shown, not refused.
   std::vector<std::string> extra = {"--allow-destroy"};
   if (Destroying()) extra.emplace_back("--plan-destroy");
-  auto reply = InPod("plan", files_, source.revision, extra);
+  auto reply = InPod("plan", files_, revision, extra);
   if (!reply)
     return Fail(reply.error(), reply.error().reason.empty() ? "RunFailed" : reply.error().reason);
   const json result = json::parse(reply->result_json, nullptr, false);
@@ -251,7 +271,7 @@ Result<ReconcileOutcome> Pass::Plan(const fs::path& scratch, const FetchedGit& s
     const json& error = result["error"];
     const std::string kind = error.value("kind", "RunFailed");
     auto written = WriteStatus(
-        {{"lastAttemptedRevision", source.revision},
+        {{"lastAttemptedRevision", revision},
          {"binary", binary},
          {"conditions",
           {Condition("Plan", false, kind, RunErrorText(error)),
@@ -262,15 +282,14 @@ Result<ReconcileOutcome> Pass::Plan(const fs::path& scratch, const FetchedGit& s
   }
   const json plan = result.value("plan", json::object());
   if (!plan.value("hasChanges", false)) {
-    auto written =
-        WriteStatus({{"lastAttemptedRevision", source.revision},
-                     {"binary", binary},
-                     {"plan", nullptr},
-                     {"conditions",
-                      {Condition("Plan", true, "NoChanges", "no changes at " + source.revision),
-                       Condition("Ready", true, "NoChanges",
-                                 (Destroying() ? "nothing to destroy at " : "up to date at ") +
-                                     source.revision)}}});
+    auto written = WriteStatus(
+        {{"lastAttemptedRevision", revision},
+         {"binary", binary},
+         {"plan", nullptr},
+         {"conditions",
+          {Condition("Plan", true, "NoChanges", "no changes at " + revision),
+           Condition("Ready", true, "NoChanges",
+                     (Destroying() ? "nothing to destroy at " : "up to date at ") + revision)}}});
     if (!written) return written.error();
     return Again();
   }
@@ -284,8 +303,7 @@ Result<ReconcileOutcome> Pass::Plan(const fs::path& scratch, const FetchedGit& s
   for (const json& c : old_status_.value("conditions", json::array()))
     if (c.value("type", "") == "Apply" && c.value("status", "") == "True")
       applied_generation = c.value("observedGeneration", int64_t{-1});
-  const bool drifted = !Destroying() &&
-                       old_status_.value("lastAppliedRevision", "") == source.revision &&
+  const bool drifted = !Destroying() && old_status_.value("lastAppliedRevision", "") == revision &&
                        applied_generation == object_.generation;
   json summary = {{"id", id},
                   {"hash", hash},
@@ -293,13 +311,13 @@ Result<ReconcileOutcome> Pass::Plan(const fs::path& scratch, const FetchedGit& s
                   {"change", plan.value("change", 0)},
                   {"destroy", plan.value("destroy", 0)},
                   {"replace", plan.value("replace", 0)}};
-  if (object_.spec.value("approvePlan", "") == "auto") return Apply(scratch, source, summary);
+  if (object_.spec.value("approvePlan", "") == "auto") return Apply(scratch, revision, summary);
   const std::string counts = std::to_string(summary["add"].get<int>()) + " to add, " +
                              std::to_string(summary["change"].get<int>()) + " to change, " +
                              std::to_string(summary["destroy"].get<int>()) + " to destroy";
   const std::string reason = drifted ? "DriftDetected" : "PlanPending";
   auto written = WriteStatus(
-      {{"lastAttemptedRevision", source.revision},
+      {{"lastAttemptedRevision", revision},
        {"binary", binary},
        {"plan", summary},
        {"conditions",
@@ -354,7 +372,7 @@ Result<std::string> Pass::WriteOutputs(const std::string& outputs_json) {
   return name;
 }
 
-Result<ReconcileOutcome> Pass::Apply(const fs::path& scratch, const FetchedGit& source,
+Result<ReconcileOutcome> Pass::Apply(const fs::path& scratch, const std::string& revision,
                                      const json& plan) {
   const std::string id = plan.value("id", "");
   auto bytes = LoadPlan(api_, object_, id);
@@ -363,7 +381,7 @@ Result<ReconcileOutcome> Pass::Apply(const fs::path& scratch, const FetchedGit& 
   if (auto ok = sys::WriteFileAtomic(plan_file, *bytes); !ok) return ok.error();
   rpc::RunnerFiles files = files_;
   files.approved_plan = plan_file;
-  auto reply = InPod(Destroying() ? "destroy" : "apply", files, source.revision,
+  auto reply = InPod(Destroying() ? "destroy" : "apply", files, revision,
                      {"--approved-plan=" + plan.value("hash", ""), "--allow-destroy"});
   if (!reply)
     return Fail(reply.error(), reply.error().reason.empty() ? "RunFailed" : reply.error().reason);
@@ -381,13 +399,13 @@ Result<ReconcileOutcome> Pass::Apply(const fs::path& scratch, const FetchedGit& 
                                 Seconds(object_.spec, "retryInterval", std::chrono::seconds(60))};
   }
   const char* done = Destroying() ? "Destroyed" : "Applied";
-  json status = {{"lastAttemptedRevision", source.revision},
-                 {"lastAppliedRevision", source.revision},
+  json status = {{"lastAttemptedRevision", revision},
+                 {"lastAppliedRevision", revision},
                  {"binary", result.value("binary", json::object())},
                  {"plan", nullptr},
                  {"conditions",
                   {Condition("Apply", true, done, id + (Destroying() ? " destroyed" : " applied")),
-                   Condition("Ready", true, done, std::string(done) + " at " + source.revision)}}};
+                   Condition("Ready", true, done, std::string(done) + " at " + revision)}}};
   if (Destroying()) {
     // What was made is gone, and so are its outputs.
     const json target = object_.spec.value("writeOutputsToSecret", json());
@@ -414,12 +432,8 @@ Result<ReconcileOutcome> Pass::Run() {
   }
   auto scratch = sys::TempDir::Create("berth-controller");
   if (!scratch) return scratch.error();
-  auto source = Fetch(scratch->Path() / "source");
-  if (!source) return Fail(source.error(), "SourceUnavailable");
-  auto bundle = sys::PackModule(scratch->Path() / "source");
-  if (!bundle) return Fail(bundle.error(), "SourceUnavailable");
-  files_.source = scratch->Path() / "source.tar.gz";
-  if (auto ok = sys::WriteFileAtomic(files_.source, *bundle); !ok) return ok.error();
+  auto revision = Source(scratch->Path());
+  if (!revision) return Fail(revision.error(), "SourceUnavailable");
   auto vars = Variables();
   if (!vars) return Fail(vars.error(), "VarsUnavailable");
   files_.config = scratch->Path() / "vars.tfvars.json";
@@ -429,17 +443,17 @@ Result<ReconcileOutcome> Pass::Run() {
   const json pending = old_status_.value("plan", json());
   const std::string approved = object_.spec.value("approvePlan", "");
   if (pending.is_object() && !approved.empty() && approved == pending.value("id", "") &&
-      old_status_.value("lastAttemptedRevision", "") == source->revision)
-    return Apply(scratch->Path(), *source, pending);
-  if (pending.is_object() && old_status_.value("lastAttemptedRevision", "") == source->revision &&
+      old_status_.value("lastAttemptedRevision", "") == *revision)
+    return Apply(scratch->Path(), *revision, pending);
+  if (pending.is_object() && old_status_.value("lastAttemptedRevision", "") == *revision &&
       old_status_.value("observedGeneration", int64_t{0}) == object_.generation)
     return Again();  // still waiting for its approval: nothing new to plan
   const bool drift_off =
       object_.spec.value("driftDetection", json::object()).value("disabled", false);
-  if (drift_off && old_status_.value("lastAppliedRevision", "") == source->revision &&
+  if (drift_off && old_status_.value("lastAppliedRevision", "") == *revision &&
       old_status_.value("observedGeneration", int64_t{0}) == object_.generation)
     return Again();
-  return Plan(scratch->Path(), *source);
+  return Plan(scratch->Path(), *revision);
 }
 
 }  // namespace

@@ -27,6 +27,28 @@ std::string Sha256Hex(std::string_view data) {
   return Hex(digest, size);
 }
 
+struct Sha256::State {
+  EVP_MD_CTX* context = EVP_MD_CTX_new();
+};
+
+Sha256::Sha256() : state_(new State) { EVP_DigestInit_ex(state_->context, EVP_sha256(), nullptr); }
+
+Sha256::~Sha256() {
+  EVP_MD_CTX_free(state_->context);
+  delete state_;
+}
+
+void Sha256::Update(std::string_view data) {
+  EVP_DigestUpdate(state_->context, data.data(), data.size());
+}
+
+std::string Sha256::HexDigest() {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  EVP_DigestFinal_ex(state_->context, digest, &size);
+  return Hex(digest, size);
+}
+
 std::string HmacSha256Hex(std::string_view key, std::string_view data) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int size = 0;

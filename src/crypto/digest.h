@@ -8,6 +8,21 @@ namespace berth::crypto {
 
 std::string Sha256Hex(std::string_view data);
 std::string HmacSha256Hex(std::string_view key, std::string_view data);
+// SHA-256 of data given in pieces (a download checked against its digest as it arrives).
+class Sha256 {
+ public:
+  Sha256();
+  ~Sha256();
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
+  void Update(std::string_view data);
+  std::string HexDigest();  // once
+
+ private:
+  struct State;
+  State* state_;
+};
+
 // Constant-time comparison for secrets and their digests.
 bool EqualConstantTime(std::string_view a, std::string_view b);
 

@@ -15,24 +15,28 @@ using nlohmann::json;
 constexpr kube::ResourceKind kCrds{"apiextensions.k8s.io/v1", "CustomResourceDefinition",
                                    "customresourcedefinitions", false};
 
-Result<void> InstallCrd(kube::KubeApi& api) {
-  auto text =
-      sys::ReadFile(testenv::SourceDir() / "deploy/kubernetes/crds/terraforms.berth.dev.yaml");
+}  // namespace
+
+Result<void> InstallCrd(kube::KubeApi& api, const fs::path& file) {
+  auto text = sys::ReadFile(file);
   if (!text) return text.error();
   auto crd = cli::YamlToJson(*text);
   if (!crd) return crd.error();
   auto made = api.Create(kCrds, "", *crd);
   if (!made && made.error().kind != ErrorKind::kAlreadyExists) return made.error();
-  for (int i = 0; i < 100; ++i) {  // test setup: the CRD is served once Established
-    auto got = api.Get(kCrds, "", "terraforms.berth.dev");
+  const std::string name = (*crd)["metadata"]["name"];
+  for (int i = 0; i < 100; ++i) {  // test setup: a CRD is served once Established
+    auto got = api.Get(kCrds, "", name);
     if (got) {
       for (const json& c : (*got)["status"].value("conditions", json::array()))
         if (c["type"] == "Established" && c["status"] == "True") return {};
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  return MakeError(ErrorKind::kDeadlineExceeded, "the Terraform CRD was not established");
+  return MakeError(ErrorKind::kDeadlineExceeded, "CRD " + name + " was not established");
 }
+
+namespace {
 
 // An image folder for the node agent: the runner, the pinned tofu, the provider mirror and
 // the test cluster's kubeconfig (the node agent's Pods see paths inside their image).
@@ -75,7 +79,10 @@ Result<std::unique_ptr<ControllerWorld>> ControllerWorld::Create(const std::stri
       kube::KubeConfig::Parse((*cluster)->KubeconfigYaml((*cluster)->AdminTls()), "/", {});
   if (!config) return config.error();
   world->api = kube::MakeKubeClient(std::move(*config));
-  if (auto ok = InstallCrd(*world->api); !ok) return ok.error();
+  if (auto ok = InstallCrd(
+          *world->api, testenv::SourceDir() / "deploy/kubernetes/crds/terraforms.berth.dev.yaml");
+      !ok)
+    return ok.error();
   for (const std::string& name : {ns, std::string("berth-system")})
     if (auto ok = (*cluster)->CreateNamespace(name); !ok) return ok.error();
   auto dir = sys::TempDir::Create("controller-world");

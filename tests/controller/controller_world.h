@@ -20,6 +20,9 @@ namespace berth::controller {
 
 inline constexpr char kTestImage[] = "berth/runner:test";
 
+// Creates the CustomResourceDefinition in file (YAML) and waits until it is served.
+Result<void> InstallCrd(kube::KubeApi& api, const std::filesystem::path& file);
+
 struct ControllerWorld {
   std::unique_ptr<kube::KubeClient> api;
   std::optional<sys::TempDir> dir;

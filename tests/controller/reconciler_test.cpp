@@ -11,7 +11,11 @@
 
 #include "controller_world.h"
 #include "core/base64.h"
+#include "crypto/digest.h"
 #include "kube_test_cluster.h"
+#include "net/http_server.h"
+#include "sys/module_bundle.h"
+#include "test_tools.h"
 
 namespace berth::controller {
 namespace {
@@ -20,6 +24,8 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr char kNamespace[] = "tf-reconcile";
+constexpr kube::ResourceKind kFluxGitRepositories{"source.toolkit.fluxcd.io/v1", "GitRepository",
+                                                  "gitrepositories"};
 
 class ReconcilerTest : public ::testing::Test {
  protected:
@@ -212,6 +218,79 @@ TEST_F(ReconcilerTest, VarsFromConfigMapsAndSecretsInOrderThenSpecVars) {
   EXPECT_EQ(ready["reason"], "VarsUnavailable");
   EXPECT_NE(ready["message"].get<std::string>().find("ConfigMap gone-vars"), std::string::npos)
       << ready.dump();
+}
+
+TEST_F(ReconcilerTest, AFluxSourcesArtifactIsRunOnlyWhenItMatchesItsDigest) {
+  ASSERT_TRUE(InstallCrd(*shared->api, testenv::TestTool("BERTH_TEST_FLUX_SOURCE_CRDS").value() /
+                                           "gitrepositories.yaml"));
+  // Playing source-controller: the artifact on an HTTP server, its place in the status.
+  auto artifact = sys::PackModule(testenv::SourceDir() / "examples/file");
+  ASSERT_TRUE(artifact);
+  std::string served = *artifact;
+  auto server = net::StartHttpServer({}, [&served](const net::ServerRequest& request) {
+    if (request.target != "/gitrepository/tf-reconcile/infra/latest.tar.gz")
+      return net::ServerResponse{.status = 404};
+    return net::ServerResponse{.body = served};
+  });
+  ASSERT_TRUE(server);
+  const std::string url = "http://127.0.0.1:" + std::to_string((*server)->Port()) +
+                          "/gitrepository/tf-reconcile/infra/latest.tar.gz";
+  auto publish = [&](const std::string& digest) {
+    ASSERT_TRUE(
+        shared->api->Patch(kFluxGitRepositories, kNamespace, "infra", kube::PatchType::kMerge,
+                           {{"status",
+                             {{"artifact",
+                               {{"url", url},
+                                {"digest", digest},
+                                {"revision", "main@sha1:0123456789abcdef0123456789abcdef01234567"},
+                                {"path", "gitrepository/tf-reconcile/infra/latest.tar.gz"},
+                                {"lastUpdateTime", "2026-12-03T00:00:00Z"}}}}}},
+                           "test", "status"));
+  };
+  ASSERT_TRUE(shared->api->Create(
+      kFluxGitRepositories, kNamespace,
+      {{"apiVersion", "source.toolkit.fluxcd.io/v1"},
+       {"kind", "GitRepository"},
+       {"metadata", {{"name", "infra"}}},
+       {"spec", {{"url", "https://git.example.com/infra.git"}, {"interval", "5m"}}}}));
+
+  const fs::path world = WorldFile("flux");
+  json object = Object("flux", world);
+  object["spec"].erase("git");
+  object["spec"].erase("path");
+  object["spec"]["sourceRef"] = {{"kind", "GitRepository"}, {"name", "infra"}};
+  object["spec"]["approvePlan"] = "auto";
+  Create(object);
+  EXPECT_FALSE(reconciler->Reconcile(Get("flux"))) << "no artifact yet";
+  EXPECT_EQ(ConditionOf(Get("flux"), "Ready")["reason"], "SourceUnavailable");
+
+  // An artifact that is not the one the source advertises (changed on the way) runs nothing.
+  publish("sha256:" + std::string(64, '0'));
+  EXPECT_FALSE(reconciler->Reconcile(Get("flux")));
+  const json refused = ConditionOf(Get("flux"), "Ready");
+  EXPECT_EQ(refused["reason"], "SourceUnavailable");
+  EXPECT_NE(refused["message"].get<std::string>().find("does not match its digest"),
+            std::string::npos)
+      << refused.dump();
+  EXPECT_FALSE(fs::exists(world));
+
+  publish("sha256:" + crypto::Sha256Hex(served));
+  json applied = Reconcile("flux");
+  EXPECT_EQ(ConditionOf(applied, "Ready")["reason"], "Applied") << applied["status"].dump();
+  EXPECT_EQ(applied["status"]["lastAppliedRevision"],
+            "main@sha1:0123456789abcdef0123456789abcdef01234567");
+  EXPECT_EQ(sys::ReadFile(world).value(), "from git");
+
+  // Another namespace's source is another team's.
+  json elsewhere = Object("flux-elsewhere", WorldFile("flux-elsewhere"));
+  elsewhere["spec"].erase("git");
+  elsewhere["spec"]["sourceRef"] = {
+      {"kind", "GitRepository"}, {"name", "infra"}, {"namespace", "team-b"}};
+  Create(elsewhere);
+  EXPECT_FALSE(reconciler->Reconcile(Get("flux-elsewhere")));
+  EXPECT_NE(ConditionOf(Get("flux-elsewhere"), "Ready")["message"].get<std::string>().find(
+                "spec.sourceRef.namespace"),
+            std::string::npos);
 }
 
 TEST_F(ReconcilerTest, ARunnerPodThatNeverGetsReadyIsRunnerConnectionFailed) {
