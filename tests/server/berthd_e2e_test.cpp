@@ -540,9 +540,7 @@ TEST_F(BerthdE2e, AQueuedDeploymentWaitsUntilTheRunningOneIsCancelledAndTheLockI
 }
 
 TEST_F(BerthdE2e, BerthdKilledMidApplyComesBackAndTheApplyEndsOnceWithStateAndLogWhole) {
-  // Long enough that the apply still runs when the last followers come, on a loaded machine
-  // too (a thousand connections take seconds there): a follower of an ended log is not held.
-  std::string id = Deploy(Slow(), {{"op", "apply"}, {"variables", {{"seconds", 20}}}});
+  std::string id = Deploy(Slow(), {{"op", "apply"}, {"variables", {{"seconds", 6}}}});
   WaitForLog(id, "Creating...");
   KillBerthd();
   // The gateway is down while the runner goes on: its log chunks wait and are retried.
