@@ -45,9 +45,11 @@ find_package(PkgConfig REQUIRED)
 # libgit2: berth-controller fetches spec.git sources itself (the runner never reaches Git).
 pkg_check_modules(BERTH_LIBGIT2 REQUIRED IMPORTED_TARGET libgit2)
 
-# gRPC: only the channel between berth-controller and `runner serve` (src/rpc). An optional
-# part: without libgrpc++-dev the rest builds and `runner serve` says it was left out. The
-# static runner links the archives pkg-config lists for a static link.
+# gRPC: only the channel between berth-controller and `runner serve` (src/rpc). Required: a
+# machine without it fails here rather than quietly building (and testing) less. With
+# -DBERTH_WITHOUT_GRPC=ON the rest builds and `runner serve` says it was left out. The static
+# runner links the archives pkg-config lists for a static link.
+option(BERTH_WITHOUT_GRPC "build without runner serve and berth-controller" OFF)
 pkg_check_modules(BERTH_GRPC IMPORTED_TARGET grpc++ protobuf)
 find_program(BERTH_GRPC_CPP_PLUGIN grpc_cpp_plugin)
 find_program(BERTH_PROTOC protoc)
@@ -61,7 +63,12 @@ if(BERTH_GRPC_FOUND AND BERTH_GRPC_CPP_PLUGIN AND BERTH_PROTOC)
   endforeach()
   target_link_libraries(berth_dep_grpc INTERFACE
     "$<$<NOT:$<BOOL:$<TARGET_PROPERTY:BERTH_STATIC>>>:PkgConfig::BERTH_GRPC>")
-else()
+elseif(BERTH_WITHOUT_GRPC)
   set(BERTH_WITH_GRPC OFF)
-  message(STATUS "gRPC not found: runner serve and berth-controller are left out")
+  message(STATUS "BERTH_WITHOUT_GRPC: runner serve and berth-controller are left out")
+else()
+  message(FATAL_ERROR "gRPC not found (libgrpc++-dev, libprotobuf-dev, protobuf-compiler, "
+                      "protobuf-compiler-grpc): run scripts/bootstrap, or configure with "
+                      "-DBERTH_WITHOUT_GRPC=ON to build without runner serve and "
+                      "berth-controller")
 endif()
