@@ -30,6 +30,15 @@ Result<int> FreeLoopbackPort() {
   return static_cast<int>(ntohs(addr.sin_port));
 }
 
+bool AcceptsTcp(const std::string& ip, int port) {
+  sys::Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  ::inet_pton(AF_INET, ip.c_str(), &address.sin_addr);
+  return fd && ::connect(fd.Get(), reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+}
+
 Result<void> WaitUntilReady(const std::string& what, sys::Subprocess& process,
                             const std::function<bool()>& ready, std::chrono::seconds timeout,
                             const std::string& log_path) {

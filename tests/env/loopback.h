@@ -14,6 +14,9 @@ namespace berth::testenv {
 // A TCP port on 127.0.0.1 that was free a moment ago (the kernel picks it).
 Result<int> FreeLoopbackPort();
 
+// Whether ip:port accepts a TCP connection now (a readiness probe).
+bool AcceptsTcp(const std::string& ip, int port);
+
 // Polls ready() until it is true, the process ends, or timeout passes. The error names what
 // and, if log_path is given, quotes the end of that log.
 Result<void> WaitUntilReady(const std::string& what, sys::Subprocess& process,

@@ -15,6 +15,7 @@
 #include "core/time_format.h"
 #include "crypto/digest.h"
 #include "kube/informer.h"
+#include "loopback.h"
 #include "sys/fd.h"
 #include "sys/files.h"
 #include "sys/subprocess.h"
@@ -32,11 +33,30 @@ constexpr const char* kFieldManager = "berth-test-node-agent";
 std::string Now() { return FormatRfc3339(std::chrono::system_clock::now()); }
 
 // Each Pod gets an address of its own on loopback (all of 127/8 is local), so that two Pods
-// may listen on the same port, as in their own network namespaces.
+// may listen on the same port, as in their own network namespaces. Test binaries run side by
+// side: an address is this process's while it holds a socket bound to its reservation port,
+// so another binary's node agent moves on to the next one.
 std::string NextPodIp() {
-  static std::atomic<int> next{0};
-  const int n = next++ % (250 * 250);
-  return "127.77." + std::to_string(1 + n / 250) + "." + std::to_string(1 + n % 250);
+  constexpr uint16_t kReservationPort = 39999;
+  static Mutex mutex;
+  static int next = 0;
+  static std::vector<sys::Fd> reserved;
+  MutexLock lock(mutex);
+  for (int tries = 0; tries < 250 * 250; ++tries) {
+    const int n = next++ % (250 * 250);
+    const std::string ip =
+        "127.77." + std::to_string(1 + n / 250) + "." + std::to_string(1 + n % 250);
+    sys::Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(kReservationPort);
+    ::inet_pton(AF_INET, ip.c_str(), &address.sin_addr);
+    if (fd && ::bind(fd.Get(), reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) {
+      reserved.push_back(std::move(fd));
+      return ip;
+    }
+  }
+  return "127.77.255.255";  // every address is taken: the Pod's listen fails and says so
 }
 
 // Kubernetes' expansion of $(VAR) in command and args from the container's env: a defined
@@ -64,16 +84,6 @@ std::string ExpandVariables(const std::string& text,
     out += text[i];
   }
   return out;
-}
-
-// A TCP readiness probe: whether ip:port accepts a connection now.
-bool Accepts(const std::string& ip, int port) {
-  sys::Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  ::inet_pton(AF_INET, ip.c_str(), &address.sin_addr);
-  return fd && ::connect(fd.Get(), reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
 }
 
 // One Pod on this node: its folders, its processes, its status.
@@ -398,7 +408,7 @@ class PodWorker {
     };
     if (probe_port != 0) {
       running(false);
-      while (!Stopping() && process->Running() && !Accepts(ip_, probe_port))
+      while (!Stopping() && process->Running() && !AcceptsTcp(ip_, probe_port))
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     running(true);
