@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   std::string ns = "berth-system";
   controller::ControllerOptions loop_options;
   int runner_creation_timeout = 120;
+  int destroy_timeout = 900;
   std::string metrics_address = "0.0.0.0";
   int metrics_port = 8080;
   app.add_option("--namespace", ns, "the controller's own namespace (its CA Secret lives there)")
@@ -42,6 +43,10 @@ int main(int argc, char** argv) {
   app.add_option("--runner-creation-timeout", runner_creation_timeout,
                  "seconds a runner Pod has to become Ready (then RunnerConnectionFailed)")
       ->check(CLI::Range(1, 3600));
+  app.add_option("--destroy-timeout", destroy_timeout,
+                 "seconds after a deletion that a failing destroy is retried (deletionPolicy: "
+                 "destroy); then the object goes and its infrastructure is kept")
+      ->check(CLI::Range(0, 7 * 24 * 3600));
   bool leader_elect = true;
   app.add_flag("--leader-elect,!--no-leader-elect", leader_elect,
                "reconcile only while holding the Lease berth-controller (several replicas)");
@@ -69,7 +74,8 @@ int main(int argc, char** argv) {
       *api, **pki,
       {.settings = *settings,
        .runner_creation_timeout = std::chrono::seconds(runner_creation_timeout),
-       .instance = env.contains("POD_NAME") ? env.at("POD_NAME") : "berth-controller"});
+       .instance = env.contains("POD_NAME") ? env.at("POD_NAME") : "berth-controller",
+       .destroy_timeout = std::chrono::seconds(destroy_timeout)});
   controller::ControllerLoop loop(*api, reconciler, loop_options);
 
   auto server = net::StartHttpServer(

@@ -2,18 +2,11 @@
 
 #include <fmt/format.h>
 
+#include "controller/dependencies.h"
+
 namespace berth::controller {
 
 using nlohmann::json;
-
-namespace {
-
-std::string KeyOf(const json& object) {
-  const json metadata = object.value("metadata", json::object());
-  return metadata.value("namespace", "") + "/" + metadata.value("name", "");
-}
-
-}  // namespace
 
 ControllerLoop::ControllerLoop(kube::KubeApi& api, Reconciler& reconciler,
                                ControllerOptions options)
@@ -41,19 +34,39 @@ void ControllerLoop::Stop() {
 }
 
 void ControllerLoop::OnEvent(const std::string& type, const json& object) {
-  const std::string key = KeyOf(object);
+  const std::string key = ObjectKey(object);
   const int64_t generation = object.value("metadata", json::object()).value("generation", 0);
+  std::vector<std::string> wake;
   {
     MutexLock lock(mutex_);
+    auto before = seen_.find(key);
+    const bool known = before != seen_.end();
+    if (known) {
+      for (const std::string& dependency : before->second.depends_on) {
+        auto dependents = dependents_.find(dependency);
+        if (dependents == dependents_.end()) continue;
+        dependents->second.erase(key);
+        if (dependents->second.empty()) dependents_.erase(dependents);
+      }
+    }
     if (type == "DELETED") {
-      generations_.erase(key);  // owner references take its Pods and Secrets with it
+      seen_.erase(key);  // owner references take its Pods and Secrets with it
       return;
     }
-    auto known = generations_.find(key);
-    if (known != generations_.end() && known->second == generation) return;  // status only
-    generations_[key] = generation;
+    Seen& seen = seen_[key];
+    seen.depends_on = DependencyKeys(object);
+    for (const std::string& dependency : seen.depends_on) dependents_[dependency].insert(key);
+    std::string ready = ReadySignal(object);
+    if (!ready.empty() && ready != seen.ready) {
+      auto dependents = dependents_.find(key);
+      if (dependents != dependents_.end())
+        wake.assign(dependents->second.begin(), dependents->second.end());
+    }
+    seen.ready = std::move(ready);
+    if (!known || seen.generation != generation) wake.push_back(key);  // else: its status only
+    seen.generation = generation;
   }
-  queue_.Add(key);
+  for (const std::string& woken : wake) queue_.Add(woken);
 }
 
 void ControllerLoop::Work() {
@@ -67,7 +80,8 @@ void ControllerLoop::Work() {
         ++(outcome ? succeeded_ : failed_);
       }
       if (!outcome) {
-        queue_.AddAfter(*key, options_.error_retry);
+        queue_.AddAfter(*key, SpecDuration(object->value("spec", json::object()), "retryInterval",
+                                           kDefaultRetryInterval));
       } else if (outcome->requeue_after.count() > 0) {
         queue_.AddAfter(*key, outcome->requeue_after);
       }

@@ -1,12 +1,14 @@
 // berth-controller's loop: an informer over Terraform objects (no polling) feeds a work queue;
 // `concurrency` workers reconcile one object each at a time. A status write of its own does
-// not wake an object again: only a new object, a new generation (its spec changed) or the
-// time a reconcile asked to come back (its interval, or retryInterval after a failure).
+// not wake an object again: only a new object, a new generation (its spec changed or it was
+// deleted), an object it depends on getting Ready (or applying anew), or the time a reconcile
+// asked to come back (its interval, or retryInterval after a failure).
 #pragma once
 
 #include <chrono>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,7 +23,6 @@ namespace berth::controller {
 struct ControllerOptions {
   std::string watch_namespace;  // empty: every namespace
   int concurrency = 4;
-  std::chrono::seconds error_retry{30};  // after a reconcile that returned an error
 };
 
 class ControllerLoop {
@@ -47,7 +48,15 @@ class ControllerLoop {
   WorkQueue queue_;
   std::vector<std::thread> workers_;
   mutable Mutex mutex_;
-  std::map<std::string, int64_t> generations_ GUARDED_BY(mutex_);  // last seen, by key
+  // What the last event of each object said, by key.
+  struct Seen {
+    int64_t generation = 0;
+    std::string ready;  // ReadySignal: a change to non-empty wakes its dependents
+    std::vector<std::string> depends_on;
+  };
+  std::map<std::string, Seen> seen_ GUARDED_BY(mutex_);
+  // Each dependency's dependents, by key (spec.dependsOn reversed).
+  std::map<std::string, std::set<std::string>> dependents_ GUARDED_BY(mutex_);
   uint64_t succeeded_ GUARDED_BY(mutex_) = 0;
   uint64_t failed_ GUARDED_BY(mutex_) = 0;
 };

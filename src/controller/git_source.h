@@ -16,9 +16,16 @@ struct GitRef {  // at most one is set; none: the remote's default branch
   std::string commit;  // a full SHA-1
 };
 
-struct GitCredentials {  // HTTP(S) basic auth, from the secretRef's username and password
+// From spec.git.secretRef (Flux's keys): username and password for HTTP(S) basic auth;
+// identity (a private key, OpenSSH or PEM), identity.pub and known_hosts for ssh://, where
+// password is the key's passphrase. An ssh:// server whose host key known_hosts does not list
+// is refused: there is no trust on first use.
+struct GitCredentials {
   std::string username;
   std::string password;
+  std::string identity;
+  std::string identity_pub;
+  std::string known_hosts;
 };
 
 struct FetchedGit {
@@ -27,8 +34,9 @@ struct FetchedGit {
 };
 
 // Clones url into dest (a folder that must not exist yet) and checks out ref. A clone that
-// would receive more than max_bytes is stopped (ResourceExhausted); refused credentials are
-// Unauthenticated; a ref that is not there is NotFound.
+// would receive more than max_bytes is stopped (ResourceExhausted); refused credentials, and an
+// SSH host key known_hosts does not list, are Unauthenticated; a ref that is not there is
+// NotFound.
 Result<FetchedGit> FetchGit(const std::string& url, const GitRef& ref,
                             const GitCredentials& credentials, const std::filesystem::path& dest,
                             size_t max_bytes);

@@ -2,13 +2,14 @@
 
 #include <fstream>
 
+#include "controller/dependencies.h"
 #include "controller/event_recorder.h"
+#include "controller/finalizer.h"
 #include "controller/flux_source.h"
 #include "controller/git_source.h"
 #include "controller/plan_store.h"
 #include "controller/runner_session.h"
 #include "core/base64.h"
-#include "core/duration.h"
 #include "core/time_format.h"
 #include "sys/files.h"
 #include "sys/module_bundle.h"
@@ -19,24 +20,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// Fields the schema accepts that this controller does not act on yet: an object that sets one
-// is refused in its status, naming the field, instead of being run without it.
-std::string Unsupported(const json& spec) {
-  for (const char* field : {"dependsOn", "cliConfigSecretRef", "fileMappings", "backendConfig"}) {
-    if (spec.contains(field)) return std::string("spec.") + field;
-  }
-  if (spec.value("deletionPolicy", "retain") != "retain") return "spec.deletionPolicy";
-  const std::string url = spec.value("git", json::object()).value("url", "");
-  if (url.starts_with("ssh://")) return "spec.git.url (ssh://)";
-  return "";
-}
-
-std::chrono::seconds Seconds(const json& spec, const char* key, std::chrono::seconds fallback) {
-  if (!spec.contains(key) || !spec[key].is_string()) return fallback;
-  auto parsed = ParseDuration(spec[key].get<std::string>());
-  if (!parsed) return fallback;
-  return std::max(std::chrono::seconds(1),
-                  std::chrono::duration_cast<std::chrono::seconds>(*parsed));
+// spec.backendConfig.customConfiguration: the module's backend, replacing berth's default.
+std::string CustomBackend(const json& spec) {
+  return spec.value("backendConfig", json::object()).value("customConfiguration", "");
 }
 
 // A failed run's message and the end of its log (the runner masked both), for the Plan or
@@ -57,12 +43,23 @@ class Pass {
         events_(api, options.instance),
         pki_(pki),
         options_(options),
+        raw_(raw),
         object_(std::move(object)),
-        old_status_(raw.value("status", json::object())) {}
+        old_status_(raw.value("status", json::object())),
+        deleting_(raw.value("metadata", json::object()).contains("deletionTimestamp")) {}
 
   Result<ReconcileOutcome> Run();
 
  private:
+  // The stack's pass: source, variables, then plan or apply.
+  Result<ReconcileOutcome> Stack();
+  // A deleted object: destroyed first under deletionPolicy: destroy, then let go.
+  Result<ReconcileOutcome> Delete();
+  // Lets the deleted object go (removes the finalizer), saying why in an Event.
+  Result<ReconcileOutcome> Release(bool warning, std::string_view reason,
+                                   const std::string& message);
+  // How long since the object was deleted.
+  std::chrono::seconds SinceDeleted() const;
   Result<ReconcileOutcome> Fail(const Error& error, std::string_view reason);
   Result<void> WriteStatus(json status);
   json Condition(const std::string& type, bool ok, std::string_view reason,
@@ -71,6 +68,11 @@ class Pass {
   // The source as the module archive the runner is sent, and its revision.
   Result<std::string> Source(const fs::path& scratch);
   Result<json> Variables();
+  // One key of a Secret in the object's namespace, decoded; errors name the field.
+  Result<std::string> SecretKey(const std::string& field, const json& ref, const std::string& key);
+  // cliConfigSecretRef, fileMappings and a custom backend, as files in scratch for the runner
+  // to place.
+  Result<void> PlacedFiles(const fs::path& scratch);
   std::vector<std::string> RunArgs(const std::string& op) const;
   Result<rpc::RunnerReply> InPod(const std::string& op, rpc::RunnerFiles files,
                                  const std::string& revision, std::vector<std::string> extra = {});
@@ -78,18 +80,28 @@ class Pass {
   Result<ReconcileOutcome> Apply(const fs::path& scratch, const std::string& revision,
                                  const json& plan);
   Result<std::string> WriteOutputs(const std::string& outputs_json);
-  bool Destroying() const { return object_.spec.value("destroy", false); }
+  bool Destroying() const { return deleting_ || object_.spec.value("destroy", false); }
+  const char* Operation() const { return Destroying() ? "destroy" : "apply"; }
+  // Come back on the object's interval (after a success) or retryInterval (after a failure).
   ReconcileOutcome Again() const {
-    return {.requeue_after = Seconds(object_.spec, "interval", std::chrono::seconds(0))};
+    return {.requeue_after = SpecDuration(object_.spec, "interval", std::chrono::seconds(0))};
+  }
+  ReconcileOutcome Retry() const {
+    return {.requeue_after = SpecDuration(object_.spec, "retryInterval", kDefaultRetryInterval)};
   }
 
   kube::KubeApi& api_;
   EventRecorder events_;
   RunnerPki& pki_;
   const ReconcilerOptions& options_;
+  const json& raw_;
   const TerraformObject object_;
   const json old_status_;
+  const bool deleting_;
   rpc::RunnerFiles files_;
+  // What this pass ended with: the stack is destroyed, or the pass failed (and why).
+  bool destroyed_ = false;
+  std::string failure_;
 };
 
 json Pass::Condition(const std::string& type, bool ok, std::string_view reason,
@@ -114,7 +126,8 @@ Result<void> Pass::WriteStatus(json status) {
   for (const json& c : status.value("conditions", json::array())) {
     if (c.value("type", "") != "Ready") continue;
     const std::string reason = c.value("reason", "");
-    const bool fine = c.value("status", "") == "True" || reason == "PlanPending";
+    const bool fine = c.value("status", "") == "True" || reason == "PlanPending" ||
+                      reason == "DependencyNotReady";
     events_.Record(object_, !fine, reason, "Reconcile", c.value("message", ""));
   }
   // A merge patch replaces the list whole: the conditions not written now are kept as they were.
@@ -135,6 +148,7 @@ Result<void> Pass::WriteStatus(json status) {
 }
 
 Result<ReconcileOutcome> Pass::Fail(const Error& error, std::string_view reason) {
+  failure_ = error.message;
   auto written = WriteStatus({{"conditions", {Condition("Ready", false, reason, error.message)}}});
   (void)written;  // the error itself is what the caller needs
   return error;
@@ -167,13 +181,17 @@ Result<FetchedGit> Pass::Fetch(const fs::path& folder) {
     auto secret = api_.Get(kube::kSecrets, object_.ns, name);
     if (!secret) return secret.error();
     const json data = secret->value("data", json::object());
-    auto username = Base64Decode(data.value("username", ""));
-    auto password = Base64Decode(data.value("password", ""));
-    if (!username || !password)
-      return MakeError(ErrorKind::kInvalidArgument,
-                       "spec.git.secretRef: Secret " + name + " has no base64 username/password");
-    credentials.username = *username;
-    credentials.password = *password;
+    for (auto [key, field] : {std::pair{"username", &credentials.username},
+                              std::pair{"password", &credentials.password},
+                              std::pair{"identity", &credentials.identity},
+                              std::pair{"identity.pub", &credentials.identity_pub},
+                              std::pair{"known_hosts", &credentials.known_hosts}}) {
+      auto decoded = Base64Decode(data.value(key, ""));
+      if (!decoded)
+        return MakeError(ErrorKind::kInvalidArgument,
+                         "spec.git.secretRef: Secret " + name + ": " + key + " is not base64");
+      *field = std::move(*decoded);
+    }
   }
   return FetchGit(git.value("url", ""),
                   {.branch = ref.value("branch", ""),
@@ -226,13 +244,62 @@ Result<json> Pass::Variables() {
   return Ok(std::move(vars));
 }
 
+Result<std::string> Pass::SecretKey(const std::string& field, const json& ref,
+                                    const std::string& key) {
+  const std::string name = ref.value("name", "");
+  auto secret = api_.Get(kube::kSecrets, object_.ns, name);
+  if (!secret)
+    return MakeError(secret.error().kind,
+                     field + ": Secret " + name + ": " + secret.error().message);
+  const json data = secret->value("data", json::object());
+  if (!data.contains(key) || !data[key].is_string())
+    return MakeError(ErrorKind::kNotFound, field + ": Secret " + name + " has no key " + key);
+  auto decoded = Base64Decode(data[key].get<std::string>());
+  if (!decoded)
+    return MakeError(ErrorKind::kInvalidArgument,
+                     field + ": Secret " + name + "." + key + " is not base64");
+  return decoded;
+}
+
+Result<void> Pass::PlacedFiles(const fs::path& scratch) {
+  if (const std::string backend = CustomBackend(object_.spec); !backend.empty()) {
+    // An override file: it replaces a backend the module declares (TF merges it last).
+    const fs::path file = scratch / "backend_override.tf";
+    if (auto ok = sys::WriteFileAtomic(file, backend); !ok) return ok.error();
+    files_.mapped.emplace_back("workspace:berth_backend_override.tf", file);
+  }
+  if (object_.spec.contains("cliConfigSecretRef")) {
+    // The key tofu-controller's users already have: terraform.tfrc.
+    auto config =
+        SecretKey("spec.cliConfigSecretRef", object_.spec["cliConfigSecretRef"], "terraform.tfrc");
+    if (!config) return config.error();
+    files_.cli_config = scratch / "cli.tfrc";
+    if (auto ok = sys::WriteFileAtomic(files_.cli_config, *config); !ok) return ok.error();
+  }
+  const json mappings = object_.spec.value("fileMappings", json::array());
+  for (size_t i = 0; i < mappings.size(); ++i) {
+    const json& mapping = mappings[i];
+    const json ref = mapping.value("secretRef", json::object());
+    auto content = SecretKey("spec.fileMappings[" + std::to_string(i) + "].secretRef", ref,
+                             ref.value("key", ""));
+    if (!content) return content.error();
+    const fs::path file = scratch / ("mapped-" + std::to_string(i));
+    if (auto ok = sys::WriteFileAtomic(file, *content); !ok) return ok.error();
+    files_.mapped.emplace_back(mapping.value("location", "") + ":" + mapping.value("path", ""),
+                               file);
+  }
+  return {};
+}
+
 std::vector<std::string> Pass::RunArgs(const std::string& op) const {
   std::vector<std::string> args = {"--op=" + op, "--namespace=" + object_.ns,
-                                   "--name=" + object_.name, "--binary=" + object_.runner.binary,
-                                   // berth's default backend: a Secret beside the object
-                                   "--state-backend=kubernetes",
-                                   "--backend-config=secret_suffix=" + object_.name,
-                                   "--backend-config=namespace=" + object_.ns};
+                                   "--name=" + object_.name, "--binary=" + object_.runner.binary};
+  if (CustomBackend(object_.spec).empty()) {
+    // berth's default backend: a Secret beside the object
+    args.insert(args.end(),
+                {"--state-backend=kubernetes", "--backend-config=secret_suffix=" + object_.name,
+                 "--backend-config=namespace=" + object_.ns});
+  }
   const std::string path = object_.spec.value("path", "");
   if (!path.empty()) args.push_back("--path=" + path);
   return args;
@@ -270,6 +337,7 @@ Result<ReconcileOutcome> Pass::Plan(const fs::path& scratch, const std::string& 
   if (!result.value("error", json()).is_null()) {
     const json& error = result["error"];
     const std::string kind = error.value("kind", "RunFailed");
+    failure_ = "plan failed: " + error.value("message", "");
     auto written = WriteStatus(
         {{"lastAttemptedRevision", revision},
          {"binary", binary},
@@ -277,8 +345,7 @@ Result<ReconcileOutcome> Pass::Plan(const fs::path& scratch, const std::string& 
           {Condition("Plan", false, kind, RunErrorText(error)),
            Condition("Ready", false, kind, "plan failed: " + error.value("message", ""))}}});
     if (!written) return written.error();
-    return ReconcileOutcome{.requeue_after =
-                                Seconds(object_.spec, "retryInterval", std::chrono::seconds(60))};
+    return Retry();
   }
   const json plan = result.value("plan", json::object());
   if (!plan.value("hasChanges", false)) {
@@ -291,6 +358,7 @@ Result<ReconcileOutcome> Pass::Plan(const fs::path& scratch, const std::string& 
            Condition("Ready", true, "NoChanges",
                      (Destroying() ? "nothing to destroy at " : "up to date at ") + revision)}}});
     if (!written) return written.error();
+    destroyed_ = Destroying();
     return Again();
   }
   const std::string hash = plan.value("hash", "");
@@ -307,6 +375,7 @@ Result<ReconcileOutcome> Pass::Plan(const fs::path& scratch, const std::string& 
                        applied_generation == object_.generation;
   json summary = {{"id", id},
                   {"hash", hash},
+                  {"operation", Operation()},
                   {"add", plan.value("add", 0)},
                   {"change", plan.value("change", 0)},
                   {"destroy", plan.value("destroy", 0)},
@@ -389,14 +458,14 @@ Result<ReconcileOutcome> Pass::Apply(const fs::path& scratch, const std::string&
   if (result.is_discarded() || !result.value("error", json()).is_null()) {
     const json error = result.is_discarded() ? json::object() : result["error"];
     const std::string kind = error.value("kind", "RunFailed");
+    failure_ = "apply of " + id + " failed: " + error.value("message", "");
     auto written =
         WriteStatus({{"conditions",
                       {Condition("Apply", false, kind, error.value("message", "")),
                        Condition("Ready", false, kind,
                                  "apply of " + id + " failed: " + error.value("message", ""))}}});
     if (!written) return written.error();
-    return ReconcileOutcome{.requeue_after =
-                                Seconds(object_.spec, "retryInterval", std::chrono::seconds(60))};
+    return Retry();
   }
   const char* done = Destroying() ? "Destroyed" : "Applied";
   json status = {{"lastAttemptedRevision", revision},
@@ -421,14 +490,82 @@ Result<ReconcileOutcome> Pass::Apply(const fs::path& scratch, const std::string&
     if (!secret->empty()) status["outputsSecretName"] = *secret;
   }
   if (auto written = WriteStatus(status); !written) return written.error();
+  destroyed_ = Destroying();
   return Again();
 }
 
 Result<ReconcileOutcome> Pass::Run() {
-  if (std::string field = Unsupported(object_.spec); !field.empty()) {
-    return Fail(MakeError(ErrorKind::kInvalidArgument,
-                          field + " is not supported by this berth-controller yet"),
-                "Unsupported");
+  if (deleting_) return Delete();
+  const bool destroy_on_delete = object_.spec.value("deletionPolicy", "retain") == "destroy";
+  if (auto set = SetDestroyFinalizer(api_, raw_, destroy_on_delete, options_.field_manager); !set) {
+    // The object changed since it was read: its newer self comes straight back.
+    if (set.error().kind == ErrorKind::kConflict)
+      return ReconcileOutcome{.requeue_after = std::chrono::seconds(1)};
+    return set.error();
+  }
+  return Stack();
+}
+
+std::chrono::seconds Pass::SinceDeleted() const {
+  const std::string stamp =
+      raw_.value("metadata", json::object()).value("deletionTimestamp", std::string());
+  const auto millis = ParseRfc3339Millis(stamp);
+  if (!millis) return std::chrono::seconds(0);
+  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::system_clock::now().time_since_epoch());
+  return std::chrono::duration_cast<std::chrono::seconds>(now - std::chrono::milliseconds(*millis));
+}
+
+Result<ReconcileOutcome> Pass::Release(bool warning, std::string_view reason,
+                                       const std::string& message) {
+  events_.Record(object_, warning, reason, "Delete", message);
+  if (auto removed = SetDestroyFinalizer(api_, raw_, false, options_.field_manager); !removed) {
+    if (removed.error().kind == ErrorKind::kNotFound) return ReconcileOutcome{};
+    return removed.error();
+  }
+  return ReconcileOutcome{};
+}
+
+Result<ReconcileOutcome> Pass::Delete() {
+  if (!HasDestroyFinalizer(raw_)) return ReconcileOutcome{};  // nothing of berth's holds it
+  if (object_.spec.value("deletionPolicy", "retain") != "destroy")
+    return Release(false, "Retained",
+                   "deletionPolicy is retain: the infrastructure and its state are kept");
+  auto terminating = NamespaceTerminating(api_, object_.ns);
+  if (!terminating) return terminating.error();
+  if (*terminating) {
+    return Release(true, "DestroySkipped",
+                   "namespace " + object_.ns +
+                       " is being deleted: no runner can start in it and its Secrets, state "
+                       "included, go with it; the infrastructure is kept");
+  }
+  auto outcome = Stack();
+  if (destroyed_) return Release(false, "Destroyed", "destroyed; the object goes");
+  if (failure_.empty()) return outcome;  // a destroy plan waiting for its approval
+  const std::chrono::seconds waited = SinceDeleted();
+  if (waited >= options_.destroy_timeout) {
+    return Release(true, "DestroyAbandoned",
+                   "no destroy within " + std::to_string(options_.destroy_timeout.count()) +
+                       "s of the deletion (" + failure_ +
+                       "): the infrastructure and its state Secret are kept");
+  }
+  // Come back by the deadline at the latest, even if the object's retryInterval is longer.
+  const std::chrono::seconds left = options_.destroy_timeout - waited;
+  return ReconcileOutcome{.requeue_after = std::min(left, Retry().requeue_after)};
+}
+
+Result<ReconcileOutcome> Pass::Stack() {
+  // A deletion destroys without waiting: what it depends on may be going too.
+  if (!deleting_) {
+    auto wait = CheckDependencies(api_, object_);
+    if (!wait) return Fail(wait.error(), "DependencyNotReady");
+    if (!wait->reason.empty()) {
+      auto written =
+          WriteStatus({{"conditions", {Condition("Ready", false, wait->reason, wait->message)}}});
+      if (!written) return written.error();
+      // The controller wakes it when a dependency gets Ready; this is the fallback.
+      return Retry();
+    }
   }
   auto scratch = sys::TempDir::Create("berth-controller");
   if (!scratch) return scratch.error();
@@ -436,21 +573,25 @@ Result<ReconcileOutcome> Pass::Run() {
   if (!revision) return Fail(revision.error(), "SourceUnavailable");
   auto vars = Variables();
   if (!vars) return Fail(vars.error(), "VarsUnavailable");
+  if (auto ok = PlacedFiles(scratch->Path()); !ok) return Fail(ok.error(), "SecretUnavailable");
   files_.config = scratch->Path() / "vars.tfvars.json";
   if (auto ok = sys::WriteFileAtomic(files_.config, vars->dump()); !ok) return ok.error();
 
   // An approved plan of the revision it was made from is applied; anything else plans.
   const json pending = old_status_.value("plan", json());
   const std::string approved = object_.spec.value("approvePlan", "");
-  if (pending.is_object() && !approved.empty() && approved == pending.value("id", "") &&
+  // A plan made for the other operation (the object was deleted, or spec.destroy changed) is
+  // never applied: it plans again.
+  const bool same_operation = pending.is_object() && pending.value("operation", "") == Operation();
+  if (same_operation && !approved.empty() && approved == pending.value("id", "") &&
       old_status_.value("lastAttemptedRevision", "") == *revision)
     return Apply(scratch->Path(), *revision, pending);
-  if (pending.is_object() && old_status_.value("lastAttemptedRevision", "") == *revision &&
+  if (same_operation && old_status_.value("lastAttemptedRevision", "") == *revision &&
       old_status_.value("observedGeneration", int64_t{0}) == object_.generation)
     return Again();  // still waiting for its approval: nothing new to plan
   const bool drift_off =
       object_.spec.value("driftDetection", json::object()).value("disabled", false);
-  if (drift_off && old_status_.value("lastAppliedRevision", "") == *revision &&
+  if (drift_off && !deleting_ && old_status_.value("lastAppliedRevision", "") == *revision &&
       old_status_.value("observedGeneration", int64_t{0}) == object_.generation)
     return Again();
   return Plan(scratch->Path(), *revision);

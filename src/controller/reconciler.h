@@ -24,6 +24,10 @@ struct ReconcilerOptions {
   size_t max_source_bytes = size_t{256} << 20;
   std::string field_manager = "berth-controller";
   std::string instance = "berth-controller";  // this replica, in its Events
+  // A deletion under deletionPolicy: destroy whose destroy keeps failing (no source, no runner,
+  // a failed run) lets the object go this long after it was deleted, keeping the
+  // infrastructure and its state: an object is never stuck Terminating.
+  std::chrono::seconds destroy_timeout{900};
 };
 
 // What a reconcile left for the caller: when to come back (zero: only on a change).

@@ -1,5 +1,7 @@
 #include "controller/terraform_object.h"
 
+#include "core/duration.h"
+
 namespace berth::controller {
 
 using nlohmann::json;
@@ -48,6 +50,20 @@ Result<TerraformObject> TerraformObject::Parse(const json& object) {
   out.runner = std::move(*config);
   out.runner.ns = out.ns;  // the runner Pod lives beside its object
   return out;
+}
+
+std::chrono::seconds SpecDuration(const json& spec, const char* key,
+                                  std::chrono::seconds fallback) {
+  if (!spec.is_object() || !spec.contains(key) || !spec[key].is_string()) return fallback;
+  auto parsed = ParseDuration(spec[key].get<std::string>());
+  if (!parsed) return fallback;
+  return std::max(std::chrono::seconds(1),
+                  std::chrono::duration_cast<std::chrono::seconds>(*parsed));
+}
+
+std::string ObjectKey(const json& object) {
+  const json metadata = object.value("metadata", json::object());
+  return metadata.value("namespace", "") + "/" + metadata.value("name", "");
 }
 
 Result<launch::KubernetesSettings> ControllerSettings(kube::Environment env) {

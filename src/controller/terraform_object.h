@@ -2,6 +2,7 @@
 // reads it, and the runner Pod it gets (seed 000).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -19,6 +20,8 @@ inline constexpr std::string_view kApiVersion = "berth.dev/v1alpha1";
 inline constexpr std::string_view kKind = "Terraform";
 inline constexpr std::string_view kLauncherName = "berth-controller";
 inline constexpr kube::ResourceKind kTerraforms{kApiVersion, kKind, "terraforms"};
+// spec.retryInterval's default.
+inline constexpr std::chrono::seconds kDefaultRetryInterval{60};
 
 struct TerraformObject {
   std::string name;
@@ -32,6 +35,14 @@ struct TerraformObject {
   // to `berth render pod`).
   static Result<TerraformObject> Parse(const nlohmann::json& object);
 };
+
+// A duration of the spec (interval, retryInterval: Go durations), at least a second; fallback
+// when it is absent.
+std::chrono::seconds SpecDuration(const nlohmann::json& spec, const char* key,
+                                  std::chrono::seconds fallback);
+
+// "namespace/name": how the controller's queue and indexes name an object.
+std::string ObjectKey(const nlohmann::json& object);
 
 // The Secret that holds the runner Pod's certificate, its key and the controller's CA.
 inline std::string TlsSecretName(std::string_view object_name) {

@@ -57,6 +57,14 @@ std::string HmacSha256Hex(std::string_view key, std::string_view data) {
   return Hex(digest, size);
 }
 
+std::string HmacSha1(std::string_view key, std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  HMAC(EVP_sha1(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest, &size);
+  return std::string(reinterpret_cast<const char*>(digest), size);
+}
+
 bool EqualConstantTime(std::string_view a, std::string_view b) {
   return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }

@@ -8,6 +8,8 @@ namespace berth::crypto {
 
 std::string Sha256Hex(std::string_view data);
 std::string HmacSha256Hex(std::string_view key, std::string_view data);
+// Raw HMAC-SHA1: only to read OpenSSH's hashed known_hosts names, which are made with it.
+std::string HmacSha1(std::string_view key, std::string_view data);
 // SHA-256 of data given in pieces (a download checked against its digest as it arrives).
 class Sha256 {
  public:

@@ -38,7 +38,8 @@ ErrorKind KindOf(grpc::StatusCode code) {
 
 // Streams a file in chunks; false when the call is over (the runner refused or went away).
 Result<bool> SendFile(grpc::ClientReaderWriter<v1::RunRequest, v1::RunEvent>& stream,
-                      v1::FileKind kind, const std::filesystem::path& path) {
+                      v1::FileKind kind, const std::filesystem::path& path,
+                      const std::string& mapping = "") {
   std::ifstream in(path, std::ios::binary);
   if (!in) return MakeError(ErrorKind::kNotFound, "cannot read " + path.string());
   std::string chunk(kChunkBytes, '\0');
@@ -46,6 +47,7 @@ Result<bool> SendFile(grpc::ClientReaderWriter<v1::RunRequest, v1::RunEvent>& st
   while (in) {
     in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
     request.mutable_file()->set_kind(kind);
+    request.mutable_file()->set_mapping(mapping);
     request.mutable_file()->set_data(chunk.data(), static_cast<size_t>(in.gcount()));
     if (!stream.Write(request)) return false;
   }
@@ -105,16 +107,23 @@ Result<RunnerReply> RunnerClient::Run(const std::vector<std::string>& args,
       {v1::FILE_KIND_CONFIG, &files.config},
       {v1::FILE_KIND_APPROVED_PLAN, &files.approved_plan},
       {v1::FILE_KIND_STATE_KEY, &files.state_key},
-      {v1::FILE_KIND_PLAN_KEY, &files.plan_key}};
-  for (const auto& [kind, path] : sent) {
-    if (!open || path->empty()) continue;
-    auto written = SendFile(*stream, kind, *path);
+      {v1::FILE_KIND_PLAN_KEY, &files.plan_key},
+      {v1::FILE_KIND_CLI_CONFIG, &files.cli_config}};
+  auto send = [&](v1::FileKind kind, const std::filesystem::path& path,
+                  const std::string& mapping) -> Result<void> {
+    if (!open || path.empty()) return {};
+    auto written = SendFile(*stream, kind, path, mapping);
     if (!written) {
       context.TryCancel();
       return written.error();
     }
     open = *written;
-  }
+    return {};
+  };
+  for (const auto& [kind, path] : sent)
+    if (auto ok = send(kind, *path, ""); !ok) return ok.error();
+  for (const auto& [mapping, path] : files.mapped)
+    if (auto ok = send(v1::FILE_KIND_MAPPED, path, mapping); !ok) return ok.error();
   if (open) {
     v1::RunRequest end;
     end.mutable_end();

@@ -34,6 +34,9 @@ struct RunnerFiles {
   std::filesystem::path approved_plan;
   std::filesystem::path state_key;
   std::filesystem::path plan_key;
+  std::filesystem::path cli_config;
+  // Files placed before TF starts: "home:PATH" or "workspace:PATH", and the file to send.
+  std::vector<std::pair<std::string, std::filesystem::path>> mapped;
 };
 
 struct RunnerReply {

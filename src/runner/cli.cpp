@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <filesystem>
 
 #include "core/pattern.h"
 #include "core/quantity.h"
@@ -172,6 +173,17 @@ void AddRunFlags(FlagSet& flags, RunOptions& o) {
   flags.Value("backend-config", [&o](std::string_view v) -> Result<void> {
     if (v.empty()) return Invalid("must be KEY=VALUE or a file");
     o.backend_config.emplace_back(v);
+    return {};
+  });
+  flags.Value("cli-config", NonEmptyString(&o.cli_config));
+  flags.Value("file-mapping", [&o](std::string_view v) -> Result<void> {
+    const size_t equals = v.rfind('=');
+    if (equals == std::string_view::npos || equals + 1 == v.size())
+      return Invalid("must be home:PATH=FILE or workspace:PATH=FILE");
+    auto mapping = ParseMappingTarget(v.substr(0, equals));
+    if (!mapping) return Invalid(mapping.error().message);
+    mapping->file = std::string(v.substr(equals + 1));
+    o.file_mappings.push_back(std::move(*mapping));
     return {};
   });
   flags.Value("lock-timeout", DurationFlag(&o.lock_timeout));
@@ -473,6 +485,20 @@ LogSinkOptions SinkOptions(const LoggingOptions& logging) {
   options.verbosity.SetLevel(logging.verbosity);
   options.verbosity.SetModules(logging.vmodule);
   return options;
+}
+
+Result<FileMapping> ParseMappingTarget(std::string_view target) {
+  const size_t colon = target.find(':');
+  const std::string_view location = target.substr(0, colon);
+  if (colon == std::string_view::npos || (location != "home" && location != "workspace"))
+    return MakeError(ErrorKind::kInvalidArgument, "must start with home: or workspace:");
+  const std::string path(target.substr(colon + 1));
+  bool climbs = false;
+  for (const auto& part : std::filesystem::path(path)) climbs = climbs || part == "..";
+  if (path.empty() || path.starts_with('/') || climbs || path.ends_with('/'))
+    return MakeError(ErrorKind::kInvalidArgument,
+                     "PATH must name a file relative to its folder, without ..");
+  return FileMapping{.location = std::string(location), .path = path};
 }
 
 }  // namespace berth::runner

@@ -43,6 +43,9 @@ struct CommandLine {
 
 CommandLine ParseCommandLine(const std::vector<std::string>& args);
 
+// "home:PATH" or "workspace:PATH" (file left empty): where --file-mapping puts a file.
+Result<FileMapping> ParseMappingTarget(std::string_view target);
+
 // How the log sink writes, from the logging flags (which ParseCommandLine has validated).
 LogSinkOptions SinkOptions(const LoggingOptions& logging);
 

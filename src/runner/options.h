@@ -24,6 +24,13 @@ struct LoggingOptions {
   bool logging_alpha_options = false;
 };
 
+// A file placed before TF starts (berth-controller's spec.fileMappings).
+struct FileMapping {
+  std::string location;  // "home" or "workspace" (the folder TF runs in)
+  std::string path;      // relative to it, never leaving it
+  std::string file;      // what to copy there
+};
+
 struct RunOptions {
   // what to run
   std::string op;
@@ -40,6 +47,9 @@ struct RunOptions {
   std::string config;
   std::string inputs_hash;
   std::vector<std::string> backend_config;
+  // TF's CLI configuration (TF_CLI_CONFIG_FILE): replaces the one --providers writes.
+  std::string cli_config;
+  std::vector<FileMapping> file_mappings;
   // runtime
   Duration lock_timeout = std::chrono::minutes(5);
   Duration stop_timeout = std::chrono::minutes(1);

@@ -15,6 +15,7 @@
 #include "core/masker.h"
 #include "core/time_format.h"
 #include "crypto/digest.h"
+#include "runner/mapped_files.h"
 #include "runner/module_archive.h"
 #include "runner/state_encryption.h"
 #include "runner/step_runner.h"
@@ -163,6 +164,11 @@ class Run {
     dir_ = *dir;
     if (auto secrets = LoadSecrets(o_, dir_, context_.environment, masker_); !secrets) {
       return Fail(RunErrorKind::kInvalidFlags, "inputs", secrets.error().ToString());
+    }
+    if (auto placed = PlaceMappedFiles(o_.file_mappings, HomeFolder(context_.environment, dir_),
+                                       dir_.workdir);
+        !placed) {
+      return Fail(RunErrorKind::kInvalidFlags, "inputs", placed.error().ToString());
     }
     auto env = TfEnvironment(context_.environment, o_, dir_);
     if (o_.state_backend == "http") {

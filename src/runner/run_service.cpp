@@ -24,13 +24,18 @@ struct ServedFile {
   std::string_view name;
   std::string_view flag;
 };
-constexpr std::array<ServedFile, 5> kServedFiles = {{
+constexpr std::array<ServedFile, 7> kServedFiles = {{
     {v1::FILE_KIND_SOURCE, "source.tar.gz", "module"},
     {v1::FILE_KIND_CONFIG, "config.tfvars.json", "config"},
     {v1::FILE_KIND_APPROVED_PLAN, "plan", "plan-file"},
     {v1::FILE_KIND_STATE_KEY, "state.key", "state-key-file"},
     {v1::FILE_KIND_PLAN_KEY, "plan.key", "plan-key-file"},
+    {v1::FILE_KIND_CLI_CONFIG, "cli.tfrc", "cli-config"},
+    // Each mapped file is mapped-<n>, named by a --file-mapping of its own.
+    {v1::FILE_KIND_MAPPED, "mapped-", "file-mapping"},
 }};
+// As many mapped files as the Terraform schema allows.
+constexpr size_t kMaxMappedFiles = 100;
 constexpr std::string_view kPlanFile = "plan";
 constexpr std::string_view kOutputsFile = "outputs.json";
 constexpr std::string_view kResultFile = "result.json";
@@ -85,21 +90,27 @@ const ServedFile* FindServedFile(v1::FileKind kind) {
   return nullptr;
 }
 
+// One file being received: where it goes, how much of it came, the flag that names it.
+struct Receiving {
+  std::ofstream out;
+  size_t size = 0;
+  std::string flag;  // empty: none (--plan-file is always given)
+};
+
 // Reads FileChunks into folder until End. Returns the flags that point the run at them.
 grpc::Status ReceiveFiles(grpc::ServerReaderWriter<v1::RunEvent, v1::RunRequest>& stream,
                           const fs::path& folder, size_t max_bytes,
                           std::vector<std::string>& flags) {
-  std::map<v1::FileKind, std::pair<std::ofstream, size_t>> files;
+  // By kind, and for mapped files by kind and mapping.
+  std::map<std::pair<v1::FileKind, std::string>, Receiving> files;
+  size_t mapped_files = 0;
   v1::RunRequest request;
   while (stream.Read(&request)) {
     if (request.has_end()) {
-      for (auto& [kind, file] : files) {
-        file.first.close();
-        if (!file.first) return Refuse(grpc::StatusCode::INTERNAL, "cannot write a file");
-        const ServedFile* served = FindServedFile(kind);
-        if (served->kind != v1::FILE_KIND_APPROVED_PLAN)  // --plan-file is always given
-          flags.push_back("--" + std::string(served->flag) + "=" +
-                          (folder / served->name).string());
+      for (auto& [key, file] : files) {
+        file.out.close();
+        if (!file.out) return Refuse(grpc::StatusCode::INTERNAL, "cannot write a file");
+        if (!file.flag.empty()) flags.push_back(file.flag);
       }
       return grpc::Status::OK;
     }
@@ -110,20 +121,41 @@ grpc::Status ReceiveFiles(grpc::ServerReaderWriter<v1::RunEvent, v1::RunRequest>
     const ServedFile* served = FindServedFile(request.file().kind());
     if (served == nullptr) {
       return Refuse(grpc::StatusCode::INVALID_ARGUMENT,
-                    "file.kind: must be source, config, approved plan, state key or plan key");
+                    "file.kind: must be source, config, approved plan, state key, plan key, "
+                    "CLI config or mapped");
     }
-    auto [entry, added] = files.try_emplace(served->kind);
-    auto& [out, size] = entry->second;
-    if (added)
-      out.open(folder / served->name, std::ios::binary | std::ios::trunc);  // in a 0700 folder
-    size += request.file().data().size();
-    if (size > max_bytes) {
+    const bool mapped = served->kind == v1::FILE_KIND_MAPPED;
+    const std::string& mapping = request.file().mapping();
+    if (mapped != !mapping.empty())
+      return Refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                    "file.mapping: set on mapped files, and only on them");
+    auto [entry, added] = files.try_emplace({served->kind, mapping});
+    Receiving& file = entry->second;
+    if (added) {
+      std::string name(served->name);
+      if (mapped) {
+        if (auto target = ParseMappingTarget(mapping); !target)
+          return Refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                        "file.mapping " + mapping + ": " + target.error().message);
+        if (++mapped_files > kMaxMappedFiles)
+          return Refuse(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        "more than " + std::to_string(kMaxMappedFiles) + " mapped files");
+        name += std::to_string(mapped_files);
+      }
+      const fs::path path = folder / name;
+      file.out.open(path, std::ios::binary | std::ios::trunc);  // in a 0700 folder
+      if (served->kind != v1::FILE_KIND_APPROVED_PLAN)
+        file.flag = "--" + std::string(served->flag) + "=" +
+                    (mapped ? mapping + "=" : std::string()) + path.string();
+    }
+    file.size += request.file().data().size();
+    if (file.size > max_bytes) {
       return Refuse(grpc::StatusCode::RESOURCE_EXHAUSTED,
                     "file " + std::string(served->name) + " is over --max-file-size (" +
                         std::to_string(max_bytes) + " bytes)");
     }
-    out.write(request.file().data().data(),
-              static_cast<std::streamsize>(request.file().data().size()));
+    file.out.write(request.file().data().data(),
+                   static_cast<std::streamsize>(request.file().data().size()));
   }
   return Refuse(grpc::StatusCode::CANCELLED, "the call ended before end");
 }

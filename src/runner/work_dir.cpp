@@ -99,6 +99,11 @@ std::vector<std::string> SensitiveVariables(const fs::path& workdir) {
 
 }  // namespace
 
+fs::path HomeFolder(const std::vector<std::string>& caller, const WorkDir& dir) {
+  const std::string home = Lookup(caller, "HOME");
+  return home.empty() ? dir.root : fs::path(home);
+}
+
 std::string Lookup(const std::vector<std::string>& env, std::string_view name) {
   for (const auto& entry : env) {
     if (entry.size() > name.size() && entry.compare(0, name.size(), name) == 0 &&
@@ -136,6 +141,12 @@ Result<WorkDir> PrepareWorkDir(const RunOptions& options) {
                                      : fs::path(options.workdir);
   dir.workdir = options.path.empty() ? dir.root : dir.root / options.path;
   std::error_code ec;
+  if (options.workdir.empty()) {
+    // The runner's own folder starts empty: in a kept Pod, nothing of an earlier run (a file an
+    // older revision had, its .terraform) is seen by this one. Links are removed, not followed.
+    for (const auto& entry : fs::directory_iterator(dir.root, ec)) fs::remove_all(entry.path(), ec);
+    ec.clear();
+  }
   fs::create_directories(dir.root, ec);
   if (ec) return Unavailable("cannot create the work folder: " + ec.message(), dir.root);
 
@@ -184,8 +195,7 @@ std::vector<std::string> TfEnvironment(const std::vector<std::string>& caller,
     }
     env.push_back(entry);
   }
-  std::string home = Lookup(caller, "HOME");
-  env.push_back("HOME=" + (home.empty() ? dir.root.string() : home));
+  env.push_back("HOME=" + HomeFolder(caller, dir).string());
   env.push_back("TF_DATA_DIR=" + (dir.workdir / ".terraform").string());
   env.push_back("TF_IN_AUTOMATION=1");
   env.push_back("TF_INPUT=0");
@@ -195,7 +205,9 @@ std::vector<std::string> TfEnvironment(const std::vector<std::string>& caller,
   // A derived image names its baked-in mirror once, in its config (docs/images.md).
   std::string providers =
       options.providers.empty() ? Lookup(caller, "BERTH_PROVIDERS") : options.providers;
-  if (!providers.empty() && fs::is_directory(providers, ec)) {
+  if (!options.cli_config.empty()) {
+    env.push_back("TF_CLI_CONFIG_FILE=" + fs::absolute(options.cli_config).string());
+  } else if (!providers.empty() && fs::is_directory(providers, ec)) {
     // Only the mirror, no `direct`: the image's providers are used offline.
     auto config = dir.root / ".berth-cli.tfrc";
     std::string text = "provider_installation {\n  filesystem_mirror {\n    path = \"" +

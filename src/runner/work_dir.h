@@ -30,6 +30,9 @@ std::vector<std::string> TfEnvironment(const std::vector<std::string>& caller,
 Result<void> LoadSecrets(const RunOptions& options, const WorkDir& dir,
                          const std::vector<std::string>& caller, Masker& masker);
 
+// The run's home folder: the caller's HOME, else the run's root.
+std::filesystem::path HomeFolder(const std::vector<std::string>& caller, const WorkDir& dir);
+
 // The value of NAME in a NAME=VALUE list, or empty.
 std::string Lookup(const std::vector<std::string>& env, std::string_view name);
 

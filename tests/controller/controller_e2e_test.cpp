@@ -1,7 +1,8 @@
 // The berth-controller process as an operator runs it: it watches Terraform objects (no
-// polling), reconciles a new one, wakes again when its spec changes (an approval), serves
-// /healthz and /metrics, lists once, and stops cleanly on SIGTERM; all of it with exactly the
-// rights of deploy/kubernetes/controller-rbac.yaml.
+// polling), reconciles a new one, wakes again when its spec changes (an approval), when it is
+// deleted and when what it depends on gets Ready, serves /healthz and /metrics, lists once, and
+// stops cleanly on SIGTERM; all of it with exactly the rights of
+// deploy/kubernetes/controller-rbac.yaml.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -48,6 +49,7 @@ class ControllerProcess : public ::testing::Test {
                     "--metrics-address=127.0.0.1",
                     "--metrics-port=0",
                     "--runner-creation-timeout=60",
+                    "--destroy-timeout=0",
                     "--concurrency=2"};
     options.env = std::vector<std::string>{"KUBECONFIG=" + kubeconfig.string(),
                                            std::string("KUBERNETES_IMAGE=") + kTestImage,
@@ -170,6 +172,38 @@ TEST_F(ControllerProcess, AnObjectOutsideTheWatchedNamespaceIsLeftAlone) {
       EXPECT_EQ(c["reason"], "Applied") << watched->dump();
     }
   }
+}
+
+TEST_F(ControllerProcess, ADeletionWakesItAndAFailingDestroyLetsGoAfterTheDestroyTimeout) {
+  json object =
+      shared->FileStack("unsourced", kNamespace, shared->dir->Path() / "world-unsourced.txt");
+  object["spec"]["git"]["ref"] = {{"branch", "no-such-branch"}};
+  object["spec"]["deletionPolicy"] = "destroy";
+  ASSERT_TRUE(shared->api->Create(kTerraforms, kNamespace, object));
+  json failed = WaitForReason("unsourced", "SourceUnavailable");
+  ASSERT_EQ(failed["metadata"]["finalizers"], json::array({"berth.dev/destroy"}));
+  ASSERT_TRUE(shared->api->Delete(kTerraforms, kNamespace, "unsourced", {}));
+  // --destroy-timeout=0: the first reconcile of the deletion gives up on the destroy.
+  bool gone = false;
+  for (int i = 0; i < 600 && !gone; ++i) {
+    auto current = shared->api->Get(kTerraforms, kNamespace, "unsourced");
+    gone = !current && current.error().kind == ErrorKind::kNotFound;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(gone) << "still Terminating after a minute";
+}
+
+TEST_F(ControllerProcess, ADependentWakesWhenItsDependencyGetsReady) {
+  json later = shared->FileStack("later", kNamespace, shared->dir->Path() / "world-later.txt");
+  later["spec"]["dependsOn"] = {{{"name", "first"}}};
+  later["spec"]["retryInterval"] = "1h";  // only first's readiness can wake it in time
+  ASSERT_TRUE(shared->api->Create(kTerraforms, kNamespace, later));
+  WaitForReason("later", "DependencyNotReady");
+  json first = shared->FileStack("first", kNamespace, shared->dir->Path() / "world-first.txt");
+  first["spec"]["approvePlan"] = "auto";
+  ASSERT_TRUE(shared->api->Create(kTerraforms, kNamespace, first));
+  WaitForReason("first", "Applied");
+  WaitForReason("later", "PlanPending");
 }
 
 TEST_F(ControllerProcess, HealthAnswersAndSigtermStopsItCleanly) {

@@ -1,10 +1,12 @@
-// spec.git fetched with libgit2 from a real Git server on loopback (git's own smart-HTTP
-// backend): every kind of ref, basic auth, and the limits that keep a hostile remote small.
+// spec.git fetched with libgit2 from real Git servers on loopback (git's own smart-HTTP
+// backend, and OpenSSH's sshd): every kind of ref, basic auth, SSH keys with known_hosts, and
+// the limits that keep a hostile remote small.
 #include "controller/git_source.h"
 
 #include <gtest/gtest.h>
 
 #include "git_http_server.h"
+#include "git_ssh_server.h"
 #include "sys/files.h"
 
 namespace berth::controller {
@@ -38,11 +40,15 @@ class GitSource : public ::testing::Test {
         {.root = root->Path() / "srv", .username = "deployer", .password = "s3cret"});
     ASSERT_TRUE(guarded) << guarded.error().ToString();
     guarded_server = guarded->release();
+    auto ssh = testenv::GitSshServer::Start();
+    ASSERT_TRUE(ssh) << ssh.error().ToString();
+    ssh_server = ssh->release();
   }
 
   static void TearDownTestSuite() {
     delete open_server;
     delete guarded_server;
+    delete ssh_server;
     delete first_commit;
     delete second_commit;
     delete root;
@@ -63,6 +69,7 @@ class GitSource : public ::testing::Test {
   static inline sys::TempDir* root = nullptr;
   static inline testenv::GitHttpServer* open_server = nullptr;
   static inline testenv::GitHttpServer* guarded_server = nullptr;
+  static inline testenv::GitSshServer* ssh_server = nullptr;
   static inline std::string* first_commit = nullptr;
   static inline std::string* second_commit = nullptr;
   static inline int fetches = 0;
@@ -117,6 +124,53 @@ TEST_F(GitSource, BasicAuthComesFromTheCredentialsAndAWrongOneIsRefused) {
   auto right = FetchGit(url, {}, {.username = "deployer", .password = "s3cret"}, Dest(), kPlenty);
   ASSERT_TRUE(right) << right.error().ToString();
   EXPECT_EQ(right->commit, *second_commit);
+}
+
+TEST_F(GitSource, SshUsesTheIdentityAndTrustsOnlyTheHostKeysOfKnownHosts) {
+  const std::string url = ssh_server->Url(root->Path() / "srv/infra.git");
+  const GitCredentials right = {.identity = ssh_server->Identity(),
+                                .identity_pub = ssh_server->IdentityPub(),
+                                .known_hosts = ssh_server->KnownHosts()};
+  const fs::path dest = Dest();
+  auto fetched = FetchGit(url, {.tag = "v1"}, right, dest, kPlenty);
+  ASSERT_TRUE(fetched) << fetched.error().ToString();
+  EXPECT_EQ(fetched->commit, *first_commit);
+  EXPECT_EQ(Content(dest), "# one\n");
+
+  // known_hosts as `ssh-keygen -H` hashes it, and the private key alone (no .pub).
+  const fs::path hashed = root->Path() / "known_hosts";
+  ASSERT_TRUE(sys::WriteFileAtomic(hashed, right.known_hosts));
+  auto hashing =
+      sys::RunToCompletion({.argv = {"/usr/bin/ssh-keygen", "-q", "-H", "-f", hashed.string()}});
+  ASSERT_TRUE(hashing && hashing->exit_code == 0);
+  GitCredentials hashed_hosts = right;
+  hashed_hosts.known_hosts = sys::ReadFile(hashed).value();
+  hashed_hosts.identity_pub.clear();
+  ASSERT_TRUE(hashed_hosts.known_hosts.starts_with("|1|")) << hashed_hosts.known_hosts;
+  auto by_hash = FetchGit(url, {}, hashed_hosts, Dest(), kPlenty);
+  ASSERT_TRUE(by_hash) << by_hash.error().ToString();
+
+  GitCredentials impostor = right;
+  impostor.known_hosts = ssh_server->ForeignKnownHosts().value();
+  auto spoofed = FetchGit(url, {}, impostor, Dest(), kPlenty);
+  ASSERT_FALSE(spoofed);
+  EXPECT_EQ(spoofed.error().kind, ErrorKind::kUnauthenticated);
+  EXPECT_NE(spoofed.error().message.find("host key"), std::string::npos) << spoofed.error().message;
+
+  GitCredentials stranger = right;
+  stranger.identity = ssh_server->ForeignIdentity().value();
+  stranger.identity_pub.clear();
+  auto refused = FetchGit(url, {}, stranger, Dest(), kPlenty);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind, ErrorKind::kUnauthenticated) << refused.error().ToString();
+  EXPECT_EQ(refused.error().message.find("PRIVATE KEY"), std::string::npos) << "no key in errors";
+
+  GitCredentials trusting = right;
+  trusting.known_hosts.clear();
+  auto unverified = FetchGit(url, {}, trusting, Dest(), kPlenty);
+  ASSERT_FALSE(unverified);
+  EXPECT_EQ(unverified.error().kind, ErrorKind::kInvalidArgument);
+  EXPECT_NE(unverified.error().message.find("known_hosts"), std::string::npos);
 }
 
 TEST_F(GitSource, ARemoteThatSendsTooMuchIsStopped) {

@@ -9,11 +9,12 @@
 #include <set>
 #include <thread>
 
-#include "controller_world.h"
 #include "core/base64.h"
 #include "crypto/digest.h"
+#include "git_ssh_server.h"
 #include "kube_test_cluster.h"
 #include "net/http_server.h"
+#include "reconciler_fixture.h"
 #include "sys/module_bundle.h"
 #include "test_tools.h"
 
@@ -27,67 +28,19 @@ constexpr char kNamespace[] = "tf-reconcile";
 constexpr kube::ResourceKind kFluxGitRepositories{"source.toolkit.fluxcd.io/v1", "GitRepository",
                                                   "gitrepositories"};
 
-class ReconcilerTest : public ::testing::Test {
+class ReconcilerTest : public ReconcilerFixture {
  protected:
-  static void SetUpTestSuite() {
-    auto world = ControllerWorld::Create(kNamespace);
-    ASSERT_TRUE(world) << world.error().ToString();
-    shared = world->release();
-    reconciler = new Reconciler(
-        *shared->api, *shared->pki,
-        {.settings = shared->settings, .runner_creation_timeout = std::chrono::seconds(60)});
-  }
-  static void TearDownTestSuite() {
-    delete reconciler;
-    delete shared;
-  }
-
-  static json Object(const std::string& name, const fs::path& world, json runner = json::object()) {
-    return shared->FileStack(name, kNamespace, world, std::move(runner));
-  }
-
-  static json Create(const json& object) {
-    auto made = shared->api->Create(kTerraforms, kNamespace, object);
-    EXPECT_TRUE(made) << made.error().ToString();
-    return made ? *made : json();
-  }
-
-  static json Get(const std::string& name) {
-    auto got = shared->api->Get(kTerraforms, kNamespace, name);
-    EXPECT_TRUE(got) << got.error().ToString();
-    return got ? *got : json();
-  }
-
-  // Reconciles the object as it is now and returns it as it is after.
-  static json Reconcile(const std::string& name) {
-    auto done = reconciler->Reconcile(Get(name));
-    EXPECT_TRUE(done) << done.error().ToString();
-    return Get(name);
-  }
-
-  static json ConditionOf(const json& object, const std::string& type) {
-    for (const json& c : object["status"].value("conditions", json::array()))
-      if (c["type"] == type) return c;
-    return json();
-  }
-
-  static void Approve(const std::string& name, const std::string& plan) {
-    auto patched = shared->api->Patch(kTerraforms, kNamespace, name, kube::PatchType::kMerge,
-                                      {{"spec", {{"approvePlan", plan}}}}, "test");
-    ASSERT_TRUE(patched) << patched.error().ToString();
-  }
-
-  static fs::path WorldFile(const std::string& name) {
-    return shared->dir->Path() / ("world-" + name + ".txt");
-  }
-
-  static inline ControllerWorld* shared = nullptr;
-  static inline Reconciler* reconciler = nullptr;
+  static void SetUpTestSuite() { StartWorld(kNamespace); }
 };
 
 TEST_F(ReconcilerTest, PlansWaitsForApprovalAppliesWritesOutputsSeesDriftAndDestroys) {
   const fs::path world = WorldFile("approved");
-  Create(Object("approved", world));
+  json object = Object("approved", world);
+  object["spec"]["writeOutputsToSecret"] = {{"name", "approved-outputs"},
+                                            {"outputs", {"id"}},
+                                            {"labels", {{"team", "platform"}}},
+                                            {"annotations", {{"owner", "infra@example.com"}}}};
+  Create(object);
   json planned = Reconcile("approved");
   const json ready = ConditionOf(planned, "Ready");
   EXPECT_EQ(ready["status"], "False") << planned["status"].dump();
@@ -117,6 +70,8 @@ TEST_F(ReconcilerTest, PlansWaitsForApprovalAppliesWritesOutputsSeesDriftAndDest
   ASSERT_TRUE(outputs) << outputs.error().ToString();
   EXPECT_FALSE(Base64Decode((*outputs)["data"]["id"].get<std::string>()).value().empty());
   EXPECT_EQ((*outputs)["metadata"]["ownerReferences"][0]["name"], "approved");
+  EXPECT_EQ((*outputs)["metadata"]["labels"]["team"], "platform");
+  EXPECT_EQ((*outputs)["metadata"]["annotations"]["owner"], "infra@example.com");
 
   // State is in the kubernetes backend's Secret beside the object.
   auto state = shared->api->Get(kube::kSecrets, kNamespace, "tfstate-default-approved");
@@ -293,6 +248,76 @@ TEST_F(ReconcilerTest, AFluxSourcesArtifactIsRunOnlyWhenItMatchesItsDigest) {
             std::string::npos);
 }
 
+TEST_F(ReconcilerTest, AFailedPlanComesBackAfterRetryIntervalAndASuccessAfterInterval) {
+  json failing = Object("failing", WorldFile("failing"));
+  failing["spec"]["vars"] = json::array();  // the module's required `path` is missing
+  failing["spec"]["retryInterval"] = "45s";
+  failing["spec"]["interval"] = "10m";
+  Create(failing);
+  auto failed = reconciler->Reconcile(Get("failing"));
+  ASSERT_TRUE(failed) << "the run failed, the reconcile did not";
+  EXPECT_EQ(failed->requeue_after, std::chrono::seconds(45));
+  EXPECT_EQ(ConditionOf(Get("failing"), "Ready")["status"], "False");
+
+  json passing = Object("passing", WorldFile("passing"));
+  passing["spec"]["interval"] = "10m";
+  Create(passing);
+  auto planned = reconciler->Reconcile(Get("passing"));
+  ASSERT_TRUE(planned);
+  EXPECT_EQ(planned->requeue_after, std::chrono::minutes(10));
+}
+
+TEST_F(ReconcilerTest, AnSshSourceIsFetchedWithTheKeysOfItsSecret) {
+  auto ssh = testenv::GitSshServer::Start();
+  ASSERT_TRUE(ssh) << ssh.error().ToString();
+  json secret = {{"apiVersion", "v1"},
+                 {"kind", "Secret"},
+                 {"metadata", {{"name", "ssh-git"}}},
+                 {"data",
+                  {{"identity", Base64Encode((*ssh)->Identity())},
+                   {"known_hosts", Base64Encode((*ssh)->KnownHosts())}}}};
+  ASSERT_TRUE(shared->api->Create(kube::kSecrets, kNamespace, secret));
+  json object = Object("over-ssh", WorldFile("over-ssh"));
+  object["spec"]["git"] = {{"url", (*ssh)->Url(shared->dir->Path() / "srv/infra.git")},
+                           {"ref", {{"branch", "main"}}},
+                           {"secretRef", {{"name", "ssh-git"}}}};
+  Create(object);
+  json planned = Reconcile("over-ssh");
+  EXPECT_EQ(ConditionOf(planned, "Ready")["reason"], "PlanPending") << planned["status"].dump();
+  EXPECT_TRUE(planned["status"].value("lastAttemptedRevision", "").starts_with("main@sha1:"));
+}
+
+TEST_F(ReconcilerTest, DependsOnWaitsForItsDependencyToBeReadyAndACycleIsNamed) {
+  json app = Object("app", WorldFile("app"));
+  app["spec"]["dependsOn"] = {{{"name", "base"}}};
+  Create(app);
+  json waiting = Reconcile("app");
+  EXPECT_EQ(ConditionOf(waiting, "Ready")["reason"], "DependencyNotReady");
+  EXPECT_NE(ConditionOf(waiting, "Ready")["message"].get<std::string>().find(
+                std::string(kNamespace) + "/base, which does not exist"),
+            std::string::npos)
+      << waiting["status"].dump();
+
+  json base = Object("base", WorldFile("base"));
+  base["spec"]["approvePlan"] = "auto";
+  Create(base);
+  EXPECT_EQ(ConditionOf(Reconcile("app"), "Ready")["reason"], "DependencyNotReady")
+      << "base exists but has not applied";
+  EXPECT_FALSE(fs::exists(WorldFile("app")));
+  EXPECT_EQ(ConditionOf(Reconcile("base"), "Ready")["reason"], "Applied");
+  json planned = Reconcile("app");
+  EXPECT_EQ(ConditionOf(planned, "Ready")["reason"], "PlanPending") << planned["status"].dump();
+
+  json ping = Object("ping", WorldFile("ping"));
+  ping["spec"]["dependsOn"] = {{{"name", "pong"}}};
+  json pong = Object("pong", WorldFile("pong"));
+  pong["spec"]["dependsOn"] = {{{"name", "ping"}, {"namespace", kNamespace}}};
+  Create(ping);
+  Create(pong);
+  const json cycle = ConditionOf(Reconcile("ping"), "Ready");
+  EXPECT_EQ(cycle["reason"], "DependencyCycle") << cycle.dump();
+}
+
 TEST_F(ReconcilerTest, ARunnerPodThatNeverGetsReadyIsRunnerConnectionFailed) {
   json object = Object("no-image", WorldFile("no-image"), {{"image", "berth/absent:1"}});
   Create(object);
@@ -335,17 +360,58 @@ TEST_F(ReconcilerTest, AFullQuotaIsRunnerQuotaExhaustedAndTheNextReconcileGoesOn
   EXPECT_EQ(ConditionOf(get(), "Ready")["reason"], "PlanPending") << get()["status"].dump();
 }
 
-TEST_F(ReconcilerTest, AFieldThisControllerCannotHonourIsRefusedInStatusNamingIt) {
-  json object = Object("unsupported", WorldFile("unsupported"));
-  object["spec"]["dependsOn"] = {{{"name", "other"}}};
+TEST_F(ReconcilerTest, FileMappingsTheCliConfigAndACustomBackendReachTheRun) {
+  auto secret = [](const std::string& tfrc) {
+    return json{{"apiVersion", "v1"},
+                {"kind", "Secret"},
+                {"metadata", {{"name", "run-files"}}},
+                {"data",
+                 {{"extra.tf", Base64Encode("output \"mapped\" { value = \"from a secret\" }\n")},
+                  {"terraform.tfrc", Base64Encode(tfrc)}}}};
+  };
+  // The node agent's Pods are processes of this machine: the image's mirror by its own path.
+  const std::string mirror = (shared->image / "mirror").string();
+  ASSERT_TRUE(shared->api->Create(
+      kube::kSecrets, kNamespace,
+      secret("provider_installation {\n  filesystem_mirror { path = \"" + mirror + "\" }\n}\n")));
+  const fs::path state = shared->dir->Path() / "placed.tfstate";
+  json object = Object("placed", WorldFile("placed"));
+  object["spec"]["approvePlan"] = "auto";
+  object["spec"]["fileMappings"] = {{{"location", "workspace"},
+                                     {"path", "extra.tf"},
+                                     {"secretRef", {{"name", "run-files"}, {"key", "extra.tf"}}}}};
+  object["spec"]["cliConfigSecretRef"] = {{"name", "run-files"}};
+  object["spec"]["backendConfig"]["customConfiguration"] =
+      "terraform {\n  backend \"local\" {\n    path = \"" + state.string() + "\"\n  }\n}\n";
   Create(object);
-  auto done = reconciler->Reconcile(Get("unsupported"));
-  EXPECT_FALSE(done);
-  json refused = Get("unsupported");
-  const json ready = ConditionOf(refused, "Ready");
-  EXPECT_EQ(ready["reason"], "Unsupported");
-  EXPECT_NE(ready["message"].get<std::string>().find("spec.dependsOn"), std::string::npos);
-  EXPECT_FALSE(shared->api->Get(kube::kPods, kNamespace, "unsupported-tf-runner"));
+  json applied = Reconcile("placed");
+  ASSERT_EQ(ConditionOf(applied, "Ready")["reason"], "Applied") << applied["status"].dump();
+  auto outputs = shared->api->Get(kube::kSecrets, kNamespace, "placed-outputs");
+  ASSERT_TRUE(outputs);
+  EXPECT_EQ(Base64Decode((*outputs)["data"].value("mapped", "")).value(), "from a secret")
+      << "the mapped file was part of the module";
+  EXPECT_TRUE(fs::exists(state)) << "the custom backend kept the state";
+  EXPECT_FALSE(shared->api->Get(kube::kSecrets, kNamespace, "tfstate-default-placed"));
+
+  // The CLI configuration is the run's: one whose mirror is empty leaves no provider to install.
+  ASSERT_TRUE(shared->api->Patch(
+      kube::kSecrets, kNamespace, "run-files", kube::PatchType::kMerge,
+      secret("provider_installation {\n  filesystem_mirror { path = \"/nowhere\" }\n}\n"), "test"));
+  json failed = Reconcile("placed");
+  EXPECT_EQ(ConditionOf(failed, "Plan")["status"], "False") << failed["status"].dump();
+
+  json unmapped = Object("unmapped", WorldFile("unmapped"));
+  unmapped["spec"]["fileMappings"] = {{{"location", "home"},
+                                       {"path", ".config/creds.json"},
+                                       {"secretRef", {{"name", "run-files"}, {"key", "absent"}}}}};
+  Create(unmapped);
+  EXPECT_FALSE(reconciler->Reconcile(Get("unmapped")));
+  const json ready = ConditionOf(Get("unmapped"), "Ready");
+  EXPECT_EQ(ready["reason"], "SecretUnavailable");
+  EXPECT_NE(ready["message"].get<std::string>().find("spec.fileMappings[0].secretRef"),
+            std::string::npos)
+      << ready.dump();
+  EXPECT_FALSE(shared->api->Get(kube::kPods, kNamespace, "unmapped-tf-runner"));
 }
 
 }  // namespace

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include "controller/dependencies.h"
+#include "controller/finalizer.h"
+
 namespace berth::controller {
 namespace {
 
@@ -131,6 +134,42 @@ TEST(ControllerSettings, RefuseANamespaceSinceEachObjectHasItsOwn) {
   auto missing = ControllerSettings({});
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().fields.at(0).path, "KUBERNETES_IMAGE");
+}
+
+TEST(SpecDuration, ReadsGoDurationsAtLeastASecondAndFallsBackOtherwise) {
+  const json spec = {{"interval", "1h30m"}, {"retryInterval", "10ms"}, {"bad", "soon"}};
+  EXPECT_EQ(SpecDuration(spec, "interval", std::chrono::seconds(7)), std::chrono::minutes(90));
+  EXPECT_EQ(SpecDuration(spec, "retryInterval", std::chrono::seconds(7)), std::chrono::seconds(1));
+  EXPECT_EQ(SpecDuration(spec, "bad", std::chrono::seconds(7)), std::chrono::seconds(7));
+  EXPECT_EQ(SpecDuration(spec, "absent", std::chrono::seconds(7)), std::chrono::seconds(7));
+}
+
+TEST(Dependencies, AreKeyedInTheObjectsNamespaceUnlessTheyNameOne) {
+  json object = Object();
+  object["spec"]["dependsOn"] = {{{"name", "network"}}, {{"name", "dns"}, {"namespace", "shared"}}};
+  EXPECT_EQ(DependencyKeys(object), (std::vector<std::string>{"infra/network", "shared/dns"}));
+  EXPECT_TRUE(DependencyKeys(Object()).empty());
+}
+
+TEST(Dependencies, AreReadyOnlyWhenReadyAtTheirCurrentGeneration) {
+  json object = Object();  // generation 3
+  EXPECT_EQ(ReadySignal(object), "") << "never reconciled";
+  object["status"] = {
+      {"lastAppliedRevision", "main@sha1:ab"},
+      {"conditions", {{{"type", "Ready"}, {"status", "True"}, {"observedGeneration", 3}}}}};
+  EXPECT_EQ(ReadySignal(object), "main@sha1:ab@3");
+  object["status"]["conditions"][0]["observedGeneration"] = 2;
+  EXPECT_EQ(ReadySignal(object), "") << "its spec changed since it was Ready";
+  object["status"]["conditions"][0]["observedGeneration"] = 3;
+  object["status"]["conditions"][0]["status"] = "False";
+  EXPECT_EQ(ReadySignal(object), "");
+}
+
+TEST(DestroyFinalizer, IsSeenAmongOthers) {
+  json object = Object();
+  EXPECT_FALSE(HasDestroyFinalizer(object));
+  object["metadata"]["finalizers"] = {"example.com/other", "berth.dev/destroy"};
+  EXPECT_TRUE(HasDestroyFinalizer(object));
 }
 
 }  // namespace

@@ -59,6 +59,9 @@ TEST(RunnerCli, RunTakesEveryFlagOfTheContract) {
                      "--backend-config=a=b",
                      "--backend-config",
                      "/b.hcl",
+                     "--cli-config=/cli.tfrc",
+                     "--file-mapping=home:.config/gcloud/key.json=/f1",
+                     "--file-mapping=workspace:extra.tf=/f2",
                      "--lock-timeout=30s",
                      "--stop-timeout=10s",
                      "--timeout=1h",
@@ -106,6 +109,23 @@ TEST(RunnerCli, RunTakesEveryFlagOfTheContract) {
   EXPECT_EQ(o.state_backend, "http");
   EXPECT_EQ(o.approved_plan_sha256, std::string(64, 'd'));
   EXPECT_EQ(o.state_key_file, "/sk");
+  EXPECT_EQ(o.cli_config, "/cli.tfrc");
+  ASSERT_EQ(o.file_mappings.size(), 2u);
+  EXPECT_EQ(o.file_mappings[0].location, "home");
+  EXPECT_EQ(o.file_mappings[0].path, ".config/gcloud/key.json");
+  EXPECT_EQ(o.file_mappings[0].file, "/f1");
+  EXPECT_EQ(o.file_mappings[1].location, "workspace");
+}
+
+TEST(RunnerCli, AFileMappingStaysInItsFolder) {
+  for (const char* bad : {"--file-mapping=home:key", "--file-mapping=etc:key=/f",
+                          "--file-mapping=home:/etc/passwd=/f", "--file-mapping=home:../x=/f",
+                          "--file-mapping=workspace:a/../../x=/f", "--file-mapping=home:=/f",
+                          "--file-mapping=home:dir/=/f", "--file-mapping=home:k="}) {
+    auto line = Parse({"run", "--op=plan", bad});
+    ASSERT_TRUE(line.error) << bad;
+    EXPECT_NE(line.error->message.find("file-mapping"), std::string::npos) << line.error->message;
+  }
 }
 
 TEST(RunnerCli, StateEncryptionFromTheGatewayNeedsTheGateway) {

@@ -222,7 +222,8 @@ TEST_F(RunnerServe, AnApplyOfAPlanThatWasNotApprovedIsRefusedByTheRunner) {
 TEST_F(RunnerServe, FlagsThatServeSetsOrThatNeedTheGatewayAreRefusedByName) {
   auto client = Client(pki->controller);
   for (const std::string flag : {"--gateway=https://berthd:8443", "--module=/etc", "--result=/x",
-                                 "--outputs", "--state-encryption", "--plan-file=/tmp/p"}) {
+                                 "--outputs", "--state-encryption", "--plan-file=/tmp/p",
+                                 "--file-mapping=home:k=/etc/shadow", "--cli-config=/etc/passwd"}) {
     std::vector<std::string> args = Args("plan", "refused");
     args.push_back(flag);
     auto refused = client->Run(args, {}, {});
@@ -247,6 +248,21 @@ TEST_F(RunnerServe, AFileOverTheLimitIsRefusedAndNothingRuns) {
   EXPECT_NE(refused.error().message.find("--max-file-size"), std::string::npos)
       << refused.error().message;
   EXPECT_FALSE(fs::exists(Root() / "work-big"));
+}
+
+TEST_F(RunnerServe, AMappedFileThatWouldLeaveItsFolderIsRefusedAndNothingRuns) {
+  const fs::path creds = Root() / "creds";
+  ASSERT_TRUE(sys::WriteFileAtomic(creds, "secret"));
+  for (const std::string mapping : {"workspace:../../etc/cron.d/x", "home:/root/.ssh/keys"}) {
+    auto refused = Client(pki->controller)
+                       ->Run(Args("plan", "escaping"),
+                             {.source = Source("file"), .mapped = {{mapping, creds}}}, {});
+    ASSERT_FALSE(refused) << mapping;
+    EXPECT_EQ(refused.error().kind, ErrorKind::kInvalidArgument);
+    EXPECT_NE(refused.error().message.find("file.mapping " + mapping), std::string::npos)
+        << refused.error().message;
+  }
+  EXPECT_FALSE(fs::exists(Root() / "work-escaping"));
 }
 
 TEST_F(RunnerServe, OnlyTheControllersCertificateStartsRuns) {
