@@ -4,6 +4,7 @@
 // ServiceMonitor meets the Prometheus Operator's own CRD).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -86,6 +87,8 @@ TEST(HelmChart, LintsCleanAndItsSchemaRefusesWhatItWouldIgnore) {
            {"ephemeralRunner.pullPolicy=Sometimes", "/ephemeralRunner/pullPolicy"},
            {"networkPolicy.allowMetadata=true", "allowMetadata"},
            {"replicaCount=2", "replicaCount"},
+           {"controller.concurrency=0", "/controller/concurrency"},
+           {"controller.watchNamespaces=a", "watchNamespaces"},
            {"service.nodePort=30001", "service.nodePort"}}) {
     sys::Completed refused = Helm({"template", "t", Chart().string(), "--set", set});
     EXPECT_NE(refused.exit_code, 0) << set;
@@ -247,6 +250,69 @@ TEST(HelmChart, TheLauncherRoleIsDeployKubernetesRole) {
   EXPECT_EQ(role["metadata"]["namespace"], "runs");
 }
 
+// The first document of a file under deploy/kubernetes, as JSON.
+json ShippedManifest(const std::string& file) {
+  auto text = sys::ReadFile(testenv::SourceDir() / "deploy/kubernetes" / file);
+  EXPECT_TRUE(text) << file;
+  if (!text) return json();
+  auto parsed = cli::YamlToJson(text->substr(0, text->find("\n---\n")));
+  EXPECT_TRUE(parsed) << file;
+  return parsed ? *parsed : json();
+}
+
+TEST(HelmChart, TheControllerIsOffByDefaultAndBringsTheShippedCrdAndRole) {
+  for (const json& object : Render({})) {
+    EXPECT_NE(object["kind"], "CustomResourceDefinition");
+    EXPECT_NE(object["kind"], "ClusterRole");
+  }
+  std::vector<json> objects = Render({"controller.enabled=true"});
+  const json crd = Find(objects, "CustomResourceDefinition");
+  EXPECT_EQ(crd["spec"], ShippedManifest("crds/terraforms.berth.dev.yaml")["spec"]);
+  EXPECT_EQ(crd["metadata"]["annotations"]["helm.sh/resource-policy"], "keep")
+      << "uninstalling must not delete every Terraform object";
+  EXPECT_EQ(Find(objects, "ClusterRole")["rules"],
+            ShippedManifest("controller-rbac.yaml")["rules"]);
+  const json binding = Find(objects, "ClusterRoleBinding");
+  EXPECT_EQ(binding["subjects"][0]["name"], "t-berth-controller");
+  EXPECT_EQ(binding["subjects"][0]["namespace"], "berth");
+}
+
+TEST(HelmChart, EveryControllerValueReachesItsFlagOrSetting) {
+  std::vector<json> objects = Render(
+      {"controller.enabled=true", "controller.replicaCount=2", "controller.watchNamespace=infra",
+       "controller.concurrency=8", "controller.runnerCreationTimeout=60",
+       "controller.destroyTimeout=0", "controller.resources.limits.memory=300Mi",
+       "image.repository=registry.example.com/berthd", "image.tag=9.9.9",
+       "ephemeralRunner.image.repository=registry.example.com/runner",
+       "ephemeralRunner.image.tag=1.2.3", "ephemeralRunner.pullPolicy=IfNotPresent",
+       "ephemeralRunner.serviceAccount=tf", "ephemeralRunner.cpu=500m",
+       "ephemeralRunner.memory=1Gi", "ephemeralRunner.imagePullSecrets={pull}"});
+  json deployment;
+  for (const json& object : objects)
+    if (object["kind"] == "Deployment" && object["metadata"]["name"] == "t-berth-controller")
+      deployment = object;
+  ASSERT_TRUE(deployment.is_object());
+  EXPECT_EQ(deployment["spec"]["replicas"], 2);
+  const json container = deployment["spec"]["template"]["spec"]["containers"][0];
+  EXPECT_EQ(container["image"], "registry.example.com/berthd:9.9.9");
+  EXPECT_EQ(container["command"], json::array({"/usr/bin/berth-controller"}));
+  for (const char* flag : {"--watch-namespace=infra", "--concurrency=8",
+                           "--runner-creation-timeout=60", "--destroy-timeout=0"}) {
+    EXPECT_NE(std::find(container["args"].begin(), container["args"].end(), flag),
+              container["args"].end())
+        << flag << " in " << container["args"].dump();
+  }
+  EXPECT_EQ(EnvValue(container, "KUBERNETES_IMAGE"), "registry.example.com/runner:1.2.3");
+  EXPECT_EQ(EnvValue(container, "KUBERNETES_IMAGE_PULL_POLICY"), "IfNotPresent");
+  EXPECT_EQ(EnvValue(container, "KUBERNETES_SERVICE_ACCOUNT"), "tf");
+  EXPECT_EQ(EnvValue(container, "KUBERNETES_CPU"), "500m");
+  EXPECT_EQ(EnvValue(container, "KUBERNETES_MEMORY"), "1Gi");
+  EXPECT_EQ(EnvValue(container, "KUBERNETES_IMAGE_PULL_SECRETS"), "pull");
+  EXPECT_EQ(EnvValue(container, "KUBERNETES_NAMESPACE"), "<unset>")
+      << "each runner Pod lives beside its object";
+  EXPECT_EQ(container["resources"]["limits"]["memory"], "300Mi");
+}
+
 TEST(HelmChart, NetworkPoliciesKeepRunnersOffTheMetadataAddressUnlessAllowed) {
   auto runner_egress = [](const std::vector<json>& objects) {
     for (const json& o : objects) {
@@ -315,10 +381,13 @@ TEST(HelmChart, EveryRenderedObjectPassesTheApiserversDryRun) {
       {"v1", "Service", "services"},
       {"apps/v1", "Deployment", "deployments"},
       {"networking.k8s.io/v1", "NetworkPolicy", "networkpolicies"},
-      {"monitoring.coreos.com/v1", "ServiceMonitor", "servicemonitors"}};
-  std::vector<json> objects = Render(
-      {"networkPolicy.enabled=true", "tls.secretName=berth-tls", "serviceMonitor.enabled=true"},
-      ns);
+      {"monitoring.coreos.com/v1", "ServiceMonitor", "servicemonitors"},
+      crds,
+      kube::kClusterRoles,
+      kube::kClusterRoleBindings};
+  std::vector<json> objects = Render({"networkPolicy.enabled=true", "tls.secretName=berth-tls",
+                                      "serviceMonitor.enabled=true", "controller.enabled=true"},
+                                     ns);
   ASSERT_GE(objects.size(), 10U);
   for (const json& object : objects) {
     const kube::ResourceKind* kind = nullptr;
@@ -329,17 +398,26 @@ TEST(HelmChart, EveryRenderedObjectPassesTheApiserversDryRun) {
     auto created = send("POST", kind->CollectionPath(ns) + "?dryRun=All", object);
     EXPECT_EQ(created.status, 201) << object["kind"] << ": " << created.body;
   }
-  // The Pod's admission looks its service account up: that one is created for real.
-  ASSERT_EQ(send("POST", kube::kServiceAccounts.CollectionPath(ns), Find(objects, "ServiceAccount"))
-                .status,
-            201);
-  json deployment = Find(objects, "Deployment");
-  json pod = {{"apiVersion", "v1"},
-              {"kind", "Pod"},
-              {"metadata", {{"name", "berthd-admission"}}},
-              {"spec", deployment["spec"]["template"]["spec"]}};
-  auto admitted = send("POST", kube::kPods.CollectionPath(ns) + "?dryRun=All", pod);
-  EXPECT_EQ(admitted.status, 201) << admitted.body;
+  // A Pod's admission looks its service account up: those are created for real. Then the Pods
+  // of berthd and of berth-controller are admitted.
+  int pods = 0;
+  for (const json& object : objects) {
+    if (object["kind"] == "ServiceAccount") {
+      ASSERT_EQ(send("POST", kube::kServiceAccounts.CollectionPath(ns), object).status, 201);
+    }
+  }
+  for (const json& object : objects) {
+    if (object["kind"] != "Deployment") continue;
+    json pod = {
+        {"apiVersion", "v1"},
+        {"kind", "Pod"},
+        {"metadata", {{"name", object["metadata"]["name"].get<std::string>() + "-admission"}}},
+        {"spec", object["spec"]["template"]["spec"]}};
+    auto admitted = send("POST", kube::kPods.CollectionPath(ns) + "?dryRun=All", pod);
+    EXPECT_EQ(admitted.status, 201) << admitted.body;
+    ++pods;
+  }
+  EXPECT_EQ(pods, 2);
 }
 
 }  // namespace

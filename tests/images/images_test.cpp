@@ -145,10 +145,10 @@ TEST_F(Images, TheBerthdImageHoldsEveryLibraryBerthdLoadsAndRunsAsNonRoot) {
   json config = ImageConfig(layout);
   EXPECT_EQ(config["config"]["User"], "65532:65532");
   EXPECT_EQ(config["config"]["Entrypoint"], json::array({"/usr/bin/berthd"}));
-  // Run from the image itself, with nothing of this machine's: berthd and berth start and answer.
+  // Run from the image itself, with nothing of this machine's: each program starts and answers.
   fs::path none = scratch_ / "none";
   fs::create_directories(none);
-  for (const char* program : {"/usr/bin/berthd", "/usr/bin/berth"}) {
+  for (const char* program : {"/usr/bin/berthd", "/usr/bin/berth", "/usr/bin/berth-controller"}) {
     sys::Completed help = RunUnderRunc(layout, none, none, {program, "--help"});
     EXPECT_EQ(help.exit_code, 0) << help.output;
     EXPECT_NE(help.output.find("Usage:"), std::string::npos) << help.output;
