@@ -36,6 +36,24 @@ app.kubernetes.io/component: berthd
 {{- end -}}
 {{- end -}}
 
+{{- /* The runner Pods' settings that berthd's launcher and berth-controller share. */ -}}
+{{- define "berth.runnerPodEnv" -}}
+- {name: KUBERNETES_IMAGE, value: {{ include "berth.runnerImage" . | quote }}}
+- {name: KUBERNETES_IMAGE_PULL_POLICY, value: {{ .Values.ephemeralRunner.pullPolicy | quote }}}
+{{- with .Values.ephemeralRunner.serviceAccount }}
+- {name: KUBERNETES_SERVICE_ACCOUNT, value: {{ . | quote }}}
+{{- end }}
+{{- with .Values.ephemeralRunner.cpu }}
+- {name: KUBERNETES_CPU, value: {{ . | quote }}}
+{{- end }}
+{{- with .Values.ephemeralRunner.memory }}
+- {name: KUBERNETES_MEMORY, value: {{ . | quote }}}
+{{- end }}
+{{- with .Values.ephemeralRunner.imagePullSecrets }}
+- {name: KUBERNETES_IMAGE_PULL_SECRETS, value: {{ join "," . | quote }}}
+{{- end }}
+{{- end -}}
+
 {{- define "berth.runnerImage" -}}
 {{- printf "%s:%s" .Values.ephemeralRunner.image.repository (default .Chart.AppVersion .Values.ephemeralRunner.image.tag) -}}
 {{- end -}}
