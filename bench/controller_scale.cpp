@@ -1,9 +1,10 @@
 // berth-controller at scale: N Terraform objects (default 10000) on the test apiserver, then
 // the berth-controller process started against them; reports its peak RSS, reconciles per
 // second until every object has a status, Kubernetes API requests per reconcile, and list
-// calls after the first sync (the target: none). The objects name a field this controller
-// refuses (dependsOn), so each reconcile is a status write and no runner Pod: what is
-// measured is the controller itself, not tofu.
+// calls after the first sync (the target: none). Each object depends on one that does not
+// exist, so each reconcile reads it (and looks for a cycle), writes DependencyNotReady and
+// posts its Event, and starts no runner Pod: what is measured is the controller itself, not
+// tofu.
 // Usage: [BERTH_CONTROLLER=build/release/apps/berth-controller/berth-controller]
 //        controller_scale [N]   (after `source "$(scripts/testenv --env-file)"`; the default
 //        binary is this build's, with sanitizers in the dev build)
