@@ -71,12 +71,10 @@ int main(int argc, char** argv) {
 
   sys::SpawnOptions options;
   const char* chosen = std::getenv("BERTH_CONTROLLER");
-  options.argv = {chosen != nullptr ? chosen : BERTH_CONTROLLER_BIN,
-                  "--namespace=berth-system",
-                  "--metrics-address=127.0.0.1",
-                  "--metrics-port=0",
-                  "--concurrency=8",
-                  "--no-leader-elect"};
+  options.argv = {chosen != nullptr ? chosen : BERTH_CONTROLLER_BIN, "--namespace=berth-system",
+                  "--metrics-address=127.0.0.1", "--metrics-port=0", "--concurrency=8",
+                  // the controller's own pace, not its client's rate limit
+                  "--kube-api-qps=2000", "--kube-api-burst=2000", "--no-leader-elect"};
   options.env = std::vector<std::string>{"KUBECONFIG=" + (*world)->kubeconfig.string(),
                                          std::string("KUBERNETES_IMAGE=") + controller::kTestImage};
   options.pipe_output = true;

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   controller::ControllerOptions loop_options;
   int runner_creation_timeout = 120;
   int destroy_timeout = 900;
+  kube::KubeClientOptions client_options{.user_agent = "berth-controller"};
   std::string metrics_address = "0.0.0.0";
   int metrics_port = 8080;
   app.add_option("--namespace", ns, "the controller's own namespace (its CA Secret lives there)")
@@ -47,6 +48,12 @@ int main(int argc, char** argv) {
                  "seconds after a deletion that a failing destroy is retried (deletionPolicy: "
                  "destroy); then the object goes and its infrastructure is kept")
       ->check(CLI::Range(0, 7 * 24 * 3600));
+  app.add_option("--kube-api-qps", client_options.qps,
+                 "requests per second to the Kubernetes API, on average")
+      ->check(CLI::Range(1.0, 10000.0));
+  app.add_option("--kube-api-burst", client_options.burst,
+                 "requests to the Kubernetes API at once above --kube-api-qps")
+      ->check(CLI::Range(1.0, 10000.0));
   bool leader_elect = true;
   app.add_flag("--leader-elect,!--no-leader-elect", leader_elect,
                "reconcile only while holding the Lease berth-controller (several replicas)");
@@ -65,7 +72,7 @@ int main(int argc, char** argv) {
   const kube::Environment env = kube::CurrentEnvironment();
   auto config = kube::KubeConfig::Load(env, {});
   if (!config) return Fail(config.error().ToString());
-  auto api = kube::MakeKubeClient(std::move(*config), {.user_agent = "berth-controller"});
+  auto api = kube::MakeKubeClient(std::move(*config), client_options);
   auto settings = controller::ControllerSettings(env);
   if (!settings) return Fail(settings.error().ToString());
   auto pki = controller::RunnerPki::LoadOrCreate(*api, SystemClock::Instance(), {.ns = ns});

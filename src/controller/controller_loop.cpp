@@ -12,7 +12,8 @@ ControllerLoop::ControllerLoop(kube::KubeApi& api, Reconciler& reconciler,
                                ControllerOptions options)
     : reconciler_(reconciler),
       options_(std::move(options)),
-      informer_(api, kTerraforms, {.ns = options_.watch_namespace}) {
+      informer_(api, kTerraforms,
+                {.ns = options_.watch_namespace, .transform = kube::DropManagedFields}) {
   informer_.AddHandler(
       [this](const std::string& type, const json& object) { OnEvent(type, object); });
 }

@@ -69,7 +69,8 @@ Result<DependencyWait> CheckDependencies(kube::KubeApi& api, const TerraformObje
     auto dependency = GetByKey(api, key);
     if (!dependency && dependency.error().kind != ErrorKind::kNotFound) return dependency.error();
     if (dependency && !ReadySignal(*dependency).empty()) continue;
-    if (InCycle(api, self))
+    // Only an object that exists can lead back here.
+    if (dependency && InCycle(api, self))
       return DependencyWait{"DependencyCycle", "spec.dependsOn leads back to this object through " +
                                                    key + ": none of them can run; break the cycle"};
     return DependencyWait{"DependencyNotReady",

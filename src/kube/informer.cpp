@@ -84,6 +84,11 @@ void Informer::Loop() {
   }
 }
 
+void DropManagedFields(json& object) {
+  if (object.contains("metadata") && object["metadata"].is_object())
+    object["metadata"].erase("managedFields");
+}
+
 Result<void> Informer::Relist() {
   ListOptions list_options;
   list_options.label_selector = options_.label_selector;
@@ -91,6 +96,7 @@ Result<void> Informer::Relist() {
   if (!list) return list.error();
   std::map<std::string, json> fresh;
   for (json& item : list->items) {
+    if (options_.transform) options_.transform(item);
     std::string key = KeyOf(item);
     fresh.emplace(std::move(key), std::move(item));
   }
@@ -130,8 +136,9 @@ Result<void> Informer::WatchOnce() {
   }
   return api_.Watch(
       kind_, options_.ns, watch_options,
-      [this](const WatchEvent& event) {
+      [this](WatchEvent event) {
         NoteAnswered();  // a renewed watch may carry on for minutes before it returns
+        if (options_.transform && event.type != "BOOKMARK") options_.transform(event.object);
         Apply(event.type, event.object);
         return !stopping_.load();
       },

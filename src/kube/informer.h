@@ -31,7 +31,15 @@ struct InformerOptions {
   // retries meanwhile either way.
   std::function<void(const Error& why)> on_lost;
   std::function<void()> on_regained;
+  // Applied to each object before it is cached and handed on (client-go's transform): a
+  // controller drops what it never reads, such as metadata.managedFields, to keep its cache
+  // small.
+  std::function<void(json& object)> transform;
 };
+
+// A transform that drops metadata.managedFields: of no use to a controller that reads
+// objects, and often as big as their spec.
+void DropManagedFields(json& object);
 
 struct InformerStats {
   uint64_t lists = 0;

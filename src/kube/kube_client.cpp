@@ -182,6 +182,11 @@ class CurlKubeClient final : public KubeClient {
       text += fmt::format("berth_kube_requests_total{{verb=\"{}\",resource=\"{}\"}} {}\n",
                           key.substr(0, space), key.substr(space + 1), count);
     }
+    text += fmt::format(
+        "# HELP berth_kube_client_qps The client-side rate limit: requests per second, burst.\n"
+        "# TYPE berth_kube_client_qps gauge\nberth_kube_client_qps {}\n"
+        "# TYPE berth_kube_client_burst gauge\nberth_kube_client_burst {}\n",
+        options_.qps, options_.burst);
     return text;
   }
 

@@ -50,6 +50,8 @@ class ControllerProcess : public ::testing::Test {
                     "--metrics-port=0",
                     "--runner-creation-timeout=60",
                     "--destroy-timeout=0",
+                    "--kube-api-qps=80",
+                    "--kube-api-burst=160",
                     "--concurrency=2"};
     options.env = std::vector<std::string>{"KUBECONFIG=" + kubeconfig.string(),
                                            std::string("KUBERNETES_IMAGE=") + kTestImage,
@@ -148,6 +150,8 @@ TEST_F(ControllerProcess, ReconcilesANewObjectAndWakesOnItsApproval) {
   EXPECT_NE(metrics.find("berth_controller_informer_lists_total 1\n"), std::string::npos)
       << "no list after the first sync\n"
       << metrics;
+  EXPECT_NE(metrics.find("berth_kube_client_qps 80\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("berth_kube_client_burst 160\n"), std::string::npos) << metrics;
 }
 
 TEST_F(ControllerProcess, AnObjectOutsideTheWatchedNamespaceIsLeftAlone) {

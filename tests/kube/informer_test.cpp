@@ -106,6 +106,39 @@ TEST_F(InformerTest, ListsThenWatchesAndCaches) {
   EXPECT_EQ(stats.watches, 1u);
 }
 
+TEST_F(InformerTest, ATransformShapesTheCacheAndTheEvents) {
+  Put("listed", "1");
+  Informer informer(*client_, kConfigMaps, {.ns = ns_, .transform = [](json& object) {
+                                              DropManagedFields(object);
+                                              object["data"]["v"] =
+                                                  object["data"]["v"].get<std::string>() + "!";
+                                            }});
+  std::vector<json> delivered;
+  Mutex mutex;
+  informer.AddHandler([&](const std::string&, const json& object) {
+    MutexLock lock(mutex);
+    delivered.push_back(object);
+  });
+  informer.Start();
+  ASSERT_TRUE(informer.WaitForSync(std::chrono::seconds(30)));
+  Put("watched", "2");
+  for (int i = 0; i < 300 && !informer.Get(ns_, "watched"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (const char* name : {"listed", "watched"}) {
+    auto cached = informer.Get(ns_, name);
+    ASSERT_TRUE(cached) << name;
+    EXPECT_FALSE((*cached)["metadata"].contains("managedFields")) << name;
+    EXPECT_TRUE((*cached)["data"]["v"].get<std::string>().ends_with("!")) << name;
+  }
+  auto stored = client_->Get(kConfigMaps, ns_, "listed");
+  ASSERT_TRUE(stored);
+  EXPECT_TRUE((*stored)["metadata"].contains("managedFields")) << "the API's own copy has them";
+  MutexLock lock(mutex);
+  ASSERT_EQ(delivered.size(), 2u);
+  for (const json& object : delivered) EXPECT_FALSE(object["metadata"].contains("managedFields"));
+  informer.Stop();
+}
+
 TEST_F(InformerTest, ACutWatchResumesFromTheLastVersionWithoutLossOrRepeat) {
   informer_->Start();
   ASSERT_TRUE(informer_->WaitForSync(std::chrono::seconds(30)));
