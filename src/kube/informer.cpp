@@ -45,14 +45,14 @@ std::optional<json> Informer::Get(const std::string& ns, const std::string& name
   MutexLock lock(mutex_);
   auto it = cache_.find(ns + "/" + name);
   if (it == cache_.end()) return std::nullopt;
-  return it->second;
+  return json::parse(it->second.text);
 }
 
 std::vector<json> Informer::List() const {
   MutexLock lock(mutex_);
   std::vector<json> objects;
   objects.reserve(cache_.size());
-  for (const auto& [key, object] : cache_) objects.push_back(object);
+  for (const auto& [key, object] : cache_) objects.push_back(json::parse(object.text));
   return objects;
 }
 
@@ -90,38 +90,52 @@ void DropManagedFields(json& object) {
 }
 
 Result<void> Informer::Relist() {
+  // Each item becomes its cached text as its page arrives: the whole list is never held
+  // parsed at once.
+  std::map<std::string, Cached> fresh;
   ListOptions list_options;
   list_options.label_selector = options_.label_selector;
+  list_options.each_item = [&](json& item) {
+    if (options_.transform) options_.transform(item);
+    fresh.emplace(KeyOf(item), Cached{VersionOf(item), item.dump()});
+    item = json();
+  };
   auto list = api_.List(kind_, options_.ns, list_options);
   if (!list) return list.error();
-  std::map<std::string, json> fresh;
-  for (json& item : list->items) {
-    if (options_.transform) options_.transform(item);
-    std::string key = KeyOf(item);
-    fresh.emplace(std::move(key), std::move(item));
-  }
-  std::vector<std::pair<std::string, json>> changes;
+  // What changed, by key; a deleted object's last text is kept to hand it on.
+  std::vector<std::pair<std::string, std::string>> changed;
+  std::vector<std::string> deleted;
   {
     MutexLock lock(mutex_);
-    for (const auto& [key, object] : cache_) {
-      if (!fresh.contains(key)) changes.emplace_back("DELETED", object);
+    for (auto& [key, object] : cache_) {
+      if (!fresh.contains(key)) deleted.push_back(std::move(object.text));
     }
     for (const auto& [key, object] : fresh) {
       auto old = cache_.find(key);
       if (old == cache_.end()) {
-        changes.emplace_back("ADDED", object);
-      } else if (VersionOf(old->second) != VersionOf(object)) {
-        changes.emplace_back("MODIFIED", object);
+        changed.emplace_back("ADDED", key);
+      } else if (old->second.version != object.version) {
+        changed.emplace_back("MODIFIED", key);
       }
     }
     cache_ = std::move(fresh);
     resource_version_ = list->resource_version;
     ++stats_.lists;
-    stats_.events += changes.size();
+    stats_.events += changed.size() + deleted.size();
     synced_ = true;
   }
   changed_.notify_all();
-  for (const auto& [type, object] : changes) Deliver(type, object);
+  for (const std::string& text : deleted) Deliver("DELETED", json::parse(text));
+  for (const auto& [type, key] : changed) {
+    std::string text;
+    {
+      MutexLock lock(mutex_);
+      auto it = cache_.find(key);
+      if (it == cache_.end()) continue;  // a watch cannot have run meanwhile; stay safe
+      text = it->second.text;
+    }
+    Deliver(type, json::parse(text));
+  }
   return {};
 }
 
@@ -162,8 +176,8 @@ void Informer::Apply(const std::string& type, const json& object) {
       deliver = it != cache_.end();
       if (deliver) cache_.erase(it);
     } else if (type == "ADDED" || type == "MODIFIED") {
-      deliver = it == cache_.end() || VersionOf(it->second) != version;
-      if (deliver) cache_[key] = object;
+      deliver = it == cache_.end() || it->second.version != version;
+      if (deliver) cache_[key] = Cached{version, object.dump()};
     }
     if (deliver) ++stats_.events;
   }

@@ -87,7 +87,14 @@ class Informer {
 
   mutable Mutex mutex_;
   std::condition_variable_any changed_;
-  std::map<std::string, json> cache_ GUARDED_BY(mutex_);  // by "namespace/name"
+  // An object as the cache keeps it: its version and its JSON text, since a parsed object takes
+  // several times the memory of its text (10,000 Terraform objects: docs/controller.md). Get
+  // and List parse on demand.
+  struct Cached {
+    std::string version;
+    std::string text;
+  };
+  std::map<std::string, Cached> cache_ GUARDED_BY(mutex_);  // by "namespace/name"
   std::string resource_version_ GUARDED_BY(mutex_);
   bool synced_ GUARDED_BY(mutex_) = false;
   InformerStats stats_ GUARDED_BY(mutex_);

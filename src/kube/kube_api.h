@@ -26,6 +26,9 @@ struct ListOptions {
   std::string label_selector;
   std::string field_selector;
   int64_t page_size = 500;  // pages are followed with `continue` until the list is whole
+  // Applied to each item as its page arrives: an informer's transform, so that the whole list
+  // is never held as it came.
+  std::function<void(json& item)> each_item;
 };
 
 struct ObjectList {

@@ -110,7 +110,10 @@ class CurlKubeClient final : public KubeClient {
       auto page =
           SendJson("list", kind, "GET", kind.CollectionPath(ns) + query.Text(), {}, {}, true);
       if (!page) return page.error();
-      for (auto& item : (*page)["items"]) list.items.push_back(std::move(item));
+      for (auto& item : (*page)["items"]) {
+        if (options.each_item) options.each_item(item);
+        list.items.push_back(std::move(item));
+      }
       const json& metadata = (*page)["metadata"];
       list.resource_version = metadata.value("resourceVersion", "");
       continue_token = metadata.value("continue", "");
