@@ -44,8 +44,7 @@ std::string NextPodIp() {
   MutexLock lock(mutex);
   for (int tries = 0; tries < 250 * 250; ++tries) {
     const int n = next++ % (250 * 250);
-    const std::string ip =
-        "127.77." + std::to_string(1 + n / 250) + "." + std::to_string(1 + n % 250);
+    std::string ip = "127.77." + std::to_string(1 + n / 250) + "." + std::to_string(1 + n % 250);
     sys::Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
     sockaddr_in address{};
     address.sin_family = AF_INET;
