@@ -1,6 +1,7 @@
 #include "controller/reconciler.h"
 
 #include <fstream>
+#include <map>
 
 #include "controller/dependencies.h"
 #include "controller/event_recorder.h"
@@ -68,7 +69,9 @@ class Pass {
   // The source as the module archive the runner is sent, and its revision.
   Result<std::string> Source(const fs::path& scratch);
   Result<json> Variables();
-  // One key of a Secret in the object's namespace, decoded; errors name the field.
+  // A Secret of the object's namespace (ref names it), every key decoded, and one key of it;
+  // errors name the field.
+  Result<std::map<std::string, std::string>> SecretData(const std::string& field, const json& ref);
   Result<std::string> SecretKey(const std::string& field, const json& ref, const std::string& key);
   // cliConfigSecretRef, fileMappings and a custom backend, as files in scratch for the runner
   // to place.
@@ -177,20 +180,14 @@ Result<FetchedGit> Pass::Fetch(const fs::path& folder) {
   const json ref = git.value("ref", json::object());
   GitCredentials credentials;
   if (git.contains("secretRef")) {
-    const std::string name = git["secretRef"].value("name", "");
-    auto secret = api_.Get(kube::kSecrets, object_.ns, name);
-    if (!secret) return secret.error();
-    const json data = secret->value("data", json::object());
+    auto data = SecretData("spec.git.secretRef", git["secretRef"]);
+    if (!data) return data.error();
     for (auto [key, field] : {std::pair{"username", &credentials.username},
                               std::pair{"password", &credentials.password},
                               std::pair{"identity", &credentials.identity},
                               std::pair{"identity.pub", &credentials.identity_pub},
                               std::pair{"known_hosts", &credentials.known_hosts}}) {
-      auto decoded = Base64Decode(data.value(key, ""));
-      if (!decoded)
-        return MakeError(ErrorKind::kInvalidArgument,
-                         "spec.git.secretRef: Secret " + name + ": " + key + " is not base64");
-      *field = std::move(*decoded);
+      if (auto found = data->find(key); found != data->end()) *field = std::move(found->second);
     }
   }
   return FetchGit(git.value("url", ""),
@@ -244,21 +241,34 @@ Result<json> Pass::Variables() {
   return Ok(std::move(vars));
 }
 
-Result<std::string> Pass::SecretKey(const std::string& field, const json& ref,
-                                    const std::string& key) {
+Result<std::map<std::string, std::string>> Pass::SecretData(const std::string& field,
+                                                            const json& ref) {
   const std::string name = ref.value("name", "");
   auto secret = api_.Get(kube::kSecrets, object_.ns, name);
   if (!secret)
     return MakeError(secret.error().kind,
                      field + ": Secret " + name + ": " + secret.error().message);
-  const json data = secret->value("data", json::object());
-  if (!data.contains(key) || !data[key].is_string())
-    return MakeError(ErrorKind::kNotFound, field + ": Secret " + name + " has no key " + key);
-  auto decoded = Base64Decode(data[key].get<std::string>());
-  if (!decoded)
-    return MakeError(ErrorKind::kInvalidArgument,
-                     field + ": Secret " + name + "." + key + " is not base64");
-  return decoded;
+  std::map<std::string, std::string> data;
+  const json encoded = secret->value("data", json::object());
+  for (const auto& [key, value] : encoded.items()) {
+    auto decoded = Base64Decode(value.is_string() ? value.get<std::string>() : std::string());
+    if (!value.is_string() || !decoded)
+      return MakeError(ErrorKind::kInvalidArgument,
+                       field + ": Secret " + name + "." + key + " is not base64");
+    data.emplace(key, std::move(*decoded));
+  }
+  return data;
+}
+
+Result<std::string> Pass::SecretKey(const std::string& field, const json& ref,
+                                    const std::string& key) {
+  auto data = SecretData(field, ref);
+  if (!data) return data.error();
+  auto found = data->find(key);
+  if (found == data->end())
+    return MakeError(ErrorKind::kNotFound,
+                     field + ": Secret " + ref.value("name", "") + " has no key " + key);
+  return std::move(found->second);
 }
 
 Result<void> Pass::PlacedFiles(const fs::path& scratch) {
