@@ -34,7 +34,9 @@ endif()
 if(BERTH_CLANG_TIDY)
   find_program(CLANG_TIDY_PROGRAM clang-tidy REQUIRED)
   # Under g++ the flags say -std=c++23, which clang 14 calls c++2b.
-  # GCC-only warning flags are not clang's business.
-  set(CMAKE_CXX_CLANG_TIDY ${CLANG_TIDY_PROGRAM} --extra-arg=-std=c++2b
+  # GCC-only warning flags are not clang's business. The wrapper reuses a clean result for a
+  # file whose preprocessed text, options and config are unchanged (scripts/clang-tidy-cached).
+  set(CMAKE_CXX_CLANG_TIDY ${CMAKE_SOURCE_DIR}/scripts/clang-tidy-cached ${CLANG_TIDY_PROGRAM}
+                           --extra-arg=-std=c++2b
                            --extra-arg=-Wno-unknown-warning-option --quiet)
 endif()
