@@ -46,7 +46,9 @@ std::optional<std::string> WorkQueue::Get() {
     if (later_.empty()) {
       changed_.wait(mutex_);
     } else {
-      changed_.wait_until(mutex_, later_.begin()->first);
+      // A copy: while this worker sleeps another may take that entry and free it.
+      const auto due = later_.begin()->first;
+      changed_.wait_until(mutex_, due);
     }
   }
 }

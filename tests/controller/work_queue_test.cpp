@@ -41,6 +41,24 @@ TEST(WorkQueue, AKeyForLaterComesAfterOnesReadyNow) {
   EXPECT_EQ(queue.Get(), "ns/later");  // blocks until it is due
 }
 
+// Both workers sleep until the one key is due; the one that wakes second must not read the
+// deadline of an entry the first has taken (the sanitizer build catches a use after free).
+TEST(WorkQueue, TwoWorkersWaitingForOneKeyForLaterGetItOnce) {
+  for (int round = 0; round < 20; ++round) {
+    WorkQueue queue;
+    queue.AddAfter("ns/later", std::chrono::milliseconds(20));
+    auto first = std::async(std::launch::async, [&queue] { return queue.Get(); });
+    auto second = std::async(std::launch::async, [&queue] { return queue.Get(); });
+    while (first.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready &&
+           second.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
+    }
+    queue.ShutDown();  // releases the worker that got nothing
+    std::optional<std::string> one = first.get(), other = second.get();
+    EXPECT_NE(one.has_value(), other.has_value()) << "handed out once";
+    EXPECT_EQ(one ? one : other, "ns/later");
+  }
+}
+
 TEST(WorkQueue, ShutDownReleasesAWaitingWorker) {
   WorkQueue queue;
   auto worker = std::async(std::launch::async, [&queue] { return queue.Get(); });
