@@ -4,6 +4,7 @@
 
 #include "cli/body.h"
 #include "kube_test_cluster.h"
+#include "role_bound_client.h"
 #include "test_tools.h"
 
 namespace berth::controller {
@@ -54,6 +55,42 @@ Result<void> BuildImage(const fs::path& root, const fs::path& kubeconfig) {
   return {};
 }
 
+// The real node's runner image: scripts/images' runner with the test provider's mirror under
+// /berth/providers (the runner's --providers is $BERTH_PROVIDERS).
+Result<std::string> PushRunnerWithProviders(const testenv::RealNode& node) {
+  auto mirror = testenv::TestTool("BERTH_TEST_PROVIDER_MIRROR");
+  if (!mirror) return mirror.error();
+  auto layer = sys::TempDir::Create("runner-providers");
+  if (!layer) return layer.error();
+  const fs::path provider = "registry.opentofu.org/berth/berthtest";
+  fs::create_directories(layer->Path() / "providers" / provider);
+  fs::copy(fs::path(*mirror) / provider, layer->Path() / "providers" / provider,
+           fs::copy_options::recursive);
+  auto pushed = node.PushRunnerWith(layer->Path(), "controller");
+  if (!pushed) return pushed.error();
+  return pushed->reference;
+}
+
+Result<void> PrepareRealNode(ControllerWorld& world, const std::string& ns) {
+  auto node = testenv::RealNode::Shared();
+  if (!node) return node.error();
+  world.real_node = *node;
+  for (const std::string& name : {ns, std::string("berth-system")})
+    if (auto ok = world.real_node->PrepareNamespace(*world.api, name); !ok) return ok;
+  auto restricted = world.api->Patch(
+      kube::kNamespaces, "", ns, kube::PatchType::kMerge,
+      {{"metadata", {{"labels", {{"pod-security.kubernetes.io/enforce", "restricted"}}}}}},
+      "berth-test");
+  if (!restricted) return restricted.error();
+  auto account = testenv::BindRole(
+      *world.api, testenv::SourceDir() / "deploy/kubernetes/tf-runner-rbac.yaml", ns);
+  if (!account) return account.error();
+  auto image = PushRunnerWithProviders(*world.real_node);
+  if (!image) return image.error();
+  world.image_ref = *image;
+  return {};
+}
+
 // The stack's repository: examples/file under stacks/file, as a bare repository to serve.
 Result<void> MakeRepository(const fs::path& root) {
   const fs::path work = root / "repo";
@@ -71,7 +108,7 @@ Result<void> MakeRepository(const fs::path& root) {
 
 }  // namespace
 
-Result<std::unique_ptr<ControllerWorld>> ControllerWorld::Create(const std::string& ns) {
+Result<std::unique_ptr<ControllerWorld>> ControllerWorld::Create(const std::string& ns, Node node) {
   auto world = std::make_unique<ControllerWorld>();
   auto cluster = testenv::KubeTestCluster::Shared();
   if (!cluster) return cluster.error();
@@ -83,20 +120,24 @@ Result<std::unique_ptr<ControllerWorld>> ControllerWorld::Create(const std::stri
           *world->api, testenv::SourceDir() / "deploy/kubernetes/crds/terraforms.berth.dev.yaml");
       !ok)
     return ok.error();
-  for (const std::string& name : {ns, std::string("berth-system")})
-    if (auto ok = (*cluster)->CreateNamespace(name); !ok) return ok.error();
   auto dir = sys::TempDir::Create("controller-world");
   if (!dir) return dir.error();
   world->dir.emplace(std::move(*dir));
   const fs::path root = world->dir->Path();
   world->kubeconfig = (*cluster)->AdminKubeconfig();
-  world->image = root / "image";
-  if (auto ok = BuildImage(world->image, world->kubeconfig); !ok) return ok.error();
-  fs::create_directories(root / "pods");
-  auto agent = testenv::TestNodeAgent::Start(
-      *world->api, {.images = {{kTestImage, world->image}}, .work_dir = root / "pods"});
-  if (!agent) return agent.error();
-  world->agent = std::move(*agent);
+  if (node == Node::kReal) {
+    if (auto ok = PrepareRealNode(*world, ns); !ok) return ok.error();
+  } else {
+    for (const std::string& name : {ns, std::string("berth-system")})
+      if (auto ok = (*cluster)->CreateNamespace(name); !ok) return ok.error();
+    world->image = root / "image";
+    if (auto ok = BuildImage(world->image, world->kubeconfig); !ok) return ok.error();
+    fs::create_directories(root / "pods");
+    auto agent = testenv::TestNodeAgent::Start(
+        *world->api, {.images = {{kTestImage, world->image}}, .work_dir = root / "pods"});
+    if (!agent) return agent.error();
+    world->agent = std::move(*agent);
+  }
   if (auto ok = MakeRepository(root); !ok) return ok.error();
   auto git = testenv::GitHttpServer::Start({.root = root / "srv"});
   if (!git) return git.error();
@@ -104,7 +145,7 @@ Result<std::unique_ptr<ControllerWorld>> ControllerWorld::Create(const std::stri
   auto pki = RunnerPki::LoadOrCreate(*world->api, SystemClock::Instance(), {.ns = "berth-system"});
   if (!pki) return pki.error();
   world->pki = std::move(*pki);
-  auto settings = ControllerSettings({{"KUBERNETES_IMAGE", kTestImage}});
+  auto settings = ControllerSettings({{"KUBERNETES_IMAGE", world->image_ref}});
   if (!settings) return settings.error();
   world->settings = *settings;
   return world;
@@ -112,12 +153,18 @@ Result<std::unique_ptr<ControllerWorld>> ControllerWorld::Create(const std::stri
 
 json ControllerWorld::FileStack(const std::string& name, const std::string& ns,
                                 const fs::path& world, json runner) const {
-  runner["podTemplate"]["spec"]["env"] = {
-      // tofu's kubernetes backend reads the test cluster's kubeconfig: the node agent's Pods
-      // have no in-cluster service account files.
-      {{"name", "KUBE_IN_CLUSTER_CONFIG"}, {"value", "false"}},
-      {{"name", "KUBE_CONFIG_PATH"}, {"value", "/etc/berth-test/kubeconfig"}},
-      {{"name", "BERTH_PROVIDERS"}, {"value", "/mirror"}}};
+  if (real_node != nullptr) {
+    runner["serviceAccountName"] = "tf-runner";
+    runner["podTemplate"]["spec"]["env"] = {
+        {{"name", "BERTH_PROVIDERS"}, {"value", "/berth/providers"}}};
+  } else {
+    runner["podTemplate"]["spec"]["env"] = {
+        // tofu's kubernetes backend reads the test cluster's kubeconfig: the node agent's Pods
+        // have no in-cluster service account files.
+        {{"name", "KUBE_IN_CLUSTER_CONFIG"}, {"value", "false"}},
+        {{"name", "KUBE_CONFIG_PATH"}, {"value", "/etc/berth-test/kubeconfig"}},
+        {{"name", "BERTH_PROVIDERS"}, {"value", "/mirror"}}};
+  }
   return {{"apiVersion", "berth.dev/v1alpha1"},
           {"kind", "Terraform"},
           {"metadata", {{"name", name}, {"namespace", ns}}},

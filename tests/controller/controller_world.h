@@ -1,6 +1,9 @@
 // What the controller's end-to-end tests share, started once per test binary: the real
 // apiserver with the Terraform CRD, a Git server on loopback holding examples/file under
-// stacks/file, the test node agent with an image of the runner and tofu, the controller's CA.
+// stacks/file, the controller's CA, and a node: the test node agent with an image folder of the
+// runner and tofu, or the real node (tests/env/real_node.h) with scripts/images' runner image
+// and the test provider under /berth/providers, its Pods' ServiceAccount `tf-runner` bound to
+// deploy/kubernetes/tf-runner-rbac.yaml in a namespace that enforces Pod Security `restricted`.
 #pragma once
 
 #include <filesystem>
@@ -13,6 +16,7 @@
 #include "controller/runner_pki.h"
 #include "git_http_server.h"
 #include "kube/kube_api.h"
+#include "real_node.h"
 #include "sys/files.h"
 #include "test_node_agent.h"
 
@@ -24,6 +28,8 @@ inline constexpr char kTestImage[] = "berth/runner:test";
 Result<void> InstallCrd(kube::KubeApi& api, const std::filesystem::path& file);
 
 struct ControllerWorld {
+  enum class Node { kTestAgent, kReal };
+
   std::unique_ptr<kube::KubeClient> api;
   std::optional<sys::TempDir> dir;
   std::unique_ptr<testenv::TestNodeAgent> agent;
@@ -32,12 +38,16 @@ struct ControllerWorld {
   launch::KubernetesSettings settings;
   std::filesystem::path kubeconfig;  // the cluster's admin
   std::filesystem::path image;       // the node agent's runner image folder
+  testenv::RealNode* real_node = nullptr;
+  std::string image_ref = kTestImage;  // what KUBERNETES_IMAGE names
 
   // Pod and CA namespaces are made; objects go in ns.
-  static Result<std::unique_ptr<ControllerWorld>> Create(const std::string& ns);
+  static Result<std::unique_ptr<ControllerWorld>> Create(const std::string& ns,
+                                                         Node node = Node::kTestAgent);
 
-  // A Terraform object of the file stack whose resource is the file at `world`, its outputs
-  // written to <name>-outputs; runner fields are merged into spec.runner.
+  // A Terraform object of the file stack whose resource is the file at `world` (a path on the
+  // node agent's host, or in the real node's runner Pod), its outputs written to
+  // <name>-outputs; runner fields are merged into spec.runner.
   nlohmann::json FileStack(const std::string& name, const std::string& ns,
                            const std::filesystem::path& world,
                            nlohmann::json runner = nlohmann::json::object()) const;

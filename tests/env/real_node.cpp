@@ -20,6 +20,7 @@
 #include "kube_test_cluster.h"
 #include "loopback.h"
 #include "net/http_client.h"
+#include "oci_layout.h"
 #include "test_tools.h"
 
 namespace berth::testenv {
@@ -353,6 +354,32 @@ Result<std::string> RealNode::Push(const fs::path& layout, const std::string& ta
       !r)
     return r.error();
   return reference;
+}
+
+Result<PushedImage> RealNode::PushRunnerWith(const fs::path& layer, const std::string& tag) const {
+  const fs::path images = ImagesDir();
+  auto base = ReadLayoutManifest(images / "runner");
+  if (!base) return base.error();
+  auto work = sys::TempDir::Create("runner-image-derived");
+  if (!work) return work.error();
+  const fs::path layout = work->Path() / "layout";
+  fs::copy(images / "runner", layout, fs::copy_options::recursive);
+  // The folder becomes /berth, which the Pod's user must traverse (a temporary folder is 0700).
+  fs::permissions(layer, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                             fs::perms::others_read | fs::perms::others_exec);
+  if (auto r = Run({"/usr/bin/umoci", "insert", "--image", layout.string() + ":" + base->tag,
+                    layer.string(), "/berth"});
+      !r)
+    return r.error();
+  auto derived = ReadLayoutManifest(layout);
+  if (!derived) return derived.error();
+  auto pushed = Push(layout, derived->tag, "berth/runner-test", tag);
+  if (!pushed) return pushed.error();
+  return PushedImage{.reference = *pushed, .digest = derived->digest};
+}
+
+fs::path RealNode::EmptyDirOf(const std::string& pod_uid, const std::string& volume) const {
+  return dir_.Path() / "kubelet/pods" / pod_uid / "volumes/kubernetes.io~empty-dir" / volume;
 }
 
 // The Pod sandbox image: kubernetes' own pause, built by scripts/testenv, as a one-file image.

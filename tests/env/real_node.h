@@ -24,6 +24,11 @@ namespace berth::testenv {
 
 class KubeTestCluster;
 
+struct PushedImage {
+  std::string reference;  // REGISTRY/berth/runner-test:TAG
+  std::string digest;     // sha256:... of its manifest
+};
+
 // Unshares this process's network and mount namespaces (all mounts private), brings up
 // loopback and the node's address on a link of its own (a bridge: this kernel has no dummy
 // links). Call from main before any thread starts.
@@ -45,6 +50,12 @@ class RealNode {
   // tag named); returns the image reference Pods use.
   Result<std::string> Push(const std::filesystem::path& layout, const std::string& tag,
                            const std::string& repository, const std::string& as_tag) const;
+  // scripts/images' berth/runner with the folder layer added at /berth, pushed as
+  // berth/runner-test:tag.
+  Result<PushedImage> PushRunnerWith(const std::filesystem::path& layer,
+                                     const std::string& tag) const;
+  // Where kubelet keeps a Pod's emptyDir volume on this node.
+  std::filesystem::path EmptyDirOf(const std::string& pod_uid, const std::string& volume) const;
   // A namespace with its `default` ServiceAccount and `kube-root-ca.crt` (this cluster runs no
   // controller that makes them).
   Result<void> PrepareNamespace(kube::KubeApi& admin, const std::string& ns) const;

@@ -22,9 +22,8 @@ Result<void> Ensure(kube::KubeApi& admin, const kube::ResourceKind& kind, const 
 
 }  // namespace
 
-Result<std::string> KubeconfigBoundToRole(kube::KubeApi& admin,
-                                          const std::filesystem::path& rbac_yaml,
-                                          const std::string& ns) {
+Result<std::string> BindRole(kube::KubeApi& admin, const std::filesystem::path& rbac_yaml,
+                             const std::string& ns) {
   auto text = sys::ReadFile(rbac_yaml);
   if (!text) return text.error();
   size_t split = text->find("\n---\n");
@@ -48,7 +47,15 @@ Result<std::string> KubeconfigBoundToRole(kube::KubeApi& admin,
                       *binding);
       !r)
     return r.error();
-  auto token = admin.CreateSubresource(kube::kServiceAccounts, ns, account, "token",
+  return account;
+}
+
+Result<std::string> KubeconfigBoundToRole(kube::KubeApi& admin,
+                                          const std::filesystem::path& rbac_yaml,
+                                          const std::string& ns) {
+  auto account = BindRole(admin, rbac_yaml, ns);
+  if (!account) return account.error();
+  auto token = admin.CreateSubresource(kube::kServiceAccounts, ns, *account, "token",
                                        {{"apiVersion", "authentication.k8s.io/v1"},
                                         {"kind", "TokenRequest"},
                                         {"spec", {{"expirationSeconds", 3600}}}});

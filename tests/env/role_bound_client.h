@@ -1,5 +1,5 @@
 // A client of the test cluster that holds exactly one of deploy/kubernetes' Roles: the Role and
-// its RoleBinding from the file, a ServiceAccount `berthd` they bind, and that account's token.
+// its RoleBinding from the file, the ServiceAccount they bind, and that account's token.
 // Tests run berthd's Kubernetes code as this client, so that a rule missing from the shipped
 // Role fails a test.
 #pragma once
@@ -13,10 +13,14 @@
 
 namespace berth::testenv {
 
-// rbac_yaml: a file holding a Role, `---`, and its RoleBinding (whose subject is berthd's
-// account); everything is created in ns with the admin client. A ClusterRole and its
-// ClusterRoleBinding are made cluster-wide, their account in ns.
-// The same, as a kubeconfig document (for a process under test, such as berth-agent).
+// rbac_yaml: a file holding a Role, `---`, and its RoleBinding (whose subject is a
+// ServiceAccount); everything is created in ns with the admin client, the account too. A
+// ClusterRole and its ClusterRoleBinding are made cluster-wide, their account in ns. Returns
+// the account's name.
+Result<std::string> BindRole(kube::KubeApi& admin, const std::filesystem::path& rbac_yaml,
+                             const std::string& ns);
+// A token of the account BindRole made, as a kubeconfig document (for a process under test,
+// such as berth-agent).
 Result<std::string> KubeconfigBoundToRole(kube::KubeApi& admin,
                                           const std::filesystem::path& rbac_yaml,
                                           const std::string& ns);

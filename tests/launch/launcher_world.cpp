@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include "kube_test_cluster.h"
-#include "oci_layout.h"
 #include "real_node.h"
 #include "role_bound_client.h"
 #include "test_tools.h"
@@ -60,7 +59,7 @@ Result<std::unique_ptr<LauncherWorld>> LauncherWorld::Create(const std::string& 
     auto shared = testenv::RealNode::Shared();
     if (!shared) return shared.error();
     real = *shared;
-    static const Result<PushedImage> kPushed = PushRunnerWithModules(*real, "modules", "");
+    static const Result<testenv::PushedImage> kPushed = PushRunnerWithModules(*real, "modules", "");
     if (!kPushed) return kPushed.error();
     world->image_ref_ = kPushed->reference;
     if (auto r = real->PrepareNamespace(*world->admin_, ns); !r) return r.error();
@@ -99,15 +98,12 @@ Result<void> LauncherWorld::GrantLauncherRole() {
 // scripts/images' berth/runner with examples/hello and a memory-hungry module under /berth
 // (the slow module's local-exec needs a shell, which the image does not have), and the marker
 // at /berth/marker.
-Result<PushedImage> PushRunnerWithModules(const testenv::RealNode& node, const std::string& tag,
-                                          const std::string& marker) {
-  fs::path images = testenv::ImagesDir();
-  auto base = testenv::ReadLayoutManifest(images / "runner");
-  if (!base) return base.error();
-  auto work = sys::TempDir::Create("runner-image-derived");
+Result<testenv::PushedImage> PushRunnerWithModules(const testenv::RealNode& node,
+                                                   const std::string& tag,
+                                                   const std::string& marker) {
+  auto work = sys::TempDir::Create("runner-image-layer");
   if (!work) return work.error();
-  fs::path layout = work->Path() / "layout", layer = work->Path() / "berth";
-  fs::copy(images / "runner", layout, fs::copy_options::recursive);
+  const fs::path layer = work->Path();
   fs::create_directories(layer / "modules");
   fs::copy(testenv::SourceDir() / "examples/hello", layer / "modules/hello",
            fs::copy_options::recursive);
@@ -124,17 +120,7 @@ Result<PushedImage> PushRunnerWithModules(const testenv::RealNode& node, const s
     return written.error();
   if (auto written = sys::WriteFileAtomic(layer / "marker", marker, kReadable); !written)
     return written.error();
-  auto inserted =
-      sys::RunToCompletion({.argv = {"/usr/bin/umoci", "insert", "--image",
-                                     layout.string() + ":" + base->tag, layer.string(), "/berth"}});
-  if (!inserted || inserted->exit_code != 0)
-    return MakeError(ErrorKind::kInternal, "umoci insert failed",
-                     inserted ? inserted->output : inserted.error().message);
-  auto derived = testenv::ReadLayoutManifest(layout);
-  if (!derived) return derived.error();
-  auto pushed = node.Push(layout, derived->tag, "berth/runner-test", tag);
-  if (!pushed) return pushed.error();
-  return PushedImage{.reference = *pushed, .digest = derived->digest};
+  return node.PushRunnerWith(layer, tag);
 }
 
 KubernetesSettings LauncherWorld::Settings(const std::string& grace, bool resources) const {

@@ -20,15 +20,12 @@
 
 namespace berth::launch {
 
-struct PushedImage {
-  std::string reference;  // REGISTRY/berth/runner-test:TAG
-  std::string digest;     // sha256:... of its manifest
-};
 // Pushes scripts/images' runner image with examples/hello and `hungry` (its plan needs hundreds
 // of MiB) under /berth/modules and marker at /berth/marker (another marker, another digest) to
 // the real node's registry as tag.
-Result<PushedImage> PushRunnerWithModules(const testenv::RealNode& node, const std::string& tag,
-                                          const std::string& marker);
+Result<testenv::PushedImage> PushRunnerWithModules(const testenv::RealNode& node,
+                                                   const std::string& tag,
+                                                   const std::string& marker);
 
 class LauncherWorld {
  public:
