@@ -53,7 +53,14 @@ Result<void> SavePlan(kube::KubeApi& api, const TerraformObject& object, const s
                   {{"metadata", metadata}, {"data", data}}, field_manager);
     if (!patched) return patched.error();
   }
-  return {};
+  // A longer plan before this one left chunks past the new count: nothing reads them, so they go.
+  for (size_t n = chunks;; ++n) {
+    auto deleted = api.Delete(kube::kSecrets, object.ns, ChunkName(object, n), {});
+    if (!deleted) {
+      if (deleted.error().kind == ErrorKind::kNotFound) return {};
+      return deleted.error();
+    }
+  }
 }
 
 Result<std::string> LoadPlan(kube::KubeApi& api, const TerraformObject& object,

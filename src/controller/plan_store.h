@@ -1,7 +1,7 @@
 // Plans kept in the Kubernetes API (seed 000): a plan file as Secrets of at most 768 KiB each
 // (below the API's object size limit once base64-encoded), `tfplan-<name>-<index>` beside
 // their object and owned by it; the first one says how many there are and the whole file's
-// SHA-256, which a load checks.
+// SHA-256, which a load checks. A save removes the chunks a longer plan before it left.
 #pragma once
 
 #include <string>

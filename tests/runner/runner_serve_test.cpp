@@ -4,8 +4,10 @@
 #include <signal.h>
 
 #include <future>
+#include <random>
 #include <thread>
 
+#include "core/base64.h"
 #include "crypto/x509.h"
 #include "rpc/runner_client.h"
 #include "runner_harness.h"
@@ -72,7 +74,7 @@ class RunnerServe : public ::testing::Test {
                     "--tls-cert=" + (tls / "tls.crt").string(),
                     "--tls-key=" + (tls / "tls.key").string(),
                     "--client-ca=" + (tls / "ca.crt").string(),
-                    "--max-file-size=2Mi",
+                    "--max-file-size=32Mi",
                     "--spool=" + (Root() / ("spool-" + name)).string()};
     options.env = harness->Environment({});
     options.pipe_output = true;
@@ -201,6 +203,38 @@ TEST_F(RunnerServe, PlansTheSourceItIsSentThenAppliesTheApprovedPlan) {
   EXPECT_EQ(outputs["id"]["sensitive"], false) << *applied->outputs;
 }
 
+// gRPC's default message cap is 4 MiB: a source, a plan and outputs above it stream whole.
+TEST_F(RunnerServe, ASourceAPlanAndOutputsOverFourMebibytesStreamWhole) {
+  std::mt19937_64 random(6);
+  std::string blob(size_t{6} << 20, '\0');
+  for (char& c : blob) c = static_cast<char>(random());
+  TarBuilder tar;
+  tar.File("main.tf", "output \"blob\" {\n  value = filebase64(\"${path.module}/blob.bin\")\n}\n");
+  tar.File("blob.bin", blob);
+  tar.File("backend.tf", kLocalBackend);
+  const fs::path source = Root() / "blob.tar.gz";
+  ASSERT_TRUE(sys::WriteFileAtomic(source, tar.TarGz()));
+  ASSERT_GT(fs::file_size(source), size_t{4} << 20);
+
+  auto client = Client(pki->controller);
+  auto planned = client->Run(Args("plan", "blob"), {.source = source}, {});
+  ASSERT_TRUE(planned) << planned.error().ToString();
+  json result = json::parse(planned->result_json);
+  ASSERT_TRUE(result["error"].is_null()) << planned->result_json;
+  EXPECT_GT(planned->plan.size(), size_t{4} << 20);
+
+  const fs::path plan = Root() / "blob.tfplan";
+  ASSERT_TRUE(sys::WriteFileAtomic(plan, planned->plan));
+  std::vector<std::string> apply = Args("apply", "blob");
+  apply.push_back("--approved-plan=" + result["plan"]["hash"].get<std::string>());
+  auto applied = client->Run(apply, {.source = source, .approved_plan = plan}, {});
+  ASSERT_TRUE(applied) << applied.error().ToString();
+  ASSERT_TRUE(json::parse(applied->result_json)["error"].is_null()) << applied->result_json;
+  ASSERT_TRUE(applied->outputs);
+  EXPECT_TRUE(json::parse(*applied->outputs)["blob"]["value"] == Base64Encode(blob))
+      << "the outputs came back changed (" << applied->outputs->size() << " bytes)";
+}
+
 TEST_F(RunnerServe, AnApplyOfAPlanThatWasNotApprovedIsRefusedByTheRunner) {
   const fs::path config = Config("unapproved", {{"path", Root() / "world/unapproved.txt"}});
   auto client = Client(pki->controller);
@@ -241,7 +275,7 @@ TEST_F(RunnerServe, FlagsThatServeSetsOrThatNeedTheGatewayAreRefusedByName) {
 
 TEST_F(RunnerServe, AFileOverTheLimitIsRefusedAndNothingRuns) {
   const fs::path big = Root() / "big.tar.gz";
-  ASSERT_TRUE(sys::WriteFileAtomic(big, std::string(size_t{3} << 20, 'x')));
+  ASSERT_TRUE(sys::WriteFileAtomic(big, std::string(size_t{33} << 20, 'x')));
   auto refused = Client(pki->controller)->Run(Args("plan", "big"), {.source = big}, {});
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().kind, ErrorKind::kResourceExhausted);

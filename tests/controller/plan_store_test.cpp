@@ -1,0 +1,110 @@
+// Plans kept as Secrets on the real test apiserver: a 10 MiB plan goes into chunks the API
+// accepts and comes back whole; a new plan replaces the old one and leaves none of its chunks;
+// a chunk changed behind the controller's back, or a hostile chunk count, is refused on load.
+#include "controller/plan_store.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "core/base64.h"
+#include "kube_test_cluster.h"
+
+namespace berth::controller {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kNamespace[] = "tf-plans";
+
+class PlanStoreTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto cluster = testenv::KubeTestCluster::Shared();
+    ASSERT_TRUE(cluster) << cluster.error().ToString();
+    auto config =
+        kube::KubeConfig::Parse((*cluster)->KubeconfigYaml((*cluster)->AdminTls()), "/", {});
+    ASSERT_TRUE(config) << config.error().ToString();
+    api = kube::MakeKubeClient(std::move(*config)).release();
+    ASSERT_TRUE((*cluster)->CreateNamespace(kNamespace));
+  }
+  static void TearDownTestSuite() { delete api; }
+
+  static TerraformObject Object(const std::string& name) {
+    TerraformObject object;
+    object.name = name;
+    object.ns = kNamespace;
+    object.uid = "6f1d2c3b-2222-4c6e-9e8e-" + std::string(12 - name.size() % 12, '0') +
+                 std::string(name.size() % 12, '1');
+    return object;
+  }
+
+  // Bytes that do not compress: a plan's size is what the API sees.
+  static std::string RandomPlan(size_t size) {
+    std::mt19937_64 random(size);
+    std::string plan(size, '\0');
+    for (char& c : plan) c = static_cast<char>(random());
+    return plan;
+  }
+
+  static std::vector<std::string> ChunksOf(const std::string& name) {
+    auto list =
+        api->List(kube::kSecrets, kNamespace, {.label_selector = "berth.dev/terraform=" + name});
+    EXPECT_TRUE(list) << list.error().ToString();
+    std::vector<std::string> names;
+    if (list)
+      for (const json& item : list->items) names.push_back(item["metadata"]["name"]);
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  static inline kube::KubeApi* api = nullptr;
+};
+
+TEST_F(PlanStoreTest, ATenMebibytePlanComesBackWholeAndASmallerOneLeavesNoChunkBehind) {
+  const TerraformObject object = Object("big");
+  const std::string big = RandomPlan(size_t{10} << 20);
+  ASSERT_TRUE(SavePlan(*api, object, "plan-big", big, "test"));
+  EXPECT_EQ(ChunksOf("big").size(), (big.size() + kPlanChunkBytes - 1) / kPlanChunkBytes);
+  auto loaded = LoadPlan(*api, object, "plan-big");
+  ASSERT_TRUE(loaded) << loaded.error().ToString();
+  EXPECT_TRUE(*loaded == big) << "10 MiB plan changed on its way: " << loaded->size() << " bytes";
+
+  const std::string small = RandomPlan(1000);
+  ASSERT_TRUE(SavePlan(*api, object, "plan-small", small, "test"));
+  EXPECT_EQ(ChunksOf("big"), std::vector<std::string>{"tfplan-big-0"});
+  auto replaced = LoadPlan(*api, object, "plan-small");
+  ASSERT_TRUE(replaced) << replaced.error().ToString();
+  EXPECT_EQ(*replaced, small);
+  auto old = LoadPlan(*api, object, "plan-big");
+  ASSERT_FALSE(old);
+  EXPECT_EQ(old.error().kind, ErrorKind::kNotFound) << old.error().ToString();
+}
+
+TEST_F(PlanStoreTest, AChunkChangedBehindItsBackIsRefused) {
+  const TerraformObject object = Object("tampered");
+  ASSERT_TRUE(SavePlan(*api, object, "plan-t", RandomPlan(kPlanChunkBytes + 10), "test"));
+  ASSERT_TRUE(api->Patch(kube::kSecrets, kNamespace, "tfplan-tampered-1", kube::PatchType::kMerge,
+                         {{"data", {{"tfplan", Base64Encode("other bytes")}}}}, "intruder"));
+  auto loaded = LoadPlan(*api, object, "plan-t");
+  ASSERT_FALSE(loaded);
+  EXPECT_NE(loaded.error().message.find("does not match its digest"), std::string::npos)
+      << loaded.error().ToString();
+}
+
+TEST_F(PlanStoreTest, AHostileChunkCountIsRefusedBeforeAnyMoreIsRead) {
+  const TerraformObject object = Object("hostile");
+  ASSERT_TRUE(SavePlan(*api, object, "plan-h", RandomPlan(100), "test"));
+  for (const std::string count : {"0", "1000000", "-1", "many"}) {
+    ASSERT_TRUE(api->Patch(kube::kSecrets, kNamespace, "tfplan-hostile-0", kube::PatchType::kMerge,
+                           {{"metadata", {{"annotations", {{"berth.dev/plan-chunks", count}}}}}},
+                           "intruder"));
+    auto loaded = LoadPlan(*api, object, "plan-h");
+    ASSERT_FALSE(loaded) << count;
+    EXPECT_NE(loaded.error().message.find("bad chunk count"), std::string::npos)
+        << count << ": " << loaded.error().ToString();
+  }
+}
+
+}  // namespace
+}  // namespace berth::controller
