@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/base64.h"
+#include "core/clock.h"
 #include "crypto/digest.h"
 #include "git_ssh_server.h"
 #include "kube_test_cluster.h"
@@ -136,6 +137,50 @@ TEST_F(ReconcilerTest, AutoApprovalCorrectsDriftInAKeptPod) {
   auto again = shared->api->Get(kube::kPods, kNamespace, "drifting-tf-runner");
   ASSERT_TRUE(again);
   EXPECT_EQ((*again)["metadata"]["uid"], uid) << "the kept Pod served the next run too";
+}
+
+// Runner certificates are renewed when a third of their life is left; a kept Pod holds the
+// old one in its mounted Secret, so the next run gets a new Pod that mounts the new one.
+TEST_F(ReconcilerTest, AKeptPodWhoseCertificateWasRenewedIsReplaced) {
+  ManualClock clock;
+  auto pki = RunnerPki::LoadOrCreate(*shared->api, clock, {.ns = "berth-system"});
+  ASSERT_TRUE(pki) << pki.error().ToString();
+  Reconciler rotating(
+      *shared->api, **pki,
+      {.settings = shared->settings, .runner_creation_timeout = std::chrono::seconds(60)});
+  auto reconcile = [&] {
+    auto done = rotating.Reconcile(Get("rotating"));
+    EXPECT_TRUE(done) << done.error().ToString();
+    json object = Get("rotating");
+    EXPECT_EQ(ConditionOf(object, "Ready")["status"], "True") << object["status"].dump();
+  };
+  auto pod = [] {
+    auto got = shared->api->Get(kube::kPods, kNamespace, "rotating-tf-runner");
+    EXPECT_TRUE(got) << got.error().ToString();
+    return got ? (*got)["metadata"] : json::object();
+  };
+  auto certificate = [] {
+    auto secret = shared->api->Get(kube::kSecrets, kNamespace, "rotating-tf-runner-tls");
+    EXPECT_TRUE(secret) << secret.error().ToString();
+    return secret ? (*secret)["data"].value("tls.crt", "") : "";
+  };
+  json object = Object("rotating", WorldFile("rotating"), {{"alwaysCleanup", false}});
+  object["spec"]["approvePlan"] = "auto";
+  Create(object);
+  reconcile();
+  const json first = pod();
+  const std::string first_certificate = certificate();
+  reconcile();
+  EXPECT_EQ(pod()["uid"], first["uid"]) << "a fresh certificate keeps the Pod";
+  EXPECT_EQ(certificate(), first_certificate);
+
+  clock.Advance(std::chrono::hours(17));  // of the runners' 24 h, less than a third is left
+  reconcile();
+  const json second = pod();
+  EXPECT_NE(certificate(), first_certificate) << "renewed";
+  EXPECT_NE(second["uid"], first["uid"]) << "the Pod that held the old certificate was replaced";
+  EXPECT_NE(second["annotations"].value("berth.dev/tls-fingerprint", ""),
+            first["annotations"].value("berth.dev/tls-fingerprint", ""));
 }
 
 TEST_F(ReconcilerTest, VarsFromConfigMapsAndSecretsInOrderThenSpecVars) {
