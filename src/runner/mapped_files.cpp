@@ -30,7 +30,8 @@ Result<void> WriteAll(int fd, std::string_view content) {
   return {};
 }
 
-Result<void> Place(const FileMapping& mapping, const fs::path& base) {
+// The folder it was written in, open, and its name there.
+Result<std::pair<sys::Fd, std::string>> Place(const FileMapping& mapping, const fs::path& base) {
   auto content = sys::ReadFile(mapping.file);
   if (!content) return Refused(mapping, content.error().message);
   std::error_code made;
@@ -54,18 +55,25 @@ Result<void> Place(const FileMapping& mapping, const fs::path& base) {
   ::fchmod(file.Get(), 0600);
   if (auto written = WriteAll(file.Get(), *content); !written)
     return Refused(mapping, written.error().message);
-  return {};
+  return std::pair{std::move(dir), name};
 }
 
 }  // namespace
 
-Result<void> PlaceMappedFiles(const std::vector<FileMapping>& mappings, const fs::path& home,
-                              const fs::path& workspace) {
+MappedHomeFiles::~MappedHomeFiles() {
+  for (const auto& [dir, name] : placed_) ::unlinkat(dir.Get(), name.c_str(), 0);
+}
+
+Result<MappedHomeFiles> PlaceMappedFiles(const std::vector<FileMapping>& mappings,
+                                         const fs::path& home, const fs::path& workspace) {
+  MappedHomeFiles in_home;
   for (const FileMapping& mapping : mappings) {
-    if (auto placed = Place(mapping, mapping.location == "home" ? home : workspace); !placed)
-      return placed.error();
+    const bool to_home = mapping.location == "home";
+    auto placed = Place(mapping, to_home ? home : workspace);
+    if (!placed) return placed.error();
+    if (to_home) in_home.Add(std::move(placed->first), std::move(placed->second));
   }
-  return {};
+  return in_home;
 }
 
 }  // namespace berth::runner

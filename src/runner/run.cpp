@@ -165,11 +165,10 @@ class Run {
     if (auto secrets = LoadSecrets(o_, dir_, context_.environment, masker_); !secrets) {
       return Fail(RunErrorKind::kInvalidFlags, "inputs", secrets.error().ToString());
     }
-    if (auto placed = PlaceMappedFiles(o_.file_mappings, HomeFolder(context_.environment, dir_),
-                                       dir_.workdir);
-        !placed) {
-      return Fail(RunErrorKind::kInvalidFlags, "inputs", placed.error().ToString());
-    }
+    // Held until this returns: the files mapped into home go when TF is done.
+    auto mapped =
+        PlaceMappedFiles(o_.file_mappings, HomeFolder(context_.environment, dir_), dir_.workdir);
+    if (!mapped) return Fail(RunErrorKind::kInvalidFlags, "inputs", mapped.error().ToString());
     auto env = TfEnvironment(context_.environment, o_, dir_);
     if (o_.state_backend == "http") {
       auto token = sys::ReadFile(Lookup(context_.environment, "BERTH_TOKEN_FILE"));

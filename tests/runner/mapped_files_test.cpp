@@ -33,14 +33,37 @@ class MappedFiles : public ::testing::Test {
 };
 
 TEST_F(MappedFiles, LandPrivatelyInTheirFolderWithTheFoldersOnTheWay) {
-  ASSERT_TRUE(
+  auto placed =
       PlaceMappedFiles({Mapping("home", ".config/gcloud/key.json"), Mapping("workspace", "creds")},
-                       Home(), Workspace()));
+                       Home(), Workspace());
+  ASSERT_TRUE(placed) << placed.error().ToString();
   EXPECT_EQ(sys::ReadFile(Home() / ".config/gcloud/key.json").value(), "secret bytes");
   EXPECT_EQ(sys::ReadFile(Workspace() / "creds").value(), "secret bytes");
   struct stat info {};
   ASSERT_EQ(::stat((Workspace() / "creds").c_str(), &info), 0);
   EXPECT_EQ(info.st_mode & 0777, 0600u);
+}
+
+// A kept runner Pod's home outlives the run: what the run mapped there goes with the run, even
+// when the module moved its folder away and put a link to somewhere else in its place.
+TEST_F(MappedFiles, TheFilesMappedIntoHomeGoWhenTheRunEnds) {
+  const fs::path outside = dir_->Path() / "outside";
+  fs::create_directories(outside);
+  ASSERT_TRUE(sys::WriteFileAtomic(outside / "key.json", "not the run's"));
+  {
+    auto placed = PlaceMappedFiles(
+        {Mapping("home", ".aws/credentials"), Mapping("home", ".config/gcloud/key.json"),
+         Mapping("workspace", "creds")},
+        Home(), Workspace());
+    ASSERT_TRUE(placed) << placed.error().ToString();
+    EXPECT_TRUE(fs::exists(Home() / ".aws/credentials"));
+    fs::rename(Home() / ".config/gcloud", dir_->Path() / "moved");
+    fs::create_symlink(outside, Home() / ".config/gcloud");
+  }
+  EXPECT_FALSE(fs::exists(Home() / ".aws/credentials"));
+  EXPECT_FALSE(fs::exists(dir_->Path() / "moved/key.json")) << "removed where it was written";
+  EXPECT_EQ(sys::ReadFile(outside / "key.json").value(), "not the run's");
+  EXPECT_TRUE(fs::exists(Workspace() / "creds")) << "the work folder is the next run's to empty";
 }
 
 TEST_F(MappedFiles, NeverFollowASymbolicLinkOfTheModule) {
