@@ -94,6 +94,7 @@ TEST(HelmChart, LintsCleanAndItsSchemaRefusesWhatItWouldIgnore) {
            {"replicaCount=2", "replicaCount"},
            {"controller.concurrency=0", "/controller/concurrency"},
            {"controller.watchNamespaces=a", "watchNamespaces"},
+           {"controller.runnerNamespaces={Bad_Name}", "/controller/runnerNamespaces/0"},
            {"service.nodePort=30001", "service.nodePort"}}) {
     sys::Completed refused = Helm({"template", "t", Chart().string(), "--set", set});
     EXPECT_NE(refused.exit_code, 0) << set;
@@ -304,15 +305,49 @@ TEST(HelmChart, EveryControllerValueReachesItsFlagOrSetting) {
   for (const char* flag : {"--watch-namespace=infra", "--concurrency=8",
                            "--runner-creation-timeout=60", "--destroy-timeout=0"})
     EXPECT_TRUE(HasArg(container, flag)) << flag << " in " << container["args"].dump();
-  // The runner Pods' settings it shares with berthd's launcher, and not the launcher's namespace.
-  for (const char* name :
-       {"KUBERNETES_IMAGE", "KUBERNETES_IMAGE_PULL_POLICY", "KUBERNETES_SERVICE_ACCOUNT",
-        "KUBERNETES_CPU", "KUBERNETES_MEMORY", "KUBERNETES_IMAGE_PULL_SECRETS"})
+  // The runner Pods' settings it shares with berthd's launcher, and not the launcher's namespace
+  // nor its ServiceAccount (the controller's runners keep their state in the Kubernetes API).
+  for (const char* name : {"KUBERNETES_IMAGE", "KUBERNETES_IMAGE_PULL_POLICY", "KUBERNETES_CPU",
+                           "KUBERNETES_MEMORY", "KUBERNETES_IMAGE_PULL_SECRETS"})
     EXPECT_EQ(EnvValue(container, name), EnvValue(BerthdContainer(objects), name)) << name;
+  EXPECT_EQ(EnvValue(container, "KUBERNETES_SERVICE_ACCOUNT"), "tf-runner");
   EXPECT_EQ(EnvValue(container, "KUBERNETES_IMAGE"), "registry.example.com/runner:1.2.3");
   EXPECT_EQ(EnvValue(container, "KUBERNETES_NAMESPACE"), "<unset>")
       << "each runner Pod lives beside its object";
   EXPECT_EQ(container["resources"]["limits"]["memory"], "300Mi");
+}
+
+TEST(HelmChart, EachRunnerNamespaceGetsTheRunnersAccountWithTheShippedRole) {
+  for (const json& object : Render({"controller.enabled=true"}))
+    EXPECT_NE(object["metadata"]["name"], "berth-tf-runner") << "no runner namespace listed";
+  std::vector<json> objects =
+      Render({"controller.enabled=true", "controller.runnerNamespaces={infra,apps}",
+              "controller.runnerServiceAccount=stacks"});
+  const json shipped = ShippedManifest("tf-runner-rbac.yaml");
+  std::vector<std::string> seen;
+  for (const json& object : objects) {
+    const std::string kind = object["kind"];
+    if (kind != "ServiceAccount" && kind != "Role" && kind != "RoleBinding") continue;
+    const std::string ns = object["metadata"]["namespace"];
+    if (ns == "berth") continue;  // berthd's and the controller's own
+    seen.push_back(kind + "/" + ns);
+    if (kind == "ServiceAccount") EXPECT_EQ(object["metadata"]["name"], "stacks");
+    if (kind == "Role") EXPECT_EQ(object["rules"], shipped["rules"]) << ns;
+    if (kind == "RoleBinding") {
+      EXPECT_EQ(object["roleRef"]["name"], shipped["metadata"]["name"]);
+      EXPECT_EQ(object["subjects"],
+                json::array({{{"kind", "ServiceAccount"}, {"name", "stacks"}, {"namespace", ns}}}));
+    }
+  }
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, (std::vector<std::string>{"Role/apps", "Role/infra", "RoleBinding/apps",
+                                            "RoleBinding/infra", "ServiceAccount/apps",
+                                            "ServiceAccount/infra"}));
+  json controller;
+  for (const json& object : objects)
+    if (object["kind"] == "Deployment" && object["metadata"]["name"] == "t-berth-controller")
+      controller = object["spec"]["template"]["spec"]["containers"][0];
+  EXPECT_EQ(EnvValue(controller, "KUBERNETES_SERVICE_ACCOUNT"), "stacks");
 }
 
 TEST(HelmChart, NetworkPoliciesKeepRunnersOffTheMetadataAddressUnlessAllowed) {
@@ -387,9 +422,10 @@ TEST(HelmChart, EveryRenderedObjectPassesTheApiserversDryRun) {
       crds,
       kube::kClusterRoles,
       kube::kClusterRoleBindings};
-  std::vector<json> objects = Render({"networkPolicy.enabled=true", "tls.secretName=berth-tls",
-                                      "serviceMonitor.enabled=true", "controller.enabled=true"},
-                                     ns);
+  std::vector<json> objects = Render(
+      {"networkPolicy.enabled=true", "tls.secretName=berth-tls", "serviceMonitor.enabled=true",
+       "controller.enabled=true", "controller.runnerNamespaces={" + ns + "}"},
+      ns);
   ASSERT_GE(objects.size(), 10U);
   for (const json& object : objects) {
     const kube::ResourceKind* kind = nullptr;

@@ -36,20 +36,23 @@ app.kubernetes.io/component: berthd
 {{- end -}}
 {{- end -}}
 
-{{- /* The runner Pods' settings that berthd's launcher and berth-controller share. */ -}}
+{{- /* The runner Pods' settings that berthd's launcher and berth-controller share; only
+their ServiceAccount differs (berthd's runners need no Kubernetes API, the controller's keep
+their state in it): (dict "root" $ "serviceAccount" NAME). */ -}}
 {{- define "berth.runnerPodEnv" -}}
-- {name: KUBERNETES_IMAGE, value: {{ include "berth.runnerImage" . | quote }}}
-- {name: KUBERNETES_IMAGE_PULL_POLICY, value: {{ .Values.ephemeralRunner.pullPolicy | quote }}}
-{{- with .Values.ephemeralRunner.serviceAccount }}
+{{- $values := .root.Values -}}
+- {name: KUBERNETES_IMAGE, value: {{ include "berth.runnerImage" .root | quote }}}
+- {name: KUBERNETES_IMAGE_PULL_POLICY, value: {{ $values.ephemeralRunner.pullPolicy | quote }}}
+{{- with .serviceAccount }}
 - {name: KUBERNETES_SERVICE_ACCOUNT, value: {{ . | quote }}}
 {{- end }}
-{{- with .Values.ephemeralRunner.cpu }}
+{{- with $values.ephemeralRunner.cpu }}
 - {name: KUBERNETES_CPU, value: {{ . | quote }}}
 {{- end }}
-{{- with .Values.ephemeralRunner.memory }}
+{{- with $values.ephemeralRunner.memory }}
 - {name: KUBERNETES_MEMORY, value: {{ . | quote }}}
 {{- end }}
-{{- with .Values.ephemeralRunner.imagePullSecrets }}
+{{- with $values.ephemeralRunner.imagePullSecrets }}
 - {name: KUBERNETES_IMAGE_PULL_SECRETS, value: {{ join "," . | quote }}}
 {{- end }}
 {{- end -}}
