@@ -293,6 +293,69 @@ TEST_F(ReconcilerTest, AFluxSourcesArtifactIsRunOnlyWhenItMatchesItsDigest) {
             std::string::npos);
 }
 
+// source-controller's other two kinds carry the same artifact in their status (Flux v1 APIs,
+// their real CRDs): each is fetched, checked and run as a GitRepository's is.
+TEST_F(ReconcilerTest, AnOciRepositoryAndABucketArtifactAreRunAsAGitRepositorysIs) {
+  const fs::path crds = testenv::TestTool("BERTH_TEST_FLUX_SOURCE_CRDS").value();
+  auto artifact = sys::PackModule(testenv::SourceDir() / "examples/file");
+  ASSERT_TRUE(artifact);
+  const std::string served = *artifact;
+  auto server = net::StartHttpServer({}, [&served](const net::ServerRequest& request) {
+    if (!request.target.ends_with("/latest.tar.gz")) return net::ServerResponse{.status = 404};
+    return net::ServerResponse{.body = served};
+  });
+  ASSERT_TRUE(server);
+  struct Source {
+    kube::ResourceKind kind;
+    std::string crd;
+    json spec;
+    std::string revision;
+  };
+  const std::vector<Source> sources = {
+      {{"source.toolkit.fluxcd.io/v1", "OCIRepository", "ocirepositories"},
+       "ocirepositories.yaml",
+       {{"url", "oci://registry.example.com/infra"}, {"interval", "5m"}},
+       "latest@sha256:" + std::string(64, 'a')},
+      {{"source.toolkit.fluxcd.io/v1", "Bucket", "buckets"},
+       "buckets.yaml",
+       {{"bucketName", "infra"}, {"endpoint", "minio.example.com"}, {"interval", "5m"}},
+       "sha256:" + std::string(64, 'b')}};
+  for (const Source& source : sources) {
+    SCOPED_TRACE(source.kind.kind);
+    ASSERT_TRUE(InstallCrd(*shared->api, crds / source.crd));
+    const std::string plural(source.kind.plural);
+    const std::string name = "infra-" + plural;
+    ASSERT_TRUE(shared->api->Create(source.kind, kNamespace,
+                                    {{"apiVersion", source.kind.api_version},
+                                     {"kind", source.kind.kind},
+                                     {"metadata", {{"name", name}}},
+                                     {"spec", source.spec}}));
+    const std::string path = plural + "/" + kNamespace + "/" + name + "/latest.tar.gz";
+    ASSERT_TRUE(shared->api->Patch(
+        source.kind, kNamespace, name, kube::PatchType::kMerge,
+        {{"status",
+          {{"artifact",
+            {{"url", "http://127.0.0.1:" + std::to_string((*server)->Port()) + "/" + path},
+             {"digest", "sha256:" + crypto::Sha256Hex(served)},
+             {"revision", source.revision},
+             {"path", path},
+             {"lastUpdateTime", "2026-12-03T00:00:00Z"}}}}}},
+        "test", "status"));
+    const std::string object_name = "from-" + plural;
+    const fs::path world = WorldFile(object_name);
+    json object = Object(object_name, world);
+    object["spec"].erase("git");
+    object["spec"].erase("path");
+    object["spec"]["sourceRef"] = {{"kind", source.kind.kind}, {"name", name}};
+    object["spec"]["approvePlan"] = "auto";
+    Create(object);
+    json applied = Reconcile(object_name);
+    EXPECT_EQ(ConditionOf(applied, "Ready")["reason"], "Applied") << applied["status"].dump();
+    EXPECT_EQ(applied["status"]["lastAppliedRevision"], source.revision);
+    EXPECT_EQ(sys::ReadFile(world).value(), "from git");
+  }
+}
+
 TEST_F(ReconcilerTest, AFailedPlanComesBackAfterRetryIntervalAndASuccessAfterInterval) {
   json failing = Object("failing", WorldFile("failing"));
   failing["spec"]["vars"] = json::array();  // the module's required `path` is missing
