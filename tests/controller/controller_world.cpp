@@ -112,10 +112,9 @@ Result<std::unique_ptr<ControllerWorld>> ControllerWorld::Create(const std::stri
   auto world = std::make_unique<ControllerWorld>();
   auto cluster = testenv::KubeTestCluster::Shared();
   if (!cluster) return cluster.error();
-  auto config =
-      kube::KubeConfig::Parse((*cluster)->KubeconfigYaml((*cluster)->AdminTls()), "/", {});
-  if (!config) return config.error();
-  world->api = kube::MakeKubeClient(std::move(*config));
+  auto admin = (*cluster)->AdminClient();
+  if (!admin) return admin.error();
+  world->api = std::move(*admin);
   if (auto ok = InstallCrd(
           *world->api, testenv::SourceDir() / "deploy/kubernetes/crds/terraforms.berth.dev.yaml");
       !ok)

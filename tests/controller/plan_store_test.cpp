@@ -22,10 +22,9 @@ class PlanStoreTest : public ::testing::Test {
   static void SetUpTestSuite() {
     auto cluster = testenv::KubeTestCluster::Shared();
     ASSERT_TRUE(cluster) << cluster.error().ToString();
-    auto config =
-        kube::KubeConfig::Parse((*cluster)->KubeconfigYaml((*cluster)->AdminTls()), "/", {});
-    ASSERT_TRUE(config) << config.error().ToString();
-    api = kube::MakeKubeClient(std::move(*config)).release();
+    auto admin = (*cluster)->AdminClient();
+    ASSERT_TRUE(admin) << admin.error().ToString();
+    api = admin->release();
     ASSERT_TRUE((*cluster)->CreateNamespace(kNamespace));
   }
   static void TearDownTestSuite() { delete api; }

@@ -23,10 +23,9 @@ class RunnerPkiTest : public ::testing::Test {
   static void SetUpTestSuite() {
     auto cluster = testenv::KubeTestCluster::Shared();
     ASSERT_TRUE(cluster) << cluster.error().ToString();
-    auto config =
-        kube::KubeConfig::Parse((*cluster)->KubeconfigYaml((*cluster)->AdminTls()), "/", {});
-    ASSERT_TRUE(config) << config.error().ToString();
-    shared_api = kube::MakeKubeClient(std::move(*config)).release();
+    auto admin = (*cluster)->AdminClient();
+    ASSERT_TRUE(admin) << admin.error().ToString();
+    shared_api = admin->release();
     ASSERT_TRUE((*cluster)->CreateNamespace(kControllerNamespace));
     ASSERT_TRUE((*cluster)->CreateNamespace(kTeamNamespace));
   }

@@ -16,7 +16,6 @@
 #include "cli/body.h"
 #include "core/base64.h"
 #include "kube/kube_api.h"
-#include "kube/kube_config.h"
 #include "kube_test_cluster.h"
 #include "oci_layout.h"
 #include "real_node.h"
@@ -63,10 +62,9 @@ class HelmInstall : public ::testing::Test {
     auto cluster = testenv::KubeTestCluster::Shared();
     ASSERT_TRUE(cluster);
     TheSuite().cluster = *cluster;
-    auto config = kube::KubeConfig::Parse(
-        TheSuite().cluster->KubeconfigYaml(TheSuite().cluster->AdminTls()), "/", {});
-    ASSERT_TRUE(config);
-    TheSuite().admin = kube::MakeKubeClient(*config);
+    auto admin = TheSuite().cluster->AdminClient();
+    ASSERT_TRUE(admin) << admin.error().ToString();
+    TheSuite().admin = std::move(*admin);
     for (const char* image : {"runner", "berthd"}) {
       auto pushed = TheSuite().node->Push(ImagesDir() / image, ImageTag(image),
                                           std::string("berth/") + image, ImageTag(image));

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base64.h"
+#include "kube/kube_config.h"
 #include "loopback.h"
 #include "test_tools.h"
 
@@ -214,6 +215,12 @@ Result<std::unique_ptr<sys::Subprocess>> KubeTestCluster::StartControllers(
                                 "--cert-dir=" + (dir / (name + "-certs")).string()},
                        .output_path = (dir / (name + ".log")).string()},
                       fmt::format("https://127.0.0.1:{}/healthz", *port), kStartTimeout);
+}
+
+Result<std::unique_ptr<kube::KubeClient>> KubeTestCluster::AdminClient() const {
+  auto config = kube::KubeConfig::Parse(KubeconfigYaml(AdminTls()), "/", {});
+  if (!config) return config.error();
+  return kube::MakeKubeClient(std::move(*config));
 }
 
 std::string KubeTestCluster::KubeconfigYaml(const net::TlsConfig& tls,

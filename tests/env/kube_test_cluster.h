@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "crypto/x509.h"
+#include "kube/kube_api.h"
 #include "net/http_client.h"
 #include "sys/files.h"
 #include "sys/subprocess.h"
@@ -37,6 +38,8 @@ class KubeTestCluster {
   const std::filesystem::path& AdminKubeconfig() const { return admin_kubeconfig_; }
   // A kubeconfig document for this cluster with a client certificate (tls) or a bearer token.
   std::string KubeconfigYaml(const net::TlsConfig& tls, const std::string& token = "") const;
+  // A client with the cluster admin's rights.
+  Result<std::unique_ptr<kube::KubeClient>> AdminClient() const;
   // A namespace with its `default` ServiceAccount (no controller manager makes it here);
   // succeeds when both exist already.
   Result<void> CreateNamespace(const std::string& name) const;

@@ -59,9 +59,9 @@ class InformerTest : public ::testing::Test {
         std::string("informer-") + ::testing::UnitTest::GetInstance()->current_test_info()->name();
     for (char& c : ns_) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     ASSERT_TRUE(cluster_->CreateNamespace(ns_));
-    auto config = KubeConfig::Parse(cluster_->KubeconfigYaml(cluster_->AdminTls()), "/", {});
-    ASSERT_TRUE(config);
-    client_ = MakeKubeClient(*config);
+    auto admin = cluster_->AdminClient();
+    ASSERT_TRUE(admin) << admin.error().ToString();
+    client_ = std::move(*admin);
     faulty_ = std::make_unique<FaultInjectingKubeApi>(*client_);
     informer_ =
         std::make_unique<Informer>(*faulty_, kConfigMaps,

@@ -51,9 +51,9 @@ Result<std::unique_ptr<LauncherWorld>> LauncherWorld::Create(const std::string& 
   auto cluster = testenv::KubeTestCluster::Shared();
   if (!cluster) return cluster.error();
   std::unique_ptr<LauncherWorld> world(new LauncherWorld(ns));
-  auto admin = kube::KubeConfig::Parse((*cluster)->KubeconfigYaml((*cluster)->AdminTls()), "/", {});
+  auto admin = (*cluster)->AdminClient();
   if (!admin) return admin.error();
-  world->admin_ = kube::MakeKubeClient(*admin);
+  world->admin_ = std::move(*admin);
   testenv::RealNode* real = nullptr;
   if (node == Node::kReal) {
     auto shared = testenv::RealNode::Shared();
