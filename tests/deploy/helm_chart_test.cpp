@@ -331,8 +331,12 @@ TEST(HelmChart, EachRunnerNamespaceGetsTheRunnersAccountWithTheShippedRole) {
     const std::string ns = object["metadata"]["namespace"];
     if (ns == "berth") continue;  // berthd's and the controller's own
     seen.push_back(kind + "/" + ns);
-    if (kind == "ServiceAccount") EXPECT_EQ(object["metadata"]["name"], "stacks");
-    if (kind == "Role") EXPECT_EQ(object["rules"], shipped["rules"]) << ns;
+    if (kind == "ServiceAccount") {
+      EXPECT_EQ(object["metadata"]["name"], "stacks");
+    }
+    if (kind == "Role") {
+      EXPECT_EQ(object["rules"], shipped["rules"]) << ns;
+    }
     if (kind == "RoleBinding") {
       EXPECT_EQ(object["roleRef"]["name"], shipped["metadata"]["name"]);
       EXPECT_EQ(object["subjects"],
