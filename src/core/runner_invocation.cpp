@@ -26,6 +26,7 @@ std::vector<std::string> RunnerInvocation::Args() const {
   value("namespace", ns);
   value("name", name);
   value("workdir", workdir);
+  if (prepared) args.emplace_back("--prepared");
   value("result", result);
   if (result_max_bytes) value("result-max-bytes", std::to_string(*result_max_bytes));
   value("binary", binary);

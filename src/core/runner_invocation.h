@@ -32,6 +32,9 @@ struct RunnerInvocation {
   // Where it runs: the launcher's.
   std::string ns, name;
   std::string workdir;
+  // The work folder holds the plan run's layout of this module, initialised: an approved apply
+  // continues there without init (tofu checks the providers against the plan's lock file).
+  bool prepared = false;
   std::string result;  // where the result document goes
   std::optional<size_t> result_max_bytes;
   std::string binary;  // auto | tofu | terraform; empty: the runner's default

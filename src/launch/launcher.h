@@ -26,6 +26,9 @@ struct LaunchRequest {
   std::map<std::string, std::string> labels;  // the run's labels (reserved ones override)
   std::string token;                          // the run's token; never in a spec or a log
   nlohmann::json runner_configuration;        // the runner's own configuration
+  // The plan run of the approved plan this run applies: a launcher that kept that run's work
+  // folder continues in it (no second init); one that did not, or cannot, starts afresh.
+  std::string plan_run_id;
 };
 
 // Why a runner ended other than by finishing its run (the result document's kinds cover a run

@@ -155,6 +155,7 @@ void AddRunFlags(FlagSet& flags, RunOptions& o) {
   flags.Value("namespace", NonEmptyString(&o.ns));
   flags.Value("name", NonEmptyString(&o.name));
   flags.Value("workdir", NonEmptyString(&o.workdir));
+  flags.Bool("prepared", &o.prepared);
   flags.Value("binary", [&o](std::string_view v) -> Result<void> {
     if (v != "auto" && v != "tofu" && v != "terraform")
       return Invalid("must be auto, tofu or terraform");
@@ -292,6 +293,23 @@ Error Usage(std::string message) {
 }
 
 // The rules of Kubernetes' component-base for logging options that only go together.
+// Init is skipped only where tofu checks what an earlier run installed against the approved
+// plan's lock file: the apply of exactly the approved plan bytes, in a given work folder.
+std::optional<Error> PreparedProblem(const RunOptions& o) {
+  if (o.op != "apply" && o.op != "destroy")
+    return Usage("run: --prepared continues an approved plan: it needs --op=apply or destroy");
+  if (o.workdir.empty()) return Usage("run: --prepared names no folder: it needs --workdir");
+  if (o.approved_plan_sha256.empty())
+    return Usage(
+        "run: --prepared skips init only for the approved plan's bytes: it needs "
+        "--approved-plan-sha256");
+  if (o.plan_file.empty() && o.gateway.empty())
+    return Usage(
+        "run: --prepared applies a saved plan: it needs --plan-file (or --gateway, whose "
+        "approved plan it stages)");
+  return std::nullopt;
+}
+
 std::optional<Error> ValidateLogging(const LoggingOptions& l) {
   if (!l.vmodule.empty() && l.format != "text")
     return Usage("--vmodule: only supported for --logging-format=text");
@@ -426,6 +444,8 @@ CommandLine ParseFlags(const std::vector<std::string>& args) {
       line.error = Usage(
           "run: --state-encryption takes the key from berthd: it needs --gateway (or give "
           "--state-key-file)");
+    } else if (run.options.prepared) {
+      line.error = PreparedProblem(run.options);
     }
     if (run.options.module.empty() && run.options.gateway.empty())
       run.options.module = "/berth/module";

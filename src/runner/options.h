@@ -39,6 +39,9 @@ struct RunOptions {
   std::string ns = "default";
   std::string name = "run";
   std::string workdir;  // default /tmp/<namespace>-<name>/<path>
+  // The workdir holds an earlier run's layout of this module, initialised: its .terraform and
+  // lock file are kept, the module is laid out afresh, and init does not run.
+  bool prepared = false;
   // the binary
   std::string binary = "auto";
   std::string bin;

@@ -212,7 +212,7 @@ class Run {
     env_ = env;
     const bool version_from_plan = binary_.name == "tofu" && Plans();
     if (!version_from_plan) StartVersion(env);
-    bool initialised = Init();
+    bool initialised = dir_.initialised ? ContinueInit() : Init();
     if (!version_from_plan && !FinishVersion()) return false;
     if (!initialised) return false;
     if (!o_.force_unlock.empty() &&
@@ -297,6 +297,13 @@ class Run {
       args.push_back("-backend-config=" + value);
     }
     return Step("init", args, RunErrorKind::kInit);
+  }
+
+  // The plan run's init is where TF runs (--prepared): tofu refuses a provider that is not
+  // the one the approved plan's lock file names, so nothing in it needs trusting.
+  bool ContinueInit() {
+    steps_->Log("init", "not run: the plan run's providers and modules are used again");
+    return true;
   }
 
   fs::path PlanFile() const {

@@ -4,10 +4,12 @@
 #include <re2/re2.h>
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "core/bounded_json.h"
 #include "runner/module_archive.h"
+#include "runner/prepared_init.h"
 #include "sys/files.h"
 
 namespace berth::runner {
@@ -141,7 +143,10 @@ Result<WorkDir> PrepareWorkDir(const RunOptions& options) {
                                      : fs::path(options.workdir);
   dir.workdir = options.path.empty() ? dir.root : dir.root / options.path;
   std::error_code ec;
-  if (options.workdir.empty()) {
+  std::optional<PreparedInit> prepared;
+  if (options.prepared) {
+    prepared = PreparedInit::Stash(dir.root, dir.workdir);
+  } else if (options.workdir.empty()) {
     // The runner's own folder starts empty: in a kept Pod, nothing of an earlier run (a file an
     // older revision had, its .terraform) is seen by this one. Links are removed, not followed.
     for (const auto& entry : fs::directory_iterator(dir.root, ec)) fs::remove_all(entry.path(), ec);
@@ -168,6 +173,7 @@ Result<WorkDir> PrepareWorkDir(const RunOptions& options) {
   if (!fs::is_directory(dir.workdir, ec)) {
     return Unavailable("--path: no such folder in the module", options.path);
   }
+  if (prepared) dir.initialised = prepared->Restore(dir.workdir);
   if (!options.state_backend.empty()) {
     if (auto declared = DeclareBackend(dir.workdir, options.state_backend); !declared)
       return declared.error();

@@ -15,9 +15,11 @@ namespace berth::runner {
 struct WorkDir {
   std::filesystem::path root;     // where the module is laid out
   std::filesystem::path workdir;  // root/<path>: where TF runs
+  bool initialised = false;       // an earlier run's init is there (--prepared): none runs
 };
 
-// Copies a module folder (or extracts a module archive) into the run's root.
+// Copies a module folder (or extracts a module archive) into the run's root; with --prepared,
+// around the init an earlier run left there (prepared_init.h).
 Result<WorkDir> PrepareWorkDir(const RunOptions& options);
 
 // The environment TF runs in: the caller's, less every TF_* variable not allowed by

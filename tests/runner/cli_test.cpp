@@ -51,6 +51,7 @@ TEST(RunnerCli, RunTakesEveryFlagOfTheContract) {
                      "--namespace=team",
                      "--name=net",
                      "--workdir=/tmp/w",
+                     "--prepared",
                      "--binary=tofu",
                      "--bin=/usr/bin/tofu",
                      "--providers=/mirror",
@@ -108,6 +109,7 @@ TEST(RunnerCli, RunTakesEveryFlagOfTheContract) {
   EXPECT_EQ(o.event_object, "Terraform/team/net");
   EXPECT_EQ(o.state_backend, "http");
   EXPECT_EQ(o.approved_plan_sha256, std::string(64, 'd'));
+  EXPECT_TRUE(o.prepared);
   EXPECT_EQ(o.state_key_file, "/sk");
   EXPECT_EQ(o.cli_config, "/cli.tfrc");
   ASSERT_EQ(o.file_mappings.size(), 2u);
@@ -115,6 +117,15 @@ TEST(RunnerCli, RunTakesEveryFlagOfTheContract) {
   EXPECT_EQ(o.file_mappings[0].path, ".config/gcloud/key.json");
   EXPECT_EQ(o.file_mappings[0].file, "/f1");
   EXPECT_EQ(o.file_mappings[1].location, "workspace");
+}
+
+TEST(RunnerCli, PreparedGoesWithTheApprovedPlanInAGivenFolder) {
+  const std::string digest = "--approved-plan-sha256=" + std::string(64, 'd');
+  EXPECT_FALSE(
+      Parse({"run", "--op=apply", "--prepared", "--workdir=/w", digest, "--plan-file=/p"}).error);
+  EXPECT_FALSE(Parse({"run", "--op=destroy", "--prepared", "--workdir=/w", digest,
+                      "--gateway=https://berthd", "--run-id=r"})
+                   .error);
 }
 
 TEST(RunnerCli, AFileMappingStaysInItsFolder) {
@@ -224,6 +235,7 @@ TEST(RunnerCli, AnInvocationRoundTripsThroughTheRunnersParser) {
                       .ns = "team",
                       .name = "d-1-apply",
                       .workdir = "/tmp/team-d-1",
+                      .prepared = true,
                       .result = "/dev/termination-log",
                       .result_max_bytes = 2048,
                       .binary = "terraform",
@@ -250,6 +262,7 @@ TEST(RunnerCli, AnInvocationRoundTripsThroughTheRunnersParser) {
   EXPECT_EQ(o.ns, in.ns);
   EXPECT_EQ(o.name, in.name);
   EXPECT_EQ(o.workdir, in.workdir);
+  EXPECT_TRUE(o.prepared);
   EXPECT_EQ(o.result, in.result);
   EXPECT_EQ(o.result_max_bytes, *in.result_max_bytes);
   EXPECT_EQ(o.binary, in.binary);
@@ -299,6 +312,21 @@ INSTANTIATE_TEST_SUITE_P(
         Refused{{"run", "--op=plan", "--inputs-hash=md5:x"}, "--inputs-hash", true},
         Refused{{"run", "--op=apply", "--approved-plan-sha256=sha256:ab"},
                 "--approved-plan-sha256",
+                true},
+        Refused{{"run", "--op=plan", "--prepared", "--workdir=/w",
+                 "--approved-plan-sha256=" + std::string(64, 'd')},
+                "--prepared continues an approved plan: it needs --op=apply",
+                true},
+        Refused{
+            {"run", "--op=apply", "--prepared", "--approved-plan-sha256=" + std::string(64, 'd')},
+            "--prepared names no folder: it needs --workdir",
+            true},
+        Refused{{"run", "--op=apply", "--prepared", "--workdir=/w"},
+                "--prepared skips init only for the approved plan's bytes",
+                true},
+        Refused{{"run", "--op=apply", "--prepared", "--workdir=/w",
+                 "--approved-plan-sha256=" + std::string(64, 'd')},
+                "--prepared applies a saved plan: it needs --plan-file",
                 true},
         Refused{{"run", "--op=plan", "--binary=opentofu"}, "--binary", true},
         Refused{{"run", "--op=plan", "--event-object=Pod"}, "--event-object", true},

@@ -134,6 +134,87 @@ TEST_F(RunnerE2E, AnApprovedPlanIsAppliedAndADifferentEffectIsRefused) {
   EXPECT_EQ(Kind(stale), "PlanStale") << Describe(stale);
 }
 
+// The flags of the apply of a saved plan, approved by its hash and its file's digest, in the
+// work folder its plan run left (--prepared).
+std::vector<std::string> PreparedApply(const RunnerRun& plan, const std::string& plan_file) {
+  return {"--op=apply", "--prepared", "--plan-file=" + plan_file,
+          "--approved-plan=" + plan.result["plan"]["hash"].get<std::string>(),
+          "--approved-plan-sha256=" + crypto::Sha256Hex(*sys::ReadFile(plan_file))};
+}
+
+TEST_F(RunnerE2E, AnApprovedPlanContinuesInItsPlanRunsFolderWithoutInit) {
+  auto module = h_->Module("file", {{"backend.tf", kLocalBackend}});
+  std::string plan_file = (h_->Root() / "saved.tfplan").string();
+  auto plan =
+      h_->Run(With(FileModule(module, "p", "approved"), {"--op=plan", "--plan-file=" + plan_file}));
+  ASSERT_EQ(plan.exit_code, 0) << Describe(plan);
+  // What the plan run left beside its init does not stay: the module is laid out again.
+  const fs::path work = h_->Root() / "work-p";
+  ASSERT_TRUE(sys::WriteFileAtomic(work / "main.tf", "changed after the plan"));
+  ASSERT_TRUE(sys::WriteFileAtomic(work / "left.txt", "left by the plan run"));
+
+  auto applied = h_->Run(With(FileModule(module, "p", "approved"), PreparedApply(plan, plan_file)));
+  ASSERT_EQ(applied.exit_code, 0) << Describe(applied);
+  std::vector<std::string> steps;
+  for (const auto& step : applied.result["steps"]) steps.push_back(step["name"]);
+  EXPECT_EQ(steps, (std::vector<std::string>{"apply"}));
+  EXPECT_NE(applied.log.find("[init] not run"), std::string::npos) << applied.log;
+  EXPECT_EQ(*sys::ReadFile(target_), "approved");
+  EXPECT_EQ(*sys::ReadFile(work / "main.tf"), *sys::ReadFile(module / "main.tf"));
+  EXPECT_FALSE(fs::exists(work / "left.txt"));
+}
+
+TEST_F(RunnerE2E, AProviderSwappedInThePlanRunsFolderIsNeverStarted) {
+  auto module = h_->Module("file", {{"backend.tf", kLocalBackend}});
+  std::string plan_file = (h_->Root() / "saved.tfplan").string();
+  auto plan =
+      h_->Run(With(FileModule(module, "s", "approved"), {"--op=plan", "--plan-file=" + plan_file}));
+  ASSERT_EQ(plan.exit_code, 0) << Describe(plan);
+  // A hostile plan run puts a provider of its own where its init installed the real one.
+  fs::path installed;
+  for (const auto& entry :
+       fs::recursive_directory_iterator(h_->Root() / "work-s/.terraform/providers",
+                                        fs::directory_options::follow_directory_symlink)) {
+    if (entry.path().filename().string().starts_with("terraform-provider-berthtest"))
+      installed = entry.path();
+  }
+  ASSERT_FALSE(installed.empty());
+  const fs::path platform = installed.parent_path();  // a link into the plugin cache, or a copy
+  const fs::path started = h_->Root() / "swapped-provider-started";
+  fs::remove_all(platform);
+  fs::create_directories(platform);
+  ASSERT_TRUE(sys::WriteFileAtomic(installed, "#!/bin/sh\ntouch " + started.string() + "\n"));
+  fs::permissions(installed, fs::perms::owner_all);
+
+  auto refused = h_->Run(With(FileModule(module, "s", "approved"), PreparedApply(plan, plan_file)));
+  EXPECT_EQ(Kind(refused), "Apply") << Describe(refused);
+  EXPECT_NE(refused.log.find("checksums"), std::string::npos) << refused.log;
+  EXPECT_FALSE(fs::exists(started)) << "tofu started the swapped provider";
+  EXPECT_FALSE(fs::exists(target_)) << "something was applied";
+}
+
+// The files of a remote module are checked by no lock file: its apply inits afresh.
+TEST_F(RunnerE2E, APlanRunsFolderWithRemoteModulesIsInitialisedAgain) {
+  const fs::path remote = h_->Root() / "remote-module";
+  fs::create_directories(remote);
+  ASSERT_TRUE(sys::WriteFileAtomic(remote / "main.tf", "output \"x\" {\n  value = 1\n}\n"));
+  auto module = h_->Module(
+      "file", {{"backend.tf", kLocalBackend},
+               {"remote.tf", "module \"remote\" {\n  source = \"" + remote.string() + "\"\n}\n"}});
+  std::string plan_file = (h_->Root() / "saved.tfplan").string();
+  auto plan =
+      h_->Run(With(FileModule(module, "r", "approved"), {"--op=plan", "--plan-file=" + plan_file}));
+  ASSERT_EQ(plan.exit_code, 0) << Describe(plan);
+  ASSERT_TRUE(fs::exists(h_->Root() / "work-r/.terraform/modules/remote/main.tf"));
+
+  auto applied = h_->Run(With(FileModule(module, "r", "approved"), PreparedApply(plan, plan_file)));
+  ASSERT_EQ(applied.exit_code, 0) << Describe(applied);
+  std::vector<std::string> steps;
+  for (const auto& step : applied.result["steps"]) steps.push_back(step["name"]);
+  EXPECT_EQ(steps, (std::vector<std::string>{"init", "apply"}));
+  EXPECT_EQ(*sys::ReadFile(target_), "approved");
+}
+
 TEST_F(RunnerE2E, DestructivePlansNeedAllowDestroy) {
   auto module = h_->Module("file", {{"backend.tf", kLocalBackend}});
   ASSERT_EQ(h_->Run(With(FileModule(module, "x", "v1"), {"--op=apply"})).exit_code, 0);

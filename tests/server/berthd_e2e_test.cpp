@@ -128,11 +128,12 @@ TEST_F(BerthdE2e, AnApprovedPlanIsAppliedExactlyAndNoOtherHashOrStalePlanIs) {
   json done = WaitFor(id, {"succeeded", "failed"});
   ASSERT_EQ(done["state"], "succeeded") << done.dump(2) << Log(id);
   EXPECT_EQ(done["result"]["approved_plan"]["hash"], hash);
-  // The apply ran exactly the approved file's bytes, without reading the plan again, and
-  // its plain outputs came with its own events (no output -json).
+  // The apply ran exactly the approved file's bytes, without reading the plan again, in the
+  // plan run's work folder without a second init, and its plain outputs came with its own
+  // events (no output -json).
   std::vector<std::string> steps;
   for (const auto& step : done["result"]["run"]["steps"]) steps.push_back(step["name"]);
-  EXPECT_EQ(steps, (std::vector<std::string>{"init", "apply"})) << done.dump(2);
+  EXPECT_EQ(steps, (std::vector<std::string>{"apply"})) << done.dump(2);
   EXPECT_EQ(done["binary"]["name"], "tofu") << done.dump(2);
   EXPECT_FALSE(done["binary"]["version"].get<std::string>().empty()) << done.dump(2);
   auto outputs = json::parse(Call("GET", "/deployments/" + id + "/outputs").body);

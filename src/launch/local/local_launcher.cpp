@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 
 #include "core/http_url.h"
@@ -170,6 +171,18 @@ void LocalLauncher::StartWaiting() {
   }
 }
 
+// The plan run's init left the providers and modules where it ran: the apply of exactly its
+// plan continues there (the runner trusts nothing in it: runner/prepared_init.h). Where the
+// folder is gone (pruned, kept by another machine, under another work_dir), the apply inits.
+bool LocalLauncher::TakePlanRunWork(const Run& run) const {
+  const LaunchRequest& request = run.request;
+  if (request.plan_run_id.empty() || request.invocation.approved_plan_sha256.empty()) return false;
+  std::error_code ec;
+  fs::create_directories(run.dir, ec);
+  const fs::path plan_work = run.dir.parent_path() / request.plan_run_id / "work";
+  return !ec && rename(plan_work.c_str(), (run.dir / "work").c_str()) == 0;
+}
+
 Result<void> LocalLauncher::MakeRunFolder(const Run& run) const {
   const fs::path& dir = run.dir;
   std::error_code ec;
@@ -229,9 +242,11 @@ Result<void> LocalLauncher::Start(Run& run) {
   const fs::path& dir = run.dir;
   if (!options_.sandbox && !options_.insecure)
     return MakeError(ErrorKind::kFailedPrecondition, options_.refusal);
+  const bool prepared = TakePlanRunWork(run);
   if (auto made = MakeRunFolder(run); !made) return made.error();
 
   RunnerInvocation invocation = run.request.invocation;
+  invocation.prepared = prepared;
   if (CutsNetwork(run.request)) {
     if (!options_.sandbox)
       return MakeError(

@@ -93,6 +93,8 @@ class LocalLauncher final : public Launcher {
   // The relay of a run whose network is cut: relay/berthd.sock in its folder, to berthd's URL,
   // and the /etc/hosts that points berthd's host name at the runner's end of it.
   Result<void> StartRelay(Run& run) const;
+  // Whether an approved apply got its plan run's work folder, to continue without init.
+  bool TakePlanRunWork(const Run& run) const;
   // The run's folder made for it: owned by the sandbox's user, the token readable by it only.
   Result<void> MakeRunFolder(const Run& run) const;
   // What the run's sandbox shows it: its folder's run parts, its module and inputs, and

@@ -168,6 +168,7 @@ Result<Dispatcher::Launch> Dispatcher::Prepare(const store::Deployment& d) {
     auto plan_file = store_.DeploymentData().GetArtifact(d.org_id, d.id, "plan");
     if (!plan_file) return plan_file.error();
     run.approved_plan_sha256 = plan_file->sha256;
+    request.plan_run_id = d.id;  // a deployment's first run has its id
   }
   auto env = store_.Get(store::Kind::kEnvironment, d.org_id, d.project_id, d.env_id);
   if (!env) return env.error();
