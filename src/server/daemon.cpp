@@ -414,7 +414,8 @@ class Berthd {
                         .local_network_refusal =
                             options.insecure_local_runners
                                 ? "local runs have no sandbox (--insecure-local-runners)"
-                                : ""}) {
+                                : "",
+                        .secure_cookies = !options.tls_cert_file.empty()}) {
     if (base_.kube_client) {
       kubernetes_ = std::make_unique<launch::KubernetesLauncher>(
           *base_.kube_client, std::move(*base_.kube_settings), SystemClock::Instance(), dispatcher_,

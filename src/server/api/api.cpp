@@ -22,6 +22,8 @@
 #include "server/api/openapi.h"
 #include "server/api/request_support.h"
 #include "server/api/runner_status_routes.h"
+#include "server/api/session_credentials.h"
+#include "server/api/session_routes.h"
 #include "server/api/state_routes.h"
 #include "server/api/token_routes.h"
 #include "server/retention.h"
@@ -417,8 +419,10 @@ class ApiHandlers {
     runner_status_ = std::make_unique<RunnerStatusRoutes>(
         router, store, authorized_, options.clock ? *options.clock : SystemClock::Instance());
     deployments_ = std::make_unique<DeploymentRoutes>(router, store, authorized_, control, options);
-    tokens_ = std::make_unique<TokenRoutes>(
-        router, store, authorized_, options.clock ? *options.clock : SystemClock::Instance());
+    Clock& clock = options.clock ? *options.clock : SystemClock::Instance();
+    tokens_ = std::make_unique<TokenRoutes>(router, store, authorized_, clock);
+    sessions_ =
+        std::make_unique<SessionRoutes>(router, store, authorized_, clock, options.secure_cookies);
   }
 
  private:
@@ -635,6 +639,7 @@ class ApiHandlers {
   std::unique_ptr<RunnerStatusRoutes> runner_status_;
   std::unique_ptr<DeploymentRoutes> deployments_;
   std::unique_ptr<TokenRoutes> tokens_;
+  std::unique_ptr<SessionRoutes> sessions_;
 };
 
 std::string HashToken(const std::string& secret) { return crypto::Sha256Hex(secret); }
@@ -644,7 +649,7 @@ std::string NewTokenSecret() { return "berth_" + crypto::RandomToken(32); }
 Result<std::pair<store::ApiToken, std::string>> IssueToken(store::Store& store,
                                                            store::ApiToken token) {
   std::string secret = NewTokenSecret();
-  if (token.id.empty()) token.id = "tok-" + crypto::RandomId();
+  if (token.id.empty()) token.id = std::string(kApiTokenIdPrefix) + crypto::RandomId();
   if (token.created_at == 0) token.created_at = UnixMillisNow();
   if (auto created = store.CreateToken(token, HashToken(secret)); !created) return created.error();
   return std::pair{std::move(token), std::move(secret)};

@@ -32,6 +32,8 @@ struct ApiOptions {
   std::string local_limits_refusal;
   // Why local runs cannot have their network cut here (no sandbox); empty: they can.
   std::string local_network_refusal;
+  // berthd serves TLS: a browser sends the session cookie over it only.
+  bool secure_cookies = false;
 };
 
 class ApiHandlers;

@@ -4,7 +4,9 @@
 
 #include "core/bounded_json.h"
 #include "core/time_format.h"
+#include "crypto/digest.h"
 #include "server/api/api.h"
+#include "server/api/session_credentials.h"
 
 namespace berth::server {
 
@@ -17,13 +19,43 @@ net::ServerResponse TokenGuard::operator()(const RouteRequest& r, Scope needed,
     response.headers["WWW-Authenticate"] = challenge;
     return response;
   };
+  // A bearer token, else a browser session's cookie.
+  std::string secret;
   auto header = r.http.headers.find("authorization");
-  if (header == r.http.headers.end() || !header->second.starts_with("Bearer "))
-    return unauthenticated("a bearer token is required", "Bearer");
-  auto token = store_.FindToken(HashToken(header->second.substr(7)));
+  auto cookies = r.http.headers.find("cookie");
+  if (header != r.http.headers.end() && header->second.starts_with("Bearer ")) {
+    secret = header->second.substr(7);
+  } else if (cookies != r.http.headers.end()) {
+    secret = CookieValue(cookies->second, kSessionCookie);
+  }
+  const bool by_cookie = header == r.http.headers.end() && !secret.empty();
+  if (secret.empty()) return unauthenticated("a bearer token is required", "Bearer");
+  auto token = store_.FindToken(HashToken(secret));
   if (!token) {
     if (token.error().kind != ErrorKind::kNotFound) return ErrorResponse(token.error());
-    return unauthenticated("the token is not valid", "Bearer error=\"invalid_token\"");
+    return unauthenticated(
+        by_cookie ? "the session is not valid (log in again)" : "the token is not valid",
+        "Bearer error=\"invalid_token\"");
+  }
+  if (by_cookie != token->id.starts_with(kSessionIdPrefix)) {
+    return unauthenticated(by_cookie ? "the cookie holds no session"
+                                     : "a session's secret is its cookie's, not a bearer token",
+                           "Bearer error=\"invalid_token\"");
+  }
+  // A login code opens a session and nothing else (it is in a link, and in a browser's history).
+  if (token->id.starts_with(kLoginCodeIdPrefix) &&
+      !(r.http.method == "POST" && r.path.ends_with("/sessions"))) {
+    return unauthenticated("a login code only opens a session (POST /orgs/{org}/sessions)",
+                           "Bearer error=\"invalid_token\"");
+  }
+  // A browser sends its cookie with a request another site makes it send: a change needs the
+  // CSRF token only the session's own pages were given.
+  if (by_cookie && r.http.method != "GET" && r.http.method != "HEAD") {
+    auto csrf = r.http.headers.find(std::string(kCsrfHeader));
+    if (csrf == r.http.headers.end() || !crypto::EqualConstantTime(csrf->second, CsrfToken(secret)))
+      return ErrorResponse(403, "PermissionDenied",
+                           r.http.method + " " + r.path +
+                               " by a session needs its CSRF token in the X-Berth-CSRF header");
   }
   if (token->expires_at != 0 && clock_.WallMillis() >= token->expires_at) {
     return unauthenticated(
@@ -42,7 +74,7 @@ net::ServerResponse TokenGuard::operator()(const RouteRequest& r, Scope needed,
   if (token->org_id != org) {
     return ErrorResponse(403, "PermissionDenied", "the token is not valid for organization " + org);
   }
-  Caller caller{org, token->id, token->scopes};
+  Caller caller{org, token->id, token->scopes, token->expires_at};
   if (!caller.scopes.Allow(needed))
     return ScopeDenied(caller, needed, r.http.method + " " + r.path);
   return body(caller);

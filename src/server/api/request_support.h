@@ -23,6 +23,7 @@ struct Caller {
   std::string org;
   std::string token_id;
   Scopes scopes;
+  int64_t expires_at = 0;  // of the token, Unix ms; 0: never
 };
 
 class TokenGuard {

@@ -4,6 +4,7 @@
 
 #include "core/schema.h"
 #include "server/api/api.h"
+#include "server/api/session_credentials.h"
 
 namespace berth::server {
 namespace {
@@ -76,8 +77,18 @@ net::ServerResponse TokenRoutes::List(const RouteRequest&, const Caller& c) cons
 }
 
 net::ServerResponse TokenRoutes::Revoke(const RouteRequest& r, const Caller& c) const {
-  if (auto deleted = store_.DeleteToken(c.org, r.params.at("id")); !deleted)
-    return ErrorResponse(deleted.error());
+  const std::string& id = r.params.at("id");
+  if (auto deleted = store_.DeleteToken(c.org, id); !deleted) return ErrorResponse(deleted.error());
+  // The browser sessions and login codes it made go with it.
+  auto tokens = store_.ListTokens(c.org);
+  if (!tokens) return ErrorResponse(tokens.error());
+  for (const store::ApiToken& t : *tokens) {
+    if (t.created_by == id && !t.id.starts_with(kApiTokenIdPrefix)) {
+      auto deleted = store_.DeleteToken(c.org, t.id);
+      if (!deleted && deleted.error().kind != ErrorKind::kNotFound)
+        return ErrorResponse(deleted.error());
+    }
+  }
   return net::ServerResponse{.status = 204};
 }
 
