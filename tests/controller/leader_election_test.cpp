@@ -15,12 +15,9 @@ namespace {
 class LeaderElection : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    auto cluster = testenv::KubeTestCluster::Shared();
-    ASSERT_TRUE(cluster) << cluster.error().ToString();
-    auto admin = (*cluster)->AdminClient();
+    auto admin = testenv::KubeTestCluster::SharedAdminWith({"berth-leases"});
     ASSERT_TRUE(admin) << admin.error().ToString();
     shared_api = admin->release();
-    ASSERT_TRUE((*cluster)->CreateNamespace("berth-leases"));
   }
 
   static LeaderElectionOptions Options(const std::string& lease, const std::string& who) {

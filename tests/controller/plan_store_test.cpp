@@ -20,12 +20,9 @@ constexpr char kNamespace[] = "tf-plans";
 class PlanStoreTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    auto cluster = testenv::KubeTestCluster::Shared();
-    ASSERT_TRUE(cluster) << cluster.error().ToString();
-    auto admin = (*cluster)->AdminClient();
+    auto admin = testenv::KubeTestCluster::SharedAdminWith({kNamespace});
     ASSERT_TRUE(admin) << admin.error().ToString();
     api = admin->release();
-    ASSERT_TRUE((*cluster)->CreateNamespace(kNamespace));
   }
   static void TearDownTestSuite() { delete api; }
 

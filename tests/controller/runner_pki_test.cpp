@@ -21,13 +21,9 @@ constexpr char kTeamNamespace[] = "team-pki";
 class RunnerPkiTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    auto cluster = testenv::KubeTestCluster::Shared();
-    ASSERT_TRUE(cluster) << cluster.error().ToString();
-    auto admin = (*cluster)->AdminClient();
+    auto admin = testenv::KubeTestCluster::SharedAdminWith({kControllerNamespace, kTeamNamespace});
     ASSERT_TRUE(admin) << admin.error().ToString();
     shared_api = admin->release();
-    ASSERT_TRUE((*cluster)->CreateNamespace(kControllerNamespace));
-    ASSERT_TRUE((*cluster)->CreateNamespace(kTeamNamespace));
   }
 
   static TerraformObject Object(const std::string& name) {

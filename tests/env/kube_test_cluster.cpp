@@ -223,6 +223,16 @@ Result<std::unique_ptr<kube::KubeClient>> KubeTestCluster::AdminClient() const {
   return kube::MakeKubeClient(std::move(*config));
 }
 
+Result<std::unique_ptr<kube::KubeClient>> KubeTestCluster::SharedAdminWith(
+    const std::vector<std::string>& namespaces) {
+  auto cluster = Shared();
+  if (!cluster) return cluster.error();
+  for (const std::string& name : namespaces) {
+    if (auto made = (*cluster)->CreateNamespace(name); !made) return made.error();
+  }
+  return (*cluster)->AdminClient();
+}
+
 std::string KubeTestCluster::KubeconfigYaml(const net::TlsConfig& tls,
                                             const std::string& token) const {
   std::string user =

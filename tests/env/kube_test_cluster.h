@@ -40,6 +40,10 @@ class KubeTestCluster {
   std::string KubeconfigYaml(const net::TlsConfig& tls, const std::string& token = "") const;
   // A client with the cluster admin's rights.
   Result<std::unique_ptr<kube::KubeClient>> AdminClient() const;
+  // The shared cluster's admin client, with these namespaces made: what a suite of tests on one
+  // cluster starts from.
+  static Result<std::unique_ptr<kube::KubeClient>> SharedAdminWith(
+      const std::vector<std::string>& namespaces);
   // A namespace with its `default` ServiceAccount (no controller manager makes it here);
   // succeeds when both exist already.
   Result<void> CreateNamespace(const std::string& name) const;
