@@ -44,7 +44,7 @@ net::ServerResponse TokenGuard::operator()(const RouteRequest& r, Scope needed,
   }
   // A login code opens a session and nothing else (it is in a link, and in a browser's history).
   if (token->id.starts_with(kLoginCodeIdPrefix) &&
-      !(r.http.method == "POST" && r.path.ends_with("/sessions"))) {
+      !(r.http.method == "POST" && r.path == "/orgs/" + r.params.at("org") + "/sessions")) {
     return unauthenticated("a login code only opens a session (POST /orgs/{org}/sessions)",
                            "Bearer error=\"invalid_token\"");
   }

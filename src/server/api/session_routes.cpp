@@ -74,8 +74,10 @@ net::ServerResponse SessionRoutes::Open(const RouteRequest& r, const Caller& c) 
       if (t.id == c.token_id) session.created_by = t.created_by;
     }
     // Deleted once: of two requests with one code, the second finds nothing to delete.
-    if (auto spent = store_.DeleteToken(c.org, c.token_id); !spent)
+    if (auto spent = store_.DeleteToken(c.org, c.token_id); !spent) {
+      if (spent.error().kind != ErrorKind::kNotFound) return ErrorResponse(spent.error());
       return ErrorResponse(401, "Unauthenticated", "the login code was used already");
+    }
   }
   auto issued = IssueToken(store_, session);
   if (!issued) return ErrorResponse(issued.error());
