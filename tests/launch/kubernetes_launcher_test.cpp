@@ -82,6 +82,9 @@ class KubernetesLauncherTest : public ::testing::Test {
   kube::KubeClient* client_ = nullptr;  // the launcher's, as berthd
   testenv::TestNodeAgent* agent_ = nullptr;
   OutcomeRecorder outcomes_;
+  // What a launcher's thread uses lives as long as the fixture: TearDown stops it first.
+  ManualClock clock_;
+  std::unique_ptr<testenv::FaultInjectingKubeApi> faulty_;
   std::unique_ptr<KubernetesLauncher> launcher_;
 };
 
@@ -173,14 +176,13 @@ TEST_F(KubernetesLauncherTest, AnUnknownImageIsImagePullBackOff) {
 }
 
 TEST_F(KubernetesLauncherTest, APodThatNeverStartsIsToldThenForceDeletedAfterTheGracePeriod) {
-  ManualClock clock;
-  StartLauncher(*client_, Settings("2m"), clock);
+  StartLauncher(*client_, Settings("2m"), clock_);
   ASSERT_TRUE(launcher_->Launch(Request(
       "stuck", "plan", "hello", RunnerConfigWithLabels({{"berth.test/fault", "never-start"}}))));
-  clock.Advance(std::chrono::seconds(29));
+  clock_.Advance(std::chrono::seconds(29));
   launcher_->Tick();
   EXPECT_TRUE(outcomes_.Warnings("stuck").empty());
-  clock.Advance(std::chrono::seconds(1));
+  clock_.Advance(std::chrono::seconds(1));
   launcher_->Tick();
   launcher_->Tick();  // said once
   auto warnings = outcomes_.Warnings("stuck");
@@ -188,10 +190,10 @@ TEST_F(KubernetesLauncherTest, APodThatNeverStartsIsToldThenForceDeletedAfterThe
   EXPECT_NE(warnings[0].find("RunnerPending: the runner Pod is not running 30s after its launch"),
             std::string::npos)
       << warnings[0];
-  clock.Advance(std::chrono::seconds(89));
+  clock_.Advance(std::chrono::seconds(89));
   launcher_->Tick();
   EXPECT_EQ(outcomes_.Count("stuck"), 0u);
-  clock.Advance(std::chrono::seconds(1));
+  clock_.Advance(std::chrono::seconds(1));
   launcher_->Tick();
   auto outcome = outcomes_.WaitFor("stuck", std::chrono::seconds(5));
   ASSERT_TRUE(outcome);
@@ -202,15 +204,14 @@ TEST_F(KubernetesLauncherTest, APodThatNeverStartsIsToldThenForceDeletedAfterThe
 }
 
 TEST_F(KubernetesLauncherTest, AStartedPodIsNeverForceDeleted) {
-  ManualClock clock;
-  StartLauncher(*client_, Settings("1m"), clock);
+  StartLauncher(*client_, Settings("1m"), clock_);
   ASSERT_TRUE(launcher_->Launch(Request("long", "apply", "slow")));
   ASSERT_TRUE(WaitUntilRunning("long"));
   // Wait for the launcher to have seen it run, then pass the grace period.
   for (int i = 0; i < 100 && agent_->PodsStarted() == 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  clock.Advance(std::chrono::minutes(10));
+  clock_.Advance(std::chrono::minutes(10));
   launcher_->Tick();
   auto outcome = outcomes_.WaitFor("long");
   ASSERT_TRUE(outcome);
@@ -232,8 +233,7 @@ TEST_F(KubernetesLauncherTest, CancelStopsARunningApplyGracefully) {
 }
 
 TEST_F(KubernetesLauncherTest, AFullQuotaIsRetriedAndAQuotaNeedingResourcesIsAConfigError) {
-  ManualClock clock;
-  StartLauncher(*client_, Settings("5m", /*resources=*/false), clock);
+  StartLauncher(*client_, Settings("5m", /*resources=*/false), clock_);
   json quota = {{"apiVersion", "v1"},
                 {"kind", "ResourceQuota"},
                 {"metadata", {{"name", "runners"}}},
@@ -252,7 +252,7 @@ TEST_F(KubernetesLauncherTest, AFullQuotaIsRetriedAndAQuotaNeedingResourcesIsACo
   EXPECT_NE(warnings[0].find("RunnerQuotaExhausted"), std::string::npos);
   EXPECT_FALSE(PodExists("q"));
   set_quota("5");
-  clock.Advance(std::chrono::seconds(5));
+  clock_.Advance(std::chrono::seconds(5));
   launcher_->Tick();
   auto outcome = outcomes_.WaitFor("q");
   ASSERT_TRUE(outcome);
@@ -276,7 +276,8 @@ TEST_F(KubernetesLauncherTest, AFullQuotaIsRetriedAndAQuotaNeedingResourcesIsACo
 }
 
 TEST_F(KubernetesLauncherTest, ARunSurvivesACutWatchWithOnePod) {
-  testenv::FaultInjectingKubeApi faulty(*client_);
+  faulty_ = std::make_unique<testenv::FaultInjectingKubeApi>(*client_);
+  testenv::FaultInjectingKubeApi& faulty = *faulty_;
   StartLauncher(faulty, Settings(), SystemClock::Instance());
   ASSERT_TRUE(launcher_->Launch(Request("cut", "apply", "slow")));
   ASSERT_TRUE(WaitUntilRunning("cut"));
@@ -358,14 +359,13 @@ TEST_F(KubernetesLauncherTest, AJobRunsItsPodOnceAndGoesWithIt) {
 }
 
 TEST_F(KubernetesLauncherTest, AlwaysCleanupFalseKeepsThePodAndTheReaperLeavesIt) {
-  ManualClock clock;
-  StartLauncher(*client_, Settings(), clock, {.tick = std::chrono::hours(1)});  // Tick by hand
+  StartLauncher(*client_, Settings(), clock_, {.tick = std::chrono::hours(1)});  // Tick by hand
   ASSERT_TRUE(launcher_->Launch(
       Request("keep", "plan", "hello", {{"runner", {{"alwaysCleanup", false}}}})));
   auto outcome = outcomes_.WaitFor("keep");
   ASSERT_TRUE(outcome);
   EXPECT_TRUE(outcome->succeeded);
-  clock.Advance(std::chrono::minutes(5));  // past REAP_INTERVAL
+  clock_.Advance(std::chrono::minutes(5));  // past REAP_INTERVAL
   launcher_->Tick();
   EXPECT_TRUE(PodExists("keep"));
   // Its token is not kept.
@@ -373,17 +373,16 @@ TEST_F(KubernetesLauncherTest, AlwaysCleanupFalseKeepsThePodAndTheReaperLeavesIt
 }
 
 TEST_F(KubernetesLauncherTest, TheReaperRemovesFinishedPodsOfRunsNobodyTracks) {
-  ManualClock clock;
   KubernetesLauncherOptions by_hand{.tick = std::chrono::hours(1)};  // only this test Ticks
-  StartLauncher(*client_, Settings(), clock, by_hand);
+  StartLauncher(*client_, Settings(), clock_, by_hand);
   ASSERT_TRUE(launcher_->Launch(Request("left", "plan", "hello")));
   ASSERT_TRUE(outcomes_.WaitFor("left"));
   launcher_.reset();  // before its cleanup tick: the finished Pod stays behind
   ASSERT_TRUE(PodExists("left"));
-  StartLauncher(*client_, Settings(), clock, by_hand);
+  StartLauncher(*client_, Settings(), clock_, by_hand);
   launcher_->Tick();
   EXPECT_TRUE(PodExists("left"));  // not yet: the reaper runs every REAP_INTERVAL
-  clock.Advance(std::chrono::minutes(1));
+  clock_.Advance(std::chrono::minutes(1));
   launcher_->Tick();
   EXPECT_TRUE(PodGone("left"));
 }
@@ -519,8 +518,7 @@ TEST_P(SeedExampleLaunch, RunsWithEveryFieldOnThePod) {
                              {{"metadata", {{"name", "platform-orchestrator-runner"}}}}));
 
   // A clock that never ticks: the finished Pod stays to be read.
-  ManualClock clock;
-  StartLauncher(*client_, Settings(), clock, {.tick = std::chrono::hours(1)});
+  StartLauncher(*client_, Settings(), clock_, {.tick = std::chrono::hours(1)});
   auto launched = launcher_->Launch(
       Request("seed", "plan", "hello", InNamespace(example.runner_configuration, ns_)));
   ASSERT_TRUE(launched) << launched.error().ToString();
