@@ -398,10 +398,12 @@ int Main(int argc, char** argv) {
   auto* token_revoke = token->add_subcommand("revoke", "revoke a token at once");
   token_revoke->add_option("id", id, "the token's id")->required();
   for (auto* cmd : {token_create, token_list, token_revoke}) cmd->fallthrough();
+  auto* ui = app.add_subcommand(
+      "ui", "print a one-time login link to the dashboard (opens nothing by itself)");
 
   // --org, --data-dir and -o work after the subcommand too.
   for (auto* cmd : {up, create, get, update, remove, refresh, deploy, logs, approve, cancel,
-                    outputs, deployment, state, token})
+                    outputs, deployment, state, token, ui})
     cmd->fallthrough();
   try {
     app.parse(argc, argv);
@@ -441,6 +443,7 @@ int Main(int argc, char** argv) {
   if (*token_create) return CreateToken(g, token_options);
   if (*token_list) return ListTokens(g);
   if (*token_revoke) return RevokeToken(g, id);
+  if (*ui) return PrintLoginLink(g);
   if (*state) {
     std::string path = "/projects/" + project + "/envs/" + id + "/state";
     if (*state_show) return Call(g, "GET", path, nullptr, nullptr, false);

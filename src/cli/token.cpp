@@ -1,5 +1,6 @@
 #include "cli/token.h"
 
+#include <cctype>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -21,6 +22,23 @@ std::string Text(const json& value) {
     return joined;
   }
   return value.dump();
+}
+
+// For a URL's fragment: unreserved characters (RFC 3986) as they are, every other byte escaped.
+std::string PercentEncoded(const std::string& in) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (char raw : in) {
+    auto ch = static_cast<unsigned char>(raw);
+    if (std::isalnum(ch) || ch == '-' || ch == '.' || ch == '_' || ch == '~') {
+      out += static_cast<char>(ch);
+    } else {
+      out += '%';
+      out += kHex[ch >> 4];
+      out += kHex[ch & 15];
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -85,6 +103,21 @@ int RevokeToken(const Globals& g, const std::string& id) {
   if (!c) return kExitUnavailable;
   if (int code = Send(*c, "DELETE", "/tokens/" + id).exit_code; code != kExitOk) return code;
   std::printf("revoked token %s\n", id.c_str());
+  return kExitOk;
+}
+
+int PrintLoginLink(const Globals& g) {
+  auto c = Reach(g);
+  if (!c) return kExitUnavailable;
+  auto answered = Send(*c, "POST", "/login-codes");
+  if (answered.exit_code != kExitOk) return answered.exit_code;
+  std::string url = c->url;
+  while (url.ends_with('/')) url.pop_back();
+  // After '#': the browser never sends the code to any server, so no proxy or log keeps it.
+  std::printf("%s/ui/login#org=%s&code=%s\n", url.c_str(), PercentEncoded(c->org).c_str(),
+              PercentEncoded(Text(answered.body["code"])).c_str());
+  std::fprintf(stderr, "one use, until %s: open it in a browser to log in to the dashboard\n",
+               Text(answered.body["expires_at"]).c_str());
   return kExitOk;
 }
 

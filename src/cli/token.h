@@ -1,4 +1,5 @@
-// `berth token create|list|revoke`: API tokens beyond the admin token (an admin's to make).
+// `berth token create|list|revoke`: API tokens beyond the admin token (an admin's to make);
+// `berth ui`: a login link for the dashboard.
 #pragma once
 
 #include <string>
@@ -19,5 +20,8 @@ struct TokenOptions {
 int CreateToken(const Globals& g, const TokenOptions& options);
 int ListTokens(const Globals& g);
 int RevokeToken(const Globals& g, const std::string& id);
+// `berth ui`: prints a one-time dashboard login link (a login code of this CLI's token, good
+// for two minutes and one session) on stdout, and opens nothing.
+int PrintLoginLink(const Globals& g);
 
 }  // namespace berth::cli

@@ -26,6 +26,7 @@
 #include "server/replica.h"
 #include "server/retention.h"
 #include "server/statebackend/state_backend.h"
+#include "server/ui/ui_routes.h"
 #include "store/store.h"
 #include "sys/files.h"
 
@@ -550,6 +551,7 @@ class Berthd {
       return response;
     }
     if (AgentGateway::Serves(r.target)) return agent_gateway_.Handle(r);
+    if (UiRoutes::Serves(r.target)) return ui_.Handle(r);
     if (RunGateway::Serves(r.target)) {
       net::ServerResponse response = gateway_.Handle(r);
       metrics_.GatewayBytes("in", r.body.size());
@@ -568,6 +570,7 @@ class Berthd {
   ChangeFeed agent_ends_;      // an agent reported a run's end: the agent launcher records it
   Foundations base_;
   StateBackend states_;
+  UiRoutes ui_;
   RunGateway gateway_;
   AgentGateway agent_gateway_;
   Launchers launchers_;  // filled in the constructor's body, before the dispatcher's first use

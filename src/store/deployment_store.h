@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -40,6 +41,13 @@ struct EnvironmentQueue {
   std::string org_id, project_id, env_id;
   int64_t queued = 0;
   int64_t oldest_created_at = 0;  // milliseconds since the epoch
+};
+
+// What the dashboard's overview shows of one environment's deployments.
+struct EnvironmentActivity {
+  std::optional<Deployment> newest;
+  std::optional<Deployment> holder;  // the one that holds its queue, if one does
+  int64_t queued = 0;
 };
 
 struct TransitionChanges {
@@ -90,6 +98,9 @@ class DeploymentStore {
   virtual Result<std::vector<std::pair<DeploymentState, int64_t>>> CountByState() = 0;
   // Every environment with queued deployments.
   virtual Result<std::vector<EnvironmentQueue>> Queues() = 0;
+  // The activity of each of an organization's environments that has deployments, keyed by
+  // "project/env": three indexed queries, however many environments.
+  virtual Result<std::map<std::string, EnvironmentActivity>> ActivityOf(const std::string& org) = 0;
   // Removes ended deployments last changed before `before` (milliseconds since the epoch),
   // with their logs, events and artifacts, at most limit of them; the newest ended deployment
   // of each environment stays. How many.

@@ -14,6 +14,10 @@ using nlohmann::json;
 constexpr const char* kColumns =
     "org_id, project_id, env_id, id, sequence, state, spec, transitions, result, run_id, "
     "created_at, updated_at, owner, cancel_requested_by";
+// The same, of a query whose deployments table is named d.
+constexpr const char* kColumnsOfD =
+    "d.org_id, d.project_id, d.env_id, d.id, d.sequence, d.state, d.spec, d.transitions, "
+    "d.result, d.run_id, d.created_at, d.updated_at, d.owner, d.cancel_requested_by";
 
 json TransitionEntry(DeploymentState state, int64_t at, const std::string& reason) {
   json entry = {
@@ -250,6 +254,38 @@ class SqlDeploymentStore final : public DeploymentStore {
         "n.project_id = d.project_id AND n.env_id = d.env_id AND n.state IN ('succeeded', "
         "'failed', 'cancelled')) ORDER BY d.updated_at LIMIT $2)",
         {before, static_cast<int64_t>(limit)});
+  }
+
+  Result<std::map<std::string, EnvironmentActivity>> ActivityOf(const std::string& org) override {
+    auto c = pool_.Borrow();
+    std::map<std::string, EnvironmentActivity> activity;
+    auto key = [](const Deployment& d) { return d.project_id + "/" + d.env_id; };
+    // The newest of each environment: its highest sequence, found in the unique index.
+    auto newest = c->Query(std::string("SELECT ") + kColumnsOfD +
+                               " FROM deployments d JOIN (SELECT project_id, env_id, "
+                               "MAX(sequence) AS s FROM deployments WHERE org_id = $1 GROUP BY "
+                               "project_id, env_id) m ON d.project_id = m.project_id AND "
+                               "d.env_id = m.env_id AND d.sequence = m.s WHERE d.org_id = $1",
+                           {org});
+    if (!newest) return newest.error();
+    auto newest_rows = FromRows(*newest, keys_);
+    if (!newest_rows) return newest_rows.error();
+    for (Deployment& d : *newest_rows) activity[key(d)].newest = std::move(d);
+    auto holders = c->Query(std::string("SELECT ") + kColumns +
+                                " FROM deployments WHERE org_id = $1 AND state IN "
+                                "('dispatched', 'running', 'waiting_approval')",
+                            {org});
+    if (!holders) return holders.error();
+    auto holder_rows = FromRows(*holders, keys_);
+    if (!holder_rows) return holder_rows.error();
+    for (Deployment& d : *holder_rows) activity[key(d)].holder = std::move(d);
+    auto queued = c->Query(
+        "SELECT project_id, env_id, COUNT(*) FROM deployments WHERE org_id = $1 AND "
+        "state = 'queued' GROUP BY project_id, env_id",
+        {org});
+    if (!queued) return queued.error();
+    for (const auto& r : *queued) activity[r.Text(0) + "/" + r.Text(1)].queued = r.Int(2);
+    return activity;
   }
 
   Result<std::vector<EnvironmentQueue>> Queues() override {

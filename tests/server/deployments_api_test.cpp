@@ -51,6 +51,50 @@ TEST_F(DeploymentsApi, QueuesReadsListsAndCancels) {
   EXPECT_EQ(Call("GET", "/orgs/acme/deployments/d-nothing").status, 404);
 }
 
+// The dashboard's overview: every environment of every project in one answer, with the
+// deployment holding it, its newest, and how many wait behind.
+TEST_F(DeploymentsApi, TheOverviewShowsEachEnvironmentsHolderNewestAndQueue) {
+  ASSERT_EQ(
+      Call("POST", "/orgs/acme/projects/web/envs", R"({"id":"idle","env_type_id":"development"})")
+          .status,
+      201);
+  ASSERT_EQ(Call("POST", "/orgs/acme/projects", R"({"id":"api"})").status, 201);
+  ASSERT_EQ(Call("POST", "/orgs/acme/projects/api/envs",
+                 R"({"id":"prod","env_type_id":"development","display_name":"Production"})")
+                .status,
+            201);
+  std::string held = json::parse(Call("POST", kEnv, module_).body)["id"];
+  ASSERT_TRUE(store_->Deployments().Transition("acme", held, DeploymentState::kQueued,
+                                               DeploymentState::kDispatched, ""));
+  ASSERT_EQ(Call("POST", kEnv, module_).status, 201);
+  std::string newest = json::parse(Call("POST", kEnv, module_).body)["id"];
+  std::string prod = "/orgs/acme/projects/api/envs/prod/deployments";
+  std::string ended = json::parse(Call("POST", prod, module_).body)["id"];
+  ASSERT_EQ(Call("POST", "/orgs/acme/deployments/" + ended + "/cancel").status, 200);
+
+  auto answer = Call("GET", "/orgs/acme/overview");
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  json envs = json::parse(answer.body)["environments"];
+  ASSERT_EQ(envs.size(), 3u) << envs.dump();
+  EXPECT_EQ(envs[0]["project_id"], "api");
+  EXPECT_EQ(envs[0]["display_name"], "Production");
+  EXPECT_EQ(envs[0]["last_deployment"]["id"], ended);
+  EXPECT_EQ(envs[0]["last_deployment"]["state"], "cancelled");
+  EXPECT_TRUE(envs[0]["holder"].is_null());
+  EXPECT_EQ(envs[0]["queued"], 0);
+  EXPECT_EQ(envs[1]["id"], "dev");
+  EXPECT_EQ(envs[1]["holder"]["id"], held);
+  EXPECT_EQ(envs[1]["holder"]["state"], "dispatched");
+  EXPECT_EQ(envs[1]["last_deployment"]["id"], newest);
+  EXPECT_EQ(envs[1]["last_deployment"]["op"], "apply");
+  EXPECT_EQ(envs[1]["queued"], 2);
+  EXPECT_TRUE(envs[1]["runner_id"].is_null());
+  EXPECT_EQ(envs[2]["id"], "idle");
+  EXPECT_TRUE(envs[2]["last_deployment"].is_null());
+  EXPECT_EQ(envs[2]["queued"], 0);
+  EXPECT_EQ(CallAs("not-a-token", "GET", "/orgs/acme/overview").status, 401);
+}
+
 // Cancel and approve belong to the dispatcher: one that did not start a deployment's run
 // leaves the cancel in the database for the replica that did (replicas_e2e_test sees it
 // stop the run), and one with no launchers approves nothing.

@@ -20,6 +20,7 @@
 #include "launch/kubernetes/runner_pod_config.h"
 #include "server/api/deployment_routes.h"
 #include "server/api/openapi.h"
+#include "server/api/overview_routes.h"
 #include "server/api/request_support.h"
 #include "server/api/runner_status_routes.h"
 #include "server/api/session_credentials.h"
@@ -423,6 +424,7 @@ class ApiHandlers {
     tokens_ = std::make_unique<TokenRoutes>(router, store, authorized_, clock);
     sessions_ =
         std::make_unique<SessionRoutes>(router, store, authorized_, clock, options.secure_cookies);
+    overview_ = std::make_unique<OverviewRoutes>(router, store, authorized_);
   }
 
  private:
@@ -640,6 +642,7 @@ class ApiHandlers {
   std::unique_ptr<DeploymentRoutes> deployments_;
   std::unique_ptr<TokenRoutes> tokens_;
   std::unique_ptr<SessionRoutes> sessions_;
+  std::unique_ptr<OverviewRoutes> overview_;
 };
 
 std::string HashToken(const std::string& secret) { return crypto::Sha256Hex(secret); }

@@ -1,0 +1,49 @@
+import type { ComponentChildren } from 'preact';
+import { useRef, useState } from 'preact/hooks';
+
+// A button whose action runs only once the user confirms it in a modal dialog (the native
+// <dialog>: focus is trapped and Escape closes it, with no script of ours).
+export function ConfirmButton(props: {
+  label: string;
+  title: string;
+  children: ComponentChildren;
+  confirmLabel: string;
+  danger?: boolean;
+  onConfirm: () => Promise<void>;
+}) {
+  const dialog = useRef<HTMLDialogElement>(null);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState('');
+  const confirm = async () => {
+    setBusy(true);
+    setError('');
+    try {
+      await props.onConfirm();
+      dialog.current?.close();
+    } catch (e) {
+      setError(e instanceof Error ? e.message : String(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <>
+      <button class={props.danger ? 'button danger' : 'button primary'} onClick={() => dialog.current?.showModal()}>
+        {props.label}
+      </button>
+      <dialog ref={dialog} aria-labelledby={`${props.label}-title`}>
+        <h2 id={`${props.label}-title`}>{props.title}</h2>
+        {props.children}
+        {error && <p class="error" role="alert">{error}</p>}
+        <div class="dialog-actions">
+          <button class="button" onClick={() => dialog.current?.close()} disabled={busy}>
+            Back
+          </button>
+          <button class={props.danger ? 'button danger' : 'button primary'} onClick={confirm} disabled={busy}>
+            {props.confirmLabel}
+          </button>
+        </div>
+      </dialog>
+    </>
+  );
+}

@@ -1,0 +1,81 @@
+// The shapes of docs/openapi.json that the dashboard reads (only the fields it shows).
+
+export interface Project {
+  id: string;
+  display_name?: string;
+}
+
+export interface Environment {
+  id: string;
+  project_id: string;
+  display_name?: string;
+  runner_id: string | null;
+}
+
+export interface Transition {
+  state: string;
+  at: string;
+  reason?: string;
+}
+
+export interface DeploymentEvent {
+  run_id: string;
+  type: 'Normal' | 'Warning';
+  reason: string;
+  message: string;
+  count: number;
+  first_at: string;
+  last_at: string;
+}
+
+export interface PlanSummary {
+  hash: string;
+  add: number;
+  change: number;
+  destroy: number;
+  replace?: number;
+}
+
+export interface Deployment {
+  id: string;
+  project_id: string;
+  env_id: string;
+  sequence: number;
+  state: string;
+  op: string;
+  transitions: Transition[];
+  events?: DeploymentEvent[];
+  plan?: PlanSummary;
+  plan_only?: boolean;
+  result?: { succeeded?: boolean; error?: { kind: string; message: string } };
+  created_at: string;
+  updated_at: string;
+  created_by?: string | null;
+}
+
+export interface Output {
+  value?: unknown;
+  sensitive?: boolean;
+  redacted?: boolean;
+}
+
+export const kEndedStates = ['succeeded', 'failed', 'cancelled'];
+
+// GET /orgs/{org}/overview: every environment with what the overview shows, in one request.
+export interface DeploymentBrief {
+  id: string;
+  state: string;
+  op: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface EnvironmentOverview {
+  project_id: string;
+  id: string;
+  display_name?: string;
+  runner_id: string | null;
+  last_deployment: DeploymentBrief | null;
+  holder: DeploymentBrief | null; // the deployment that holds its queue, if one does
+  queued: number;
+}
