@@ -187,6 +187,72 @@ describe('the dashboard', () => {
     await login.context().close();
   });
 
+  test('an admin edits runners as the API takes them and sees its refusal field by field', async () => {
+    const page = await loggedIn();
+    await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: 'Runners' }).click();
+    await page.getByRole('heading', { name: 'Runners' }).waitFor();
+    await page.getByRole('button', { name: 'New runner' }).click();
+    const editor = page.getByRole('dialog', { name: 'New runner' });
+    const json = editor.getByRole('textbox');
+    await json.fill(JSON.stringify({ id: 'ui-made', runner_configuration: { type: 'no-such-type' } }));
+    await editor.getByRole('button', { name: 'Save' }).click();
+    const refusal = editor.getByRole('alert');
+    await refusal.waitFor();
+    assert.match(await refusal.textContent(), /\$\.runner_configuration\.type/);
+    await shoot(page, 'runner-refused-desktop');
+    await json.fill(JSON.stringify({ id: 'ui-made', description: 'made in the browser',
+                                     runner_configuration: { type: 'local' },
+                                     state_storage_configuration: { type: 'berth' } }));
+    await editor.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('row', { name: /ui-made/ }).getByText('made in the browser').waitFor();
+    const saved = await up.api('GET', '/orgs/default/runners/ui-made');
+    assert.equal(saved.description, 'made in the browser');
+    await shoot(page, 'runners-desktop');
+    await page.context().close();
+  });
+
+  test('an admin rolls a state back to an older version, confirmed', async () => {
+    await deploy('hello', 'states', '--var', 'name=first', '--auto-approve');
+    await deploy('hello', 'states', '--var', 'name=second', '--auto-approve');
+    const path = '/orgs/default/projects/default/envs/states/state/versions';
+    const before = (await up.api('GET', path)).items;
+    assert.ok(before.length >= 2, JSON.stringify(before));
+    const oldest = before[0].version;
+    const page = await loggedIn();
+    await page.goto(`${up.url}/ui/#/envs/default/states`);
+    await page.getByRole('heading', { name: 'State', exact: true }).waitFor();
+    await page.getByRole('button', { name: `Roll back to ${oldest}`, exact: true }).click();
+    const dialog = page.getByRole('dialog', { name: `Make version ${oldest} the newest?` });
+    await dialog.getByRole('button', { name: 'Roll back' }).click();
+    await dialog.waitFor({ state: 'hidden' });
+    const after = (await up.api('GET', path)).items;
+    assert.equal(after.length, before.length + 1);
+    assert.equal(after.at(-1).sha256, before[0].sha256, 'the newest is the old version again');
+    await page.getByRole('row', { name: new RegExp(`^${after.at(-1).version} newest`) }).waitFor();
+    await shoot(page, 'environment-desktop');
+    await page.context().close();
+  });
+
+  test('a finished log of 100,000 lines loads with only the lines in view in the page', async () => {
+    const id = await deploy('noisy', 'noisy', '--var', 'bytes=1700000', '--auto-approve').catch((e) => {
+      const found = /deployment (d-[a-z0-9]+)/.exec(String(e));
+      assert.ok(found, String(e)); // the module fails on purpose, after its noise
+      return found[1];
+    });
+    const page = await loggedIn();
+    const started = Date.now();
+    await page.goto(`${up.url}/ui/#/deployments/${id}`);
+    await page.getByText(/^1\d{5} lines$/).waitFor({ timeout: 60000 });
+    console.log(`a log of ${await page.getByText(/^\d+ lines$/).textContent()} shown ${Date.now() - started} ms after navigation`);
+    assert.ok(await page.locator('.log-line').count() < 200, 'only the rows in view are in the DOM');
+    const search = page.getByRole('searchbox', { name: 'Search the log' });
+    await search.fill('berth-noisy-last-line');
+    await search.press('Enter');
+    await page.locator('.log-current', { hasText: 'berth-noisy-last-line' }).waitFor();
+    await shoot(page, 'log-search-desktop');
+    await page.context().close();
+  });
+
   test('the overview of 500 environments renders them all', async () => {
     await up.api('POST', '/orgs/default/projects', { id: 'fleet' });
     const types = await up.api('GET', '/orgs/default/env-types');

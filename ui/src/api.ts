@@ -59,10 +59,16 @@ function orgPath(path: string): string {
   return `/orgs/${encodeURIComponent(session.org)}${path}`;
 }
 
-// A request to /orgs/{org}{path} as the session; a JSON body is sent as JSON.
-export async function send(method: string, path: string, body?: unknown,
-                           signal?: AbortSignal): Promise<Response> {
-  const headers: Record<string, string> = {};
+export interface SendOptions {
+  body?: unknown; // sent as JSON
+  signal?: AbortSignal;
+  headers?: Record<string, string>;
+}
+
+// A request to /orgs/{org}{path} as the session.
+export async function send(method: string, path: string,
+                           { body, signal, headers: extra }: SendOptions = {}): Promise<Response> {
+  const headers: Record<string, string> = { ...extra };
   if (method !== 'GET' && method !== 'HEAD' && session) headers['X-Berth-CSRF'] = session.csrf_token;
   let payload: string | undefined;
   if (body !== undefined) {
@@ -85,8 +91,13 @@ export async function get<T>(path: string): Promise<T> {
 }
 
 export async function post<T>(path: string, body?: unknown): Promise<T> {
-  const response = await send('POST', path, body);
+  const response = await send('POST', path, { body });
   return (response.status === 204 ? undefined : await response.json()) as T;
+}
+
+// Replaces an object only if it is still at version (If-Match): another edit is not lost.
+export async function put<T>(path: string, body: unknown, version: number): Promise<T> {
+  return (await send('PUT', path, { body, headers: { 'If-Match': `"${version}"` } })).json() as Promise<T>;
 }
 
 // Every page of a list route (`items`, `next`).

@@ -3,8 +3,10 @@ import { useEffect, useState } from 'preact/hooks';
 
 import { logOut, resumeSession, type Session } from './api';
 import { DeploymentPage } from './pages/deployment';
+import { EnvironmentPage } from './pages/environment';
 import { LoginPage } from './pages/login';
 import { OverviewPage } from './pages/overview';
+import { RunnersPage } from './pages/runners';
 import { href, useRoute } from './router';
 import './style.css';
 
@@ -15,6 +17,10 @@ function Pages() {
       return <OverviewPage />;
     case 'deployment':
       return <DeploymentPage id={route.id} />;
+    case 'environment':
+      return <EnvironmentPage project={route.project} env={route.env} />;
+    case 'runners':
+      return <RunnersPage />;
     case 'not-found':
       return <main><h1>Not found</h1><p><a href={href({ page: 'overview' })}>Environments</a></p></main>;
   }
@@ -33,6 +39,10 @@ function App() {
     <>
       <header class="topbar">
         <a class="brand" href={href({ page: 'overview' })}>berth</a>
+        <nav aria-label="Pages">
+          <a href={href({ page: 'overview' })}>Environments</a>
+          <a href={href({ page: 'runners' })}>Runners</a>
+        </nav>
         <span class="muted">{session.org} · {session.scopes.join(', ')}</span>
         <button class="button" onClick={() => void logOut().finally(() => setSession(null))}>Log out</button>
       </header>

@@ -5,13 +5,20 @@ import { useEffect, useState } from 'preact/hooks';
 export type Route =
   | { page: 'overview' }
   | { page: 'deployment'; id: string }
+  | { page: 'environment'; project: string; env: string }
+  | { page: 'runners' }
   | { page: 'not-found'; hash: string };
+
+const kId = '([a-z0-9][-a-z0-9]*)';
 
 export function parseRoute(hash: string): Route {
   const path = hash.replace(/^#/, '') || '/';
   if (path === '/') return { page: 'overview' };
   const deployment = /^\/deployments\/([A-Za-z0-9_-]+)$/.exec(path);
   if (deployment) return { page: 'deployment', id: deployment[1] };
+  const environment = new RegExp(`^/envs/${kId}/${kId}$`).exec(path);
+  if (environment) return { page: 'environment', project: environment[1], env: environment[2] };
+  if (path === '/runners') return { page: 'runners' };
   return { page: 'not-found', hash: path };
 }
 
@@ -21,6 +28,10 @@ export function href(route: Route): string {
       return '#/';
     case 'deployment':
       return `#/deployments/${encodeURIComponent(route.id)}`;
+    case 'environment':
+      return `#/envs/${route.project}/${route.env}`;
+    case 'runners':
+      return '#/runners';
     case 'not-found':
       return `#${route.hash}`;
   }

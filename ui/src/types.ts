@@ -79,3 +79,34 @@ export interface EnvironmentOverview {
   holder: DeploymentBrief | null; // the deployment that holds its queue, if one does
   queued: number;
 }
+
+export interface StateVersion {
+  version: number;
+  size: number;
+  sha256: string;
+  run_id: string;
+  created_at: string;
+  deleted: boolean;
+}
+
+export interface StateSummary {
+  versions: number;
+  lock: { id: string; run_id: string | null; operation?: string; who?: string; created_at: string; age_seconds: number } | null;
+  history: { action: string; actor: string; detail: string; at: string }[];
+}
+
+export interface Runner {
+  id: string;
+  description?: string;
+  runner_configuration: { type: string };
+  state_storage_configuration?: { type: string };
+  version: number;
+}
+
+export interface RunnerRule {
+  id: string;
+  runner_id: string;
+  project_id?: string | null;
+  env_type_id?: string | null;
+  version: number;
+}

@@ -1,5 +1,7 @@
 import type { ComponentChildren } from 'preact';
-import { useRef, useState } from 'preact/hooks';
+import { useId, useRef, useState } from 'preact/hooks';
+
+import { ErrorText } from './error_text';
 
 // A button whose action runs only once the user confirms it in a modal dialog (the native
 // <dialog>: focus is trapped and Escape closes it, with no script of ours).
@@ -12,16 +14,17 @@ export function ConfirmButton(props: {
   onConfirm: () => Promise<void>;
 }) {
   const dialog = useRef<HTMLDialogElement>(null);
+  const titleId = useId();
   const [busy, setBusy] = useState(false);
-  const [error, setError] = useState('');
+  const [error, setError] = useState<unknown>(null);
   const confirm = async () => {
     setBusy(true);
-    setError('');
+    setError(null);
     try {
       await props.onConfirm();
       dialog.current?.close();
     } catch (e) {
-      setError(e instanceof Error ? e.message : String(e));
+      setError(e);
     } finally {
       setBusy(false);
     }
@@ -31,10 +34,10 @@ export function ConfirmButton(props: {
       <button class={props.danger ? 'button danger' : 'button primary'} onClick={() => dialog.current?.showModal()}>
         {props.label}
       </button>
-      <dialog ref={dialog} aria-labelledby={`${props.label}-title`}>
-        <h2 id={`${props.label}-title`}>{props.title}</h2>
+      <dialog ref={dialog} aria-labelledby={titleId}>
+        <h2 id={titleId}>{props.title}</h2>
         {props.children}
-        {error && <p class="error" role="alert">{error}</p>}
+        <ErrorText error={error} />
         <div class="dialog-actions">
           <button class="button" onClick={() => dialog.current?.close()} disabled={busy}>
             Back

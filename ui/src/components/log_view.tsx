@@ -48,7 +48,7 @@ export function LogView({ deploymentId, live, onStreamEnd }: {
     };
     (async () => {
       const response = await send('GET', `/deployments/${encodeURIComponent(deploymentId)}/logs${live ? '?follow=true' : ''}`,
-                                   undefined, abort.signal);
+                                   { signal: abort.signal });
       const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
       for (;;) {
         const { done, value } = await reader.read();

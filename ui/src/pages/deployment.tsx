@@ -47,7 +47,10 @@ export function DeploymentPage({ id }: { id: string }) {
     <main>
       <p><a href={href({ page: 'overview' })}>← Environments</a></p>
       <h1>
-        {d.op} <span class="muted">{d.project_id} / {d.env_id}</span>
+        {d.op}{' '}
+        <a class="muted" href={href({ page: 'environment', project: d.project_id, env: d.env_id })}>
+          {d.project_id} / {d.env_id}
+        </a>
       </h1>
       <div class="summary">
         <StateBadge state={d.state} />

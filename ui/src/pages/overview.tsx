@@ -83,7 +83,9 @@ export function OverviewPage() {
             {shown.map((e) => (
               <tr key={`${e.project_id}/${e.id}`}>
                 <th scope="row">
-                  <span class="muted">{e.project_id} / </span>{e.id}
+                  <a href={href({ page: 'environment', project: e.project_id, env: e.id })}>
+                    <span class="muted">{e.project_id} / </span>{e.id}
+                  </a>
                   {e.display_name && e.display_name !== e.id && <div class="muted small">{e.display_name}</div>}
                 </th>
                 <td data-label="Runner">{e.runner_id ?? <span class="muted">not chosen yet</span>}</td>
