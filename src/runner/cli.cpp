@@ -201,6 +201,7 @@ void AddRunFlags(FlagSet& flags, RunOptions& o) {
   });
   flags.Value("force-unlock", NonEmptyString(&o.force_unlock));
   flags.Value("plan-file", NonEmptyString(&o.plan_file));
+  flags.Value("changes-file", NonEmptyString(&o.changes_file));
   flags.Value("approved-plan", [&o](std::string_view v) -> Result<void> {
     static const Pattern kHash("(sha256:)?[0-9a-f]{64}");
     if (!kHash.Matches(v)) return Invalid("must be a plan hash (sha256:HEX)");
@@ -446,6 +447,11 @@ CommandLine ParseFlags(const std::vector<std::string>& args) {
           "--state-key-file)");
     } else if (run.options.prepared) {
       line.error = PreparedProblem(run.options);
+    } else if (!run.options.changes_file.empty() && run.options.op != "plan" &&
+               run.options.op != "apply" && run.options.op != "destroy") {
+      line.error = Usage(
+          "run: --changes-file lists a plan's changes: it needs --op=plan, apply "
+          "or destroy");
     }
     if (run.options.module.empty() && run.options.gateway.empty())
       run.options.module = "/berth/module";

@@ -68,6 +68,8 @@ Result<void> GatewayRun::Prepare(RunOptions& options, LogSink& log) {
     if (auto staged = Stage("bundle", options.module); !staged) return staged.error();
   }
   if (options.plan_file.empty()) options.plan_file = (staging_ / "run.tfplan").string();
+  if (options.changes_file.empty() && options.op == "plan")
+    options.changes_file = (staging_ / "changes.json").string();
   if (!options.approved_plan.empty()) {
     if (auto staged = Stage("plan", options.plan_file); !staged) return staged.error();
   }
@@ -99,7 +101,11 @@ void GatewayRun::KeepState(const fs::path& errored) { Upload("state", errored); 
 
 void GatewayRun::Deliver(const RunOptions& options, const RunResult& result) {
   if (shipper_) {
-    if (options.op == "plan" && !result.error) Upload("plan", options.plan_file);
+    if (options.op == "plan" && !result.error) {
+      Upload("plan", options.plan_file);
+      // A log only its owner reads keeps its values from berthd: so does the change list.
+      if (options.log_recipient.empty()) Upload("changes", options.changes_file);
+    }
     Upload("outputs", options.outputs, options.log_recipient);
     if (!shipper_->Close()) std::fprintf(stderr, "runner: part of the log could not be shipped\n");
   }

@@ -60,6 +60,8 @@ struct RunOptions {
   std::string force_unlock;
   // approval and plan checks
   std::string plan_file;
+  // Where a run that reads a plan writes its readable change list (tf/plan_changes.h).
+  std::string changes_file;
   std::string approved_plan;
   // The approved plan file's SHA-256: an apply of exactly those bytes needs no show -json.
   std::string approved_plan_sha256;

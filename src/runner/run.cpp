@@ -27,6 +27,7 @@
 #include "tf/binary.h"
 #include "tf/encrypted_payload.h"
 #include "tf/plan.h"
+#include "tf/plan_changes.h"
 #include "tf/plan_file.h"
 
 namespace berth::runner {
@@ -344,7 +345,7 @@ class Run {
     return std::nullopt;
   }
 
-  Result<tf::PlanAnalysis> PlanFileAnalysis(std::string bytes) const {
+  Result<tf::PlanAnalysis> PlanFileAnalysis(std::string bytes) {
     if (!state_key_.empty()) {
       // tofu encrypts the plans of an environment with a key: the runner holds it too.
       auto opened = tf::OpenAesGcmPayload(bytes, state_key_);
@@ -354,7 +355,19 @@ class Run {
         return opened.error();
       }
     }
-    return tf::AnalysePlanFile(bytes, plan_key_);
+    auto analysis = tf::AnalysePlanFile(bytes, plan_key_);
+    if (analysis && !o_.changes_file.empty()) WriteChanges(bytes);
+    return analysis;
+  }
+
+  // The change list for people (the dashboard's), masked as the log is. A list that cannot be
+  // written costs the run nothing: the plan, its hash and its guard stand without it.
+  void WriteChanges(std::string_view plan_file) {
+    auto changes = tf::ReadPlanChanges(
+        plan_file, [this](std::string_view text) { return masker_.Mask(text); });
+    auto written = changes ? sys::WriteFileAtomic(o_.changes_file, changes->dump())
+                           : Result<void>(changes.error());
+    if (!written) steps_->Log("plan", "no change list: " + written.error().message);
   }
 
   std::optional<tf::PlanAnalysis> Show(const fs::path& path) {

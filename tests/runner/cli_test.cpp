@@ -128,6 +128,19 @@ TEST(RunnerCli, PreparedGoesWithTheApprovedPlanInAGivenFolder) {
                    .error);
 }
 
+TEST(RunnerCli, AChangeListIsWrittenOnlyByARunThatPlans) {
+  for (const char* op : {"plan", "apply", "destroy"}) {
+    auto line = Parse({"run", std::string("--op=") + op, "--changes-file=/c.json"});
+    ASSERT_FALSE(line.error) << op << ": " << line.error->message;
+    EXPECT_EQ(std::get<RunCommand>(line.command).options.changes_file, "/c.json");
+  }
+  for (const char* op : {"refresh", "output", "validate", "restore", "drift"}) {
+    auto line = Parse({"run", std::string("--op=") + op, "--changes-file=/c.json"});
+    ASSERT_TRUE(line.error) << op;
+    EXPECT_NE(line.error->message.find("--changes-file"), std::string::npos) << line.error->message;
+  }
+}
+
 TEST(RunnerCli, AFileMappingStaysInItsFolder) {
   for (const char* bad : {"--file-mapping=home:key", "--file-mapping=etc:key=/f",
                           "--file-mapping=home:/etc/passwd=/f", "--file-mapping=home:../x=/f",

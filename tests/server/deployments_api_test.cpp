@@ -95,6 +95,23 @@ TEST_F(DeploymentsApi, TheOverviewShowsEachEnvironmentsHolderNewestAndQueue) {
   EXPECT_EQ(CallAs("not-a-token", "GET", "/orgs/acme/overview").status, 401);
 }
 
+// A plan's change list is for every reader (masked as the log is), and 404 until there is one.
+TEST_F(DeploymentsApi, TheChangeListIsReadWithAnyScopeOnceThePlanRunSentIt) {
+  std::string id = json::parse(Call("POST", kEnv, module_).body)["id"];
+  const std::string path = "/orgs/acme/deployments/" + id + "/changes";
+  EXPECT_EQ(Call("GET", path).status, 404);
+  const std::string listed = R"({"resource_changes":[],"output_changes":[]})";
+  ASSERT_TRUE(store_->DeploymentData().PutArtifact(
+      "acme", id, {.name = "changes", .run_id = "r", .content = listed}));
+  auto reader = IssueToken(*store_, "acme", "reader", Scopes::Of({Scope::kRead}));
+  ASSERT_TRUE(reader) << reader.error().ToString();
+  auto read = CallAs(*reader, "GET", path);
+  EXPECT_EQ(read.status, 200) << read.body;
+  EXPECT_EQ(json::parse(read.body), json::parse(listed));
+  EXPECT_EQ(CallAs(*reader, "GET", "/orgs/acme/deployments/" + id + "/artifacts/plan").status, 403)
+      << "the plan file itself holds secrets in clear";
+}
+
 // Cancel and approve belong to the dispatcher: one that did not start a deployment's run
 // leaves the cancel in the database for the replica that did (replicas_e2e_test sees it
 // stop the run), and one with no launchers approves nothing.

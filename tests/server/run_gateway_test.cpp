@@ -178,6 +178,43 @@ TEST_F(RunGatewayTest, OnlyNamedArtifactsAreTakenAndTheResultIsKeptWhole) {
   EXPECT_EQ(ParseRunResult(kept->content).value(), failed);
 }
 
+// The change list is shown to every reader of the deployment: a runner's is refused unless
+// it is the list's shape (naming the field), and what is kept is what the parser typed.
+TEST_F(RunGatewayTest, AChangeListIsTypedFieldByFieldAndNothingElseIsKept) {
+  const std::string put = "/runs/v1/run-1/artifacts/changes";
+  for (const auto& [forged, field] : std::vector<std::pair<std::string, std::string>>{
+           {"{not json", ""},
+           {R"({"resource_changes": {}, "output_changes": []})", "$.resource_changes"},
+           {R"({"resource_changes": [{"address": 1, "actions": ["create"], "attributes": []}],
+               "output_changes": []})",
+            "$.resource_changes[0].address"},
+           {R"({"resource_changes": [], "output_changes": [{"address": "output.x",
+               "actions": ["create"], "attributes": [{"name": "value", "after": {"html": 1},
+               "sensitive": false, "unknown": false}]}]})",
+            "$.output_changes[0].attributes[0].after"}}) {
+    auto refused = Send("PUT", put, Token("run-1"), forged);
+    EXPECT_EQ(refused.status, 400) << forged;
+    EXPECT_NE(refused.body.find(field), std::string::npos) << refused.body;
+  }
+  json listed = {{"resource_changes",
+                  {{{"address", "a.b"},
+                    {"actions", {"create"}},
+                    {"attributes",
+                     {{{"name", "x"},
+                       {"after", "1"},
+                       {"sensitive", false},
+                       {"unknown", false},
+                       {"extra", "<script>"}}}},
+                    {"extra", true}}}},
+                 {"output_changes", json::array()},
+                 {"extra", "dropped"}};
+  EXPECT_EQ(Send("PUT", put, Token("run-1"), listed.dump()).status, 200);
+  auto kept = server_->Store().DeploymentData().GetArtifact("acme", "d1", "changes");
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(kept->content.find("extra"), std::string::npos) << kept->content;
+  EXPECT_EQ(json::parse(kept->content)["resource_changes"][0]["attributes"][0]["after"], "1");
+}
+
 // The runner shares its Pod with the module: a result shaped to mislead berthd (a plan hash
 // that is no string) is refused naming the field, and the one kept before stays.
 TEST_F(RunGatewayTest, AResultThatIsNoRunResultIsRefusedAndNothingIsKept) {

@@ -11,6 +11,7 @@
 #include "sys/subprocess.h"
 #include "tf/encrypted_payload.h"
 #include "tf/plan.h"
+#include "tf/plan_changes.h"
 #include "tf/plan_file.h"
 #include "tofu_test_env.h"
 
@@ -134,6 +135,95 @@ TEST_F(TofuPlans, EveryKindOfChangeReadsAsShowJsonReadsIt) {
   ExpectSameReading(destroy, destroy_shown);
   EXPECT_EQ(destroy.summary.destroy, 1);  // a.txt is gone already
   EXPECT_EQ(destroy.destructive, std::vector<std::string>{"berthtest_file.b"});
+}
+
+// The change list people read: what each change does to each attribute, an unknown value as
+// such, and no sensitive value anywhere (a sensitive variable inside an object, a sensitive
+// output), before or after, through create and update.
+TEST_F(TofuPlans, TheChangeListShowsEachChangedAttributeAndNoSensitiveValue) {
+  std::ofstream(Work() / "main.tf") << R"(
+terraform {
+  required_providers {
+    berthtest = { source = "berth/berthtest", version = "0.1.0" }
+  }
+}
+variable "dir" { type = string }
+variable "size" { default = 1 }
+variable "token" {
+  default   = "tok-0123456789"
+  sensitive = true
+}
+resource "berthtest_file" "a" {
+  path    = "${var.dir}/a.txt"
+  content = "size ${var.size}"
+}
+resource "terraform_data" "t" {
+  input = { size = var.size, token = var.token, id = berthtest_file.a.id }
+}
+output "token" {
+  value     = var.token
+  sensitive = true
+}
+output "size" { value = var.size }
+)";
+  auto changes = [&](std::vector<std::string> extra, const TextMask& mask) {
+    Plan(std::move(extra));
+    auto file = sys::ReadFile(Work() / "p.tfplan");
+    auto read = file ? ReadPlanChanges(*file, mask) : Result<nlohmann::json>(file.error());
+    EXPECT_TRUE(read) << read.error().ToString();
+    return read ? *read : nlohmann::json();
+  };
+  auto same = [](std::string_view text) { return std::string(text); };
+  auto find = [](const nlohmann::json& list, const std::string& address) {
+    for (const auto& change : list)
+      if (change["address"] == address) return change;
+    ADD_FAILURE() << address << " not in " << list.dump();
+    return nlohmann::json();
+  };
+  auto attribute = [](const nlohmann::json& change, const std::string& name) {
+    for (const auto& a : change["attributes"])
+      if (a["name"] == name) return a;
+    return nlohmann::json();
+  };
+
+  nlohmann::json created = changes({}, same);
+  EXPECT_EQ(created.dump().find("tok-0123456789"), std::string::npos) << created.dump(2);
+  auto file = find(created["resource_changes"], "berthtest_file.a");
+  EXPECT_EQ(file["actions"], nlohmann::json::array({"create"}));
+  EXPECT_EQ(attribute(file, "content")["after"], "\"size 1\"");
+  EXPECT_FALSE(attribute(file, "content").contains("before"));
+  EXPECT_EQ(attribute(file, "id")["unknown"], true) << file.dump(2);
+  auto data = find(created["resource_changes"], "terraform_data.t");
+  std::string input = attribute(data, "input")["after"];
+  EXPECT_NE(input.find("\"size\": 1"), std::string::npos) << input;
+  EXPECT_NE(input.find("\"token\": (sensitive value)"), std::string::npos) << input;
+  EXPECT_NE(input.find("\"id\": (known after apply)"), std::string::npos) << input;
+  auto token = find(created["output_changes"], "output.token");
+  EXPECT_EQ(attribute(token, "value")["sensitive"], true);
+  EXPECT_EQ(attribute(token, "value")["after"], "(sensitive value)");
+  EXPECT_EQ(attribute(find(created["output_changes"], "output.size"), "value")["after"], "1");
+  Apply();
+
+  // An update lists only what changes, each side masked as the log is.
+  auto masked = [](std::string_view text) {
+    std::string out(text);
+    for (size_t at; (at = out.find("size 2")) != std::string::npos;) out.replace(at, 6, "***");
+    return out;
+  };
+  nlohmann::json updated = changes({"-var=size=2", "-var=token=tok-9876543210"}, masked);
+  EXPECT_EQ(updated.dump().find("tok-"), std::string::npos) << updated.dump(2);
+  auto changed = find(updated["resource_changes"], "berthtest_file.a");
+  EXPECT_EQ(attribute(changed, "content")["before"], "\"size 1\"");
+  EXPECT_EQ(attribute(changed, "content")["after"], "\"***\"");
+  EXPECT_TRUE(attribute(changed, "path").is_null()) << "an unchanged attribute is not listed";
+  // terraform_data copies its input to its output, whose schema marks nothing sensitive: the
+  // value hidden in the input is masked in the output too.
+  std::string copied =
+      attribute(find(updated["resource_changes"], "terraform_data.t"), "output")["before"];
+  EXPECT_NE(copied.find(R"("token": "***")"), std::string::npos) << copied;
+  auto rotated = attribute(find(updated["output_changes"], "output.token"), "value");
+  EXPECT_EQ(rotated["sensitive"], true) << "a sensitive value that changed is listed, hidden";
+  EXPECT_EQ(rotated["before"], "(sensitive value)");
 }
 
 TEST_F(TofuPlans, TheSameEffectPlannedTwiceHashesAlikeAndAnotherValueDoesNot) {

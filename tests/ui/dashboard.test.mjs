@@ -92,6 +92,12 @@ describe('the dashboard', () => {
     await page.getByRole('heading', { name: 'Plan', exact: true }).waitFor();
     assert.equal(await page.locator('.plan-add').textContent(), '1 to add');
     await page.getByRole('log').getByText(/Plan: 1 to add/).waitFor();
+    // The change list: the resource, its action, its attribute's value to be.
+    const change = page.locator('details.change', { hasText: 'terraform_data.slow' });
+    await change.getByText('create').waitFor();
+    assert.equal(await change.getByRole('row', { name: /^input/ }).getByRole('cell').last().textContent(), '3');
+    assert.equal(await change.getByRole('row', { name: /^id/ }).getByRole('cell').last().textContent(),
+                 '(known after apply)');
     const hash = (await up.api('GET', `/orgs/default/deployments/${id}`)).plan.hash;
     assert.equal(await page.locator('section .hash').textContent(), hash);
     await shoot(page, 'deployment-waiting-desktop');

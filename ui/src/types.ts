@@ -110,3 +110,23 @@ export interface RunnerRule {
   env_type_id?: string | null;
   version: number;
 }
+
+export interface ChangedAttribute {
+  name: string;
+  before?: string;
+  after?: string;
+  sensitive: boolean;
+  unknown: boolean;
+}
+
+export interface PlannedChange {
+  address: string;
+  actions: string[];
+  attributes: ChangedAttribute[];
+  importing?: boolean;
+}
+
+export interface ChangeListDocument {
+  resource_changes: PlannedChange[];
+  output_changes: PlannedChange[];
+}

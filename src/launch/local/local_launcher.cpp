@@ -15,6 +15,20 @@
 namespace berth::launch {
 namespace {
 
+// Whether this build runs under AddressSanitizer: GCC says so with a macro, clang with
+// __has_feature.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitized = true;
+#else
+constexpr bool kAddressSanitized = false;
+#endif
+#else
+constexpr bool kAddressSanitized = false;
+#endif
+
 namespace fs = std::filesystem;
 
 // A process that has not ended. A zombie has (its parent has yet to reap it): when berthd
@@ -279,11 +293,9 @@ Result<void> LocalLauncher::Start(Run& run) {
     }
     spawn.env->push_back(entry);
   }
-#if defined(__SANITIZE_ADDRESS__)
   // A sanitized build's runner cannot check its leaks in the sandbox (LeakSanitizer needs
   // ptrace, which the sandbox refuses); the runner's own tests check them outside.
-  if (options_.sandbox) spawn.env->push_back("LSAN_OPTIONS=detect_leaks=0");
-#endif
+  if (kAddressSanitized && options_.sandbox) spawn.env->push_back("LSAN_OPTIONS=detect_leaks=0");
   spawn.working_dir = dir.string();
   spawn.output_path = (dir / "runner.log").string();
   spawn.new_process_group = true;

@@ -105,6 +105,8 @@ DeploymentRoutes::DeploymentRoutes(Router& router, store::Store& store,
   add("GET", one + "/logs", Scope::kRead, &DeploymentRoutes::Logs);
   add("GET", one + "/logs/chunks", Scope::kRead, &DeploymentRoutes::LogChunks);
   add("GET", one + "/outputs", Scope::kRead, &DeploymentRoutes::Outputs);
+  // Masked as the log is (sensitive values never in it): for every reader, as the log.
+  add("GET", one + "/changes", Scope::kRead, &DeploymentRoutes::Changes);
   // Plans and states hold secrets in clear: for those who may deploy, as sensitive outputs.
   add("GET", one + "/artifacts/{name}", Scope::kDeploy, &DeploymentRoutes::Artifact);
 }
@@ -354,6 +356,15 @@ net::ServerResponse DeploymentRoutes::Outputs(const RouteRequest& r, const Calle
     outputs[name] = std::move(entry);
   }
   return JsonResponse(200, Dump({{"outputs", outputs}}));
+}
+
+// The change list of the deployment's plan (tf/plan_changes.h), as the gateway typed it when
+// the plan run sent it; 404 until then, and for a plan no change list was made of (an
+// encrypted log's, Terraform's).
+net::ServerResponse DeploymentRoutes::Changes(const RouteRequest& r, const Caller& c) const {
+  auto artifact = store_.DeploymentData().GetArtifact(c.org, r.params.at("id"), "changes");
+  if (!artifact) return ErrorResponse(artifact.error());
+  return JsonResponse(200, artifact->content);
 }
 
 // The plan file an approval applies, or a state TF could not persist (to restore it with

@@ -32,6 +32,7 @@ class DeploymentRoutes {
   net::ServerResponse LogChunks(const RouteRequest& r, const Caller& c) const;
   net::ServerResponse Outputs(const RouteRequest& r, const Caller& c) const;
   net::ServerResponse Artifact(const RouteRequest& r, const Caller& c) const;
+  net::ServerResponse Changes(const RouteRequest& r, const Caller& c) const;
 
   store::Store& store_;
   const TokenGuard& authorized_;

@@ -5,6 +5,7 @@
 
 #include "core/base64.h"
 #include "core/bounded_json.h"
+#include "core/change_list.h"
 #include "core/run_result.h"
 #include "crypto/jws.h"
 #include "crypto/random.h"
@@ -28,7 +29,7 @@ net::ServerResponse Bytes(std::string body, std::string content_type) {
 std::string StateKeyName(const EnvironmentRef& env) { return "state-key/" + env.Key(); }
 
 bool IsArtifactName(const std::string& name) {
-  return name == "plan" || name == "outputs" || name == "state";
+  return name == "plan" || name == "outputs" || name == "state" || name == "changes";
 }
 
 }  // namespace
@@ -153,15 +154,23 @@ net::ServerResponse RunGateway::PutArtifact(const RouteRequest& r,
   const std::string& name = r.params.at("name");
   if (!IsArtifactName(name))
     return ErrorResponse(
-        InvalidFields("invalid artifact", {{"name", "must be plan, outputs or state"}}));
+        InvalidFields("invalid artifact", {{"name", "must be plan, outputs, state or changes"}}));
   if (name == "outputs") {
     if (auto rule = OutputsRule(r.http.body); !rule.empty())
       return ErrorResponse(InvalidFields("invalid artifact", {{"body", rule}}));
   }
+  std::string content = r.http.body;
+  if (name == "changes") {
+    // Shown to every reader of the deployment: only what the parser typed is kept.
+    auto changes = ParseChangeList(content);
+    if (!changes) return ErrorResponse(changes.error());
+    content = changes->dump();
+  }
+  const size_t put_size = content.size();
   auto put = store_.DeploymentData().PutArtifact(
-      d.org_id, d.id, {.name = name, .run_id = d.run_id, .content = r.http.body});
+      d.org_id, d.id, {.name = name, .run_id = d.run_id, .content = std::move(content)});
   if (!put) return ErrorResponse(put.error());
-  return JsonResponse(200, json{{"name", name}, {"size", r.http.body.size()}}.dump());
+  return JsonResponse(200, json{{"name", name}, {"size", put_size}}.dump());
 }
 
 net::ServerResponse RunGateway::PostResult(const RouteRequest& r,

@@ -1,12 +1,13 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
 
-import { can, get, post } from '../api';
+import { ApiError, can, get, post } from '../api';
+import { ChangeList } from '../components/change_list';
 import { ConfirmButton } from '../components/confirm_button';
 import { LogView } from '../components/log_view';
 import { StateBadge } from '../components/state_badge';
 import { stateLabel } from '../format';
 import { href } from '../router';
-import { kEndedStates, type Deployment, type Output } from '../types';
+import { kEndedStates, type ChangeListDocument, type Deployment, type Output } from '../types';
 
 const kLiveStates = ['queued', 'dispatched', 'running'];
 
@@ -15,12 +16,19 @@ const kLiveStates = ['queued', 'dispatched', 'running'];
 export function DeploymentPage({ id }: { id: string }) {
   const [deployment, setDeployment] = useState<Deployment | null>(null);
   const [outputs, setOutputs] = useState<Record<string, Output> | null>(null);
+  const [changes, setChanges] = useState<ChangeListDocument | null>(null);
   const [error, setError] = useState('');
 
   const load = useCallback(async () => {
     try {
       const d = await get<Deployment>(`/deployments/${encodeURIComponent(id)}`);
       setDeployment(d);
+      if (!changes && (d.plan || kEndedStates.includes(d.state))) {
+        // 404: no plan yet, or none listed (an encrypted log's): the counts stand alone.
+        const listed = await get<ChangeListDocument>(`/deployments/${encodeURIComponent(id)}/changes`)
+          .catch((e) => { if (e instanceof ApiError && e.status === 404) return null; throw e; });
+        if (listed) setChanges(listed);
+      }
       if (d.state === 'succeeded' && d.op !== 'plan' && !d.plan_only) {
         const o = await get<{ outputs: Record<string, Output> }>(`/deployments/${encodeURIComponent(id)}/outputs`);
         setOutputs(o.outputs);
@@ -29,7 +37,7 @@ export function DeploymentPage({ id }: { id: string }) {
     } catch (e) {
       setError(e instanceof Error ? e.message : String(e));
     }
-  }, [id]);
+  }, [id, changes]);
 
   useEffect(() => {
     void load();
@@ -95,6 +103,16 @@ export function DeploymentPage({ id }: { id: string }) {
             {d.plan.replace !== undefined && <li class="plan-replace">{d.plan.replace} to replace</li>}
           </ul>
           <p class="hash" title="the plan's effect hash: Approve applies exactly this">{d.plan.hash}</p>
+        </section>
+      )}
+      {changes && (
+        <section aria-labelledby="changes-title">
+          <h2 id="changes-title">Changes</h2>
+          <ChangeList title="Resource changes" changes={changes.resource_changes} />
+          <ChangeList title="Output changes" changes={changes.output_changes} />
+          {changes.resource_changes.length + changes.output_changes.length === 0 && (
+            <p class="muted">The plan changes nothing.</p>
+          )}
         </section>
       )}
 
