@@ -28,7 +28,7 @@ Result<json> Attribute(const json& in, const std::string& path) {
       return OutOfShape(path + "." + flag, "must be true or false");
     out[flag] = in[flag];
   }
-  return out;
+  return Ok(std::move(out));
 }
 
 Result<json> Change(const json& in, const std::string& path) {
@@ -56,7 +56,7 @@ Result<json> Change(const json& in, const std::string& path) {
       return OutOfShape(path + ".importing", "must be true or false");
     out["importing"] = in["importing"];
   }
-  return out;
+  return Ok(std::move(out));
 }
 
 }  // namespace
@@ -76,7 +76,7 @@ Result<json> ParseChangeList(std::string_view text) {
       out[list].push_back(std::move(*change));
     }
   }
-  return out;
+  return Ok(std::move(out));
 }
 
 }  // namespace berth

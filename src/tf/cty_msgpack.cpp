@@ -50,19 +50,19 @@ class Decoder {
     uint64_t tag = 0;
     if (!Uint(1, &tag)) return Malformed("ends early");
     const auto t = static_cast<uint8_t>(tag);
-    if (t <= 0x7f) return json(static_cast<uint64_t>(t));
-    if (t >= 0xe0) return json(static_cast<int64_t>(static_cast<int8_t>(t)));
+    if (t <= 0x7f) return Ok(json(static_cast<uint64_t>(t)));
+    if (t >= 0xe0) return Ok(json(static_cast<int64_t>(static_cast<int8_t>(t))));
     if ((t & 0xf0) == 0x80) return Map(t & 0x0f, depth);
     if ((t & 0xf0) == 0x90) return Array(t & 0x0f, depth);
     if ((t & 0xe0) == 0xa0) return String(t & 0x1f);
     uint64_t n = 0;
     switch (t) {
       case 0xc0:
-        return json(nullptr);
+        return Ok(json(nullptr));
       case 0xc2:
-        return json(false);
+        return Ok(json(false));
       case 0xc3:
-        return json(true);
+        return Ok(json(true));
       case 0xc4:
       case 0xc5:
       case 0xc6:  // bin: what cty writes only as a dynamic value's type
@@ -82,7 +82,7 @@ class Decoder {
       case 0xce:
       case 0xcf:
         if (!Uint(size_t{1} << (t - 0xcc), &n)) return Malformed("ends early");
-        return json(n);
+        return Ok(json(n));
       case 0xd0:
       case 0xd1:
       case 0xd2:
@@ -115,27 +115,27 @@ class Decoder {
   Result<json> String(uint64_t n) {
     std::string_view raw;
     if (!Take(n, &raw)) return Malformed("a string longer than what is left");
-    return json(std::string(raw));
+    return Ok(json(std::string(raw)));
   }
 
   Result<json> Binary(uint64_t n) {
     std::string_view raw;
     if (!Take(n, &raw)) return Malformed("bytes longer than what is left");
-    return json::binary(std::vector<uint8_t>(raw.begin(), raw.end()));
+    return Ok(json::binary(std::vector<uint8_t>(raw.begin(), raw.end())));
   }
 
   Result<json> Signed(size_t n) {
     uint64_t raw = 0;
     if (!Uint(n, &raw)) return Malformed("ends early");
     const int shift = static_cast<int>(64 - 8 * n);  // sign-extend n bytes
-    return json(static_cast<int64_t>(raw << shift) >> shift);
+    return Ok(json(static_cast<int64_t>(raw << shift) >> shift));
   }
 
   Result<json> Float(size_t n) {
     uint64_t raw = 0;
     if (!Uint(n, &raw)) return Malformed("ends early");
-    if (n == 4) return json(static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(raw))));
-    return json(std::bit_cast<double>(raw));
+    if (n == 4) return Ok(json(static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(raw)))));
+    return Ok(json(std::bit_cast<double>(raw)));
   }
 
   // Extensions: cty writes only its unknown values so (the type byte, then any refinements).
@@ -146,7 +146,7 @@ class Decoder {
     if (!Take(n, &raw)) return Malformed("an extension longer than what is left");
     if (type != kUnknownExt && type != kUnknownRefinedExt)
       return Malformed("extension type " + std::to_string(type) + " is not cty's");
-    return UnknownMarker();
+    return Ok(UnknownMarker());
   }
 
   Result<json> Array(uint64_t n, int depth) {
@@ -158,8 +158,8 @@ class Decoder {
       out.push_back(std::move(*element));
     }
     // A dynamic value: [its type as JSON bytes, the value]; cty writes bytes for nothing else.
-    if (n == 2 && out[0].is_binary()) return std::move(out[1]);
-    return out;
+    if (n == 2 && out[0].is_binary()) return Ok(std::move(out[1]));
+    return Ok(std::move(out));
   }
 
   Result<json> Map(uint64_t n, int depth) {
@@ -173,7 +173,7 @@ class Decoder {
       if (!value) return value;
       out[key->get<std::string>()] = std::move(*value);
     }
-    return out;
+    return Ok(std::move(out));
   }
 
   std::string_view bytes_;

@@ -237,8 +237,8 @@ Result<json> ReadPlanChanges(std::string_view plan_file, const TextMask& mask) {
     if (text.size() > kMaxShown) text = text.substr(0, kMaxShown) + "...";
     return mask(secrets.Mask(text));
   };
-  return json{{"resource_changes", Described(*resources, shown)},
-              {"output_changes", Described(*outputs, shown)}};
+  return Ok(json{{"resource_changes", Described(*resources, shown)},
+                 {"output_changes", Described(*outputs, shown)}});
 }
 
 }  // namespace berth::tf

@@ -124,6 +124,24 @@ describe('the dashboard', () => {
     await page.context().close();
   });
 
+  test('a sensitive output stays hidden until revealed, and the plan file downloads', async () => {
+    const id = await deploy('secret', 'secrets', '--var', 'token=s3cret-browser-value', '--auto-approve');
+    const page = await loggedIn();
+    await page.goto(`${up.url}/ui/#/deployments/${id}`);
+    await page.getByRole('heading', { name: 'Outputs' }).waitFor();
+    assert.equal(await page.getByText('s3cret-browser-value').count(), 0, 'hidden until asked for');
+    assert.equal(await page.locator('.outputs').getByText('"s3cret-browser-value"').count(), 0);
+    await page.getByRole('button', { name: 'Reveal token' }).click();
+    await page.locator('.outputs').getByText('"s3cret-browser-value"').waitFor();
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('link', { name: 'Download the plan file' }).click(),
+    ]);
+    const plan = readFileSync(await download.path());
+    assert.equal(plan.subarray(0, 2).toString(), 'PK', 'a plan file is a zip');
+    await page.context().close();
+  });
+
   test('a read-only user logs in with a token and sees no button it cannot use', async () => {
     const id = await deploy('hello', 'staging', '--require-approval');
     const token = (await up.berth('token', 'create', '--scope', 'read')).trim();

@@ -57,6 +57,7 @@ export interface Output {
   value?: unknown;
   sensitive?: boolean;
   redacted?: boolean;
+  sealed_value?: string;
 }
 
 export const kEndedStates = ['succeeded', 'failed', 'cancelled'];

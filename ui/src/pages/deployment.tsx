@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
 
-import { ApiError, can, get, post } from '../api';
+import { ApiError, can, currentSession, get, post } from '../api';
 import { ChangeList } from '../components/change_list';
 import { ConfirmButton } from '../components/confirm_button';
 import { LogView } from '../components/log_view';
@@ -10,6 +10,33 @@ import { href } from '../router';
 import { kEndedStates, type ChangeListDocument, type Deployment, type Output } from '../types';
 
 const kLiveStates = ['queued', 'dispatched', 'running'];
+
+// A sensitive output: hidden until a user who may deploy asks for it (GET outputs?sensitive=
+// true); one sealed to the log recipient's key is opened only with that key (berth outputs
+// --identity), never in the browser.
+function Hidden({ deploymentId, name, sealed }: { deploymentId: string; name: string; sealed: boolean }) {
+  const [value, setValue] = useState<unknown>(undefined);
+  const [error, setError] = useState('');
+  if (sealed) return <span class="muted">sealed to the owner's key</span>;
+  if (value !== undefined) return <code>{JSON.stringify(value)}</code>;
+  if (!can('deploy')) return <span class="muted">sensitive</span>;
+  const reveal = async () => {
+    try {
+      const o = await get<{ outputs: Record<string, Output> }>(
+        `/deployments/${encodeURIComponent(deploymentId)}/outputs?sensitive=true`);
+      setValue(o.outputs[name]?.value ?? null);
+    } catch (e) {
+      setError(e instanceof Error ? e.message : String(e));
+    }
+  };
+  return (
+    <>
+      <span class="muted">sensitive</span>{' '}
+      <button class="button small" onClick={reveal} aria-label={`Reveal ${name}`}>Reveal</button>
+      {error && <span class="error" role="alert"> {error}</span>}
+    </>
+  );
+}
 
 // One deployment: its timeline, the plan waiting for approval (Approve sends exactly its hash),
 // Cancel, the outputs of its apply, and its live log.
@@ -51,6 +78,9 @@ export function DeploymentPage({ id }: { id: string }) {
   const d = deployment;
   const ended = kEndedStates.includes(d.state);
   const live = kLiveStates.includes(d.state);
+  // A plan run that made its plan file: the deployment waited with it, or it was a plan.
+  const planned = d.transitions.some((t) => t.state === 'waiting_approval') ||
+                  (d.op === 'plan' && d.state === 'succeeded');
   return (
     <main>
       <p><a href={href({ page: 'overview' })}>← Environments</a></p>
@@ -123,10 +153,22 @@ export function DeploymentPage({ id }: { id: string }) {
             {Object.entries(outputs).map(([name, o]) => (
               <>
                 <dt>{name}</dt>
-                <dd>{o.sensitive || o.redacted ? <span class="muted">sensitive</span> : <code>{JSON.stringify(o.value)}</code>}</dd>
+                <dd>{o.redacted ? <Hidden deploymentId={d.id} name={name} sealed={o.sealed_value !== undefined} />
+                                : <code>{JSON.stringify(o.value)}</code>}</dd>
               </>
             ))}
           </dl>
+        </section>
+      )}
+
+      {planned && can('deploy') && (
+        <section aria-labelledby="artifacts-title">
+          <h2 id="artifacts-title">Artifacts</h2>
+          <p>
+            <a href={`/orgs/${encodeURIComponent(currentSession()!.org)}/deployments/${encodeURIComponent(d.id)}/artifacts/plan`}
+               download={`${d.id}.tfplan`}>Download the plan file</a>{' '}
+            <span class="muted">(it holds secrets in clear: for those who may deploy)</span>
+          </p>
         </section>
       )}
 
