@@ -134,7 +134,8 @@ class Decoder {
   Result<json> Float(size_t n) {
     uint64_t raw = 0;
     if (!Uint(n, &raw)) return Malformed("ends early");
-    if (n == 4) return Ok(json(static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(raw)))));
+    if (n == 4)
+      return Ok(json(static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(raw)))));
     return Ok(json(std::bit_cast<double>(raw)));
   }
 

@@ -157,6 +157,15 @@ describe('the dashboard', () => {
     assert.equal(await page.getByRole('button', { name: 'Cancel', exact: true }).count(), 0);
     await shoot(page, 'deployment-read-only-desktop');
 
+    // Revoked behind its back (as an expiry would end it), the session's next call finds out
+    // and the page goes back to its login form.
+    const session = await page.evaluate(async () => (await fetch('/orgs/default/session')).json());
+    await up.api('DELETE', `/orgs/default/tokens/${session.id}`);
+    await page.getByRole('button', { name: 'Log in' }).waitFor({ timeout: 15000 });
+    await page.getByLabel('API token').fill(token);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.getByRole('heading', { name: 'Environments' }).waitFor();
+
     await page.getByRole('button', { name: 'Log out' }).click();
     await page.getByRole('button', { name: 'Log in' }).waitFor();
     const afterLogout = await page.evaluate(async () => (await fetch('/orgs/default/session')).status);
@@ -177,6 +186,22 @@ describe('the dashboard', () => {
       ];
     }, id);
     assert.deepEqual(statuses, [403, 403, 200]);
+    await page.context().close();
+  });
+
+  test('Cancel asks first, then cancels the deployment that waits', async () => {
+    const id = await deploy('hello', 'cancelled', '--require-approval');
+    const page = await loggedIn();
+    await page.goto(`${up.url}/ui/#/deployments/${id}`);
+    await page.getByRole('button', { name: 'Cancel', exact: true }).click();
+    const dialog = page.getByRole('dialog', { name: 'Cancel this deployment?' });
+    await dialog.getByRole('button', { name: 'Back' }).click();
+    await dialog.waitFor({ state: 'hidden' });
+    assert.equal((await up.api('GET', `/orgs/default/deployments/${id}`)).state, 'waiting_approval');
+    await page.getByRole('button', { name: 'Cancel', exact: true }).click();
+    await dialog.getByRole('button', { name: 'Cancel deployment' }).click();
+    await page.locator('.summary .badge.state-cancelled').waitFor();
+    assert.equal((await up.api('GET', `/orgs/default/deployments/${id}`)).state, 'cancelled');
     await page.context().close();
   });
 

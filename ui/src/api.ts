@@ -27,6 +27,7 @@ export interface Session {
 }
 
 const kOrgKey = 'berth.org';
+export const kLoggedOutEvent = 'berth:logged-out';
 let session: Session | null = null;
 
 export function rememberedOrg(): string | null {
@@ -82,6 +83,11 @@ export async function send(method: string, path: string,
     credentials: 'same-origin',
     signal,
   });
+  if (response.status === 401 && session) {
+    // The session expired or was revoked: the app goes back to its login page.
+    session = null;
+    dispatchEvent(new Event(kLoggedOutEvent));
+  }
   if (!response.ok) throw await failure(response);
   return response;
 }

@@ -1,7 +1,7 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 
-import { logOut, resumeSession, type Session } from './api';
+import { kLoggedOutEvent, logOut, resumeSession, type Session } from './api';
 import { DeploymentPage } from './pages/deployment';
 import { EnvironmentPage } from './pages/environment';
 import { LoginPage } from './pages/login';
@@ -32,6 +32,9 @@ function App() {
   useEffect(() => {
     if (onLoginPage) setSession(null);
     else resumeSession().then(setSession, () => setSession(null));
+    const loggedOut = () => setSession(null);
+    addEventListener(kLoggedOutEvent, loggedOut);
+    return () => removeEventListener(kLoggedOutEvent, loggedOut);
   }, []);
   if (session === undefined) return <p class="muted">Loading…</p>;
   if (!session) return <LoginPage onLoggedIn={setSession} />;
