@@ -205,6 +205,34 @@ describe('the dashboard', () => {
     await page.context().close();
   });
 
+  test('the keyboard alone reaches a deployment, its dialog and its log', async () => {
+    const id = await deploy('hello', 'keyboard', '--require-approval');
+    const page = await loggedIn();
+    await page.getByRole('row', { name: /keyboard/ }).waitFor();
+    // Tab (never a click) until the focus is on the environment's last deployment.
+    const tabTo = async (wanted) => {
+      for (let i = 0; i < 200; i++) {
+        await page.keyboard.press('Tab');
+        if (await page.evaluate(wanted)) return;
+      }
+      assert.fail(`Tab never reached ${wanted}`);
+    };
+    await tabTo(`document.activeElement?.getAttribute('href') === '#/deployments/${id}' &&
+                 document.activeElement.textContent.includes('waiting approval')`);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Timeline' }).waitFor();
+    await tabTo("document.activeElement?.textContent === 'Cancel'");
+    await page.keyboard.press('Enter');
+    const dialog = page.getByRole('dialog', { name: 'Cancel this deployment?' });
+    await dialog.waitFor();
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'hidden' });
+    // The log takes the focus, so that arrows and Page Up scroll it.
+    await tabTo("document.activeElement?.getAttribute('role') === 'log'");
+    assert.equal((await up.api('GET', `/orgs/default/deployments/${id}`)).state, 'waiting_approval');
+    await page.context().close();
+  });
+
   test('the layout holds on a phone', async () => {
     await deploy('hello', 'phone', '--require-approval');
     const page = await loggedIn(kPhone);
