@@ -355,16 +355,18 @@ class Run {
         return opened.error();
       }
     }
-    auto analysis = tf::AnalysePlanFile(bytes, plan_key_);
-    if (analysis && !o_.changes_file.empty()) WriteChanges(bytes);
-    return analysis;
+    // Read once for both: the analysis, and the change list when one is asked for.
+    auto contents = tf::ReadPlanFileContents(bytes);
+    if (!contents) return contents.error();
+    if (!o_.changes_file.empty()) WriteChanges(*contents);
+    return tf::AnalysePlanContents(*contents, plan_key_);
   }
 
   // The change list for people (the dashboard's), masked as the log is. A list that cannot be
   // written costs the run nothing: the plan, its hash and its guard stand without it.
-  void WriteChanges(std::string_view plan_file) {
-    auto changes = tf::ReadPlanChanges(
-        plan_file, [this](std::string_view text) { return masker_.Mask(text); });
+  void WriteChanges(const tf::PlanFileContents& contents) {
+    auto changes = tf::DescribePlanChanges(
+        contents, [this](std::string_view text) { return masker_.Mask(text); });
     auto written = changes ? sys::WriteFileAtomic(o_.changes_file, changes->dump())
                            : Result<void>(changes.error());
     if (!written) steps_->Log("plan", "no change list: " + written.error().message);

@@ -225,11 +225,15 @@ json Described(const std::vector<Decoded>& decoded, const std::function<json(con
 Result<json> ReadPlanChanges(std::string_view plan_file, const TextMask& mask) {
   auto contents = ReadPlanFileContents(plan_file);
   if (!contents) return contents.error();
+  return DescribePlanChanges(*contents, mask);
+}
+
+Result<json> DescribePlanChanges(const PlanFileContents& contents, const TextMask& mask) {
   // Every change is decoded before any is shown: a value hidden in one is masked in all.
   Masker secrets;
-  auto resources = DecodeAll(contents->resources, secrets);
+  auto resources = DecodeAll(contents.resources, secrets);
   if (!resources) return resources.error();
-  auto outputs = DecodeAll(contents->outputs, secrets);
+  auto outputs = DecodeAll(contents.outputs, secrets);
   if (!outputs) return outputs.error();
   auto shown = [&](const json& v) -> json {
     std::string text;

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "tf/plan_file_contents.h"
 
 namespace berth::tf {
 
@@ -23,5 +24,7 @@ using TextMask = std::function<std::string(std::string_view)>;
 // when there is no value), attributes only those that differ, unless the object is created or
 // deleted. Errors as ReadPlanFileContents.
 Result<nlohmann::json> ReadPlanChanges(std::string_view plan_file, const TextMask& mask);
+// The same, of a plan file read already; kInvalidArgument when a value or path is malformed.
+Result<nlohmann::json> DescribePlanChanges(const PlanFileContents& contents, const TextMask& mask);
 
 }  // namespace berth::tf

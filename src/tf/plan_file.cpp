@@ -180,20 +180,24 @@ Result<PlanFileContents> ReadPlanFileContents(std::string_view file) {
   return contents;
 }
 
+PlanAnalysis AnalysePlanContents(const PlanFileContents& contents, std::string_view key) {
+  PlanEffects effects(key);
+  effects.WrittenBy(contents.tf_version);
+  for (const PlanFileChange& c : contents.resources)
+    effects.Add(c.address, c.actions, c.importing, false, c.hashed);
+  for (const PlanFileChange& c : contents.outputs)
+    effects.Add(c.address, c.actions, c.importing, true, c.hashed);
+  // As `show -json`: a refresh-only plan lists every drifted object, others only real changes.
+  for (const PlanFileChange& c : contents.drift)
+    if (contents.refresh_only || c.actions != std::vector<std::string>{"no-op"})
+      effects.Drifted(c.address);
+  return std::move(effects).Finish();
+}
+
 Result<PlanAnalysis> AnalysePlanFile(std::string_view file, std::string_view key) {
   auto contents = ReadPlanFileContents(file);
   if (!contents) return contents.error();
-  PlanEffects effects(key);
-  effects.WrittenBy(std::move(contents->tf_version));
-  for (const PlanFileChange& c : contents->resources)
-    effects.Add(c.address, c.actions, c.importing, false, c.hashed);
-  for (const PlanFileChange& c : contents->outputs)
-    effects.Add(c.address, c.actions, c.importing, true, c.hashed);
-  // As `show -json`: a refresh-only plan lists every drifted object, others only real changes.
-  for (const PlanFileChange& c : contents->drift)
-    if (contents->refresh_only || c.actions != std::vector<std::string>{"no-op"})
-      effects.Drifted(c.address);
-  return std::move(effects).Finish();
+  return AnalysePlanContents(*contents, key);
 }
 
 }  // namespace berth::tf

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "tf/plan.h"
+#include "tf/plan_file_contents.h"
 
 namespace berth::tf {
 
@@ -16,5 +17,8 @@ namespace berth::tf {
 // kFailedPrecondition when the file is not a plan this reads (encrypted, another format version,
 // Terraform's): the caller falls back to `show -json`; kInvalidArgument when it is malformed.
 Result<PlanAnalysis> AnalysePlanFile(std::string_view file, std::string_view key);
+// The same, of a plan file read already (ReadPlanFileContents), for a caller that reads more
+// of it: the file is unzipped and parsed once.
+PlanAnalysis AnalysePlanContents(const PlanFileContents& contents, std::string_view key);
 
 }  // namespace berth::tf
