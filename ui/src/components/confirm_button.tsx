@@ -1,6 +1,7 @@
 import type { ComponentChildren } from 'preact';
-import { useId, useRef, useState } from 'preact/hooks';
+import { useId, useRef } from 'preact/hooks';
 
+import { useDialogAction } from './dialog_action';
 import { ErrorText } from './error_text';
 
 // A button whose action runs only once the user confirms it in a modal dialog (the native
@@ -15,20 +16,8 @@ export function ConfirmButton(props: {
 }) {
   const dialog = useRef<HTMLDialogElement>(null);
   const titleId = useId();
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
-  const confirm = async () => {
-    setBusy(true);
-    setError(null);
-    try {
-      await props.onConfirm();
-      dialog.current?.close();
-    } catch (e) {
-      setError(e);
-    } finally {
-      setBusy(false);
-    }
-  };
+  const { busy, error, run } = useDialogAction(dialog);
+  const confirm = () => run(props.onConfirm);
   return (
     <>
       <button class={props.danger ? 'button danger' : 'button primary'} onClick={() => dialog.current?.showModal()}>

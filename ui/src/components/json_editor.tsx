@@ -1,5 +1,6 @@
 import { useId, useRef, useState } from 'preact/hooks';
 
+import { useDialogAction } from './dialog_action';
 import { ErrorText } from './error_text';
 
 // A dialog that edits an API object as JSON and saves it through the API, which checks it: the
@@ -13,8 +14,7 @@ export function JsonEditor(props: {
   const dialog = useRef<HTMLDialogElement>(null);
   const titleId = useId();
   const [text, setText] = useState('');
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, setError, run } = useDialogAction(dialog);
   const open = () => {
     setText(JSON.stringify(props.initial(), null, 2));
     setError(null);
@@ -28,15 +28,7 @@ export function JsonEditor(props: {
       setError(new Error(`not JSON: ${e instanceof Error ? e.message : e}`));
       return;
     }
-    setBusy(true);
-    try {
-      await props.onSave(value);
-      dialog.current?.close();
-    } catch (e) {
-      setError(e);
-    } finally {
-      setBusy(false);
-    }
+    await run(() => props.onSave(value));
   };
   return (
     <>
