@@ -452,6 +452,9 @@ CommandLine ParseFlags(const std::vector<std::string>& args) {
       line.error = Usage(
           "run: --changes-file lists a plan's changes: it needs --op=plan, apply "
           "or destroy");
+    } else if (!run.options.changes_file.empty() && run.options.binary == "terraform") {
+      line.error =
+          Usage("run: --changes-file is read from tofu's plan file: not with --binary=terraform");
     }
     if (run.options.module.empty() && run.options.gateway.empty())
       run.options.module = "/berth/module";

@@ -316,6 +316,9 @@ class Run {
   std::optional<tf::PlanAnalysis> Analyse(const fs::path& path) {
     std::optional<tf::PlanAnalysis> analysis =
         binary_.name == "tofu" ? ReadPlanFile(path) : std::nullopt;
+    // --binary=auto that found Terraform: the list is asked for, and cannot be made.
+    if (binary_.name != "tofu" && !o_.changes_file.empty())
+      steps_->Log("plan", "no change list: only tofu's plan file is read for one");
     if (!analysis && !result_.error) analysis = Show(path);
     if (!analysis) return std::nullopt;
     if (result_.binary_version.empty()) result_.binary_version = analysis->tf_version;

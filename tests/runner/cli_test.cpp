@@ -134,6 +134,9 @@ TEST(RunnerCli, AChangeListIsWrittenOnlyByARunThatPlans) {
     ASSERT_FALSE(line.error) << op << ": " << line.error->message;
     EXPECT_EQ(std::get<RunCommand>(line.command).options.changes_file, "/c.json");
   }
+  auto terraform = Parse({"run", "--op=plan", "--binary=terraform", "--changes-file=/c.json"});
+  ASSERT_TRUE(terraform.error);
+  EXPECT_NE(terraform.error->message.find("--binary=terraform"), std::string::npos);
   for (const char* op : {"refresh", "output", "validate", "restore", "drift"}) {
     auto line = Parse({"run", std::string("--op=") + op, "--changes-file=/c.json"});
     ASSERT_TRUE(line.error) << op;
