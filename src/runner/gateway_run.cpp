@@ -47,7 +47,7 @@ GatewayRun::~GatewayRun() {
 Result<void> GatewayRun::Stage(const std::string& what, const fs::path& file) {
   auto body = client_.Fetch(what);
   if (!body) return body.error();
-  return sys::WriteFileAtomic(file, *body);
+  return sys::WriteFileAtomicUnsynced(file, *body);
 }
 
 Result<void> GatewayRun::Prepare(RunOptions& options, LogSink& log) {

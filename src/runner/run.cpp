@@ -370,7 +370,7 @@ class Run {
   void WriteChanges(const tf::PlanFileContents& contents) {
     auto changes = tf::DescribePlanChanges(
         contents, [this](std::string_view text) { return masker_.Mask(text); });
-    auto written = changes ? sys::WriteFileAtomic(o_.changes_file, changes->dump())
+    auto written = changes ? sys::WriteFileAtomicUnsynced(o_.changes_file, changes->dump())
                            : Result<void>(changes.error());
     if (!written) steps_->Log("plan", "no change list: " + written.error().message);
   }
@@ -524,7 +524,7 @@ class Run {
                   "--restore-from: not a state file (a JSON object with version and serial)");
     }
     fs::path file = dir_.root / ".berth-restore.tfstate";
-    if (auto w = sys::WriteFileAtomic(file, state); !w)
+    if (auto w = sys::WriteFileAtomicUnsynced(file, state); !w)
       return Fail(RunErrorKind::kRestore, "restore", w.error().ToString());
     bool pushed =
         Step("restore", {"state", "push", LockTimeoutFlag(o_.lock_timeout), file.string()},
@@ -568,7 +568,7 @@ class Run {
     }
     result_.outputs = std::move(infos);
     if (!o_.outputs.empty()) {
-      if (auto w = sys::WriteFileAtomic(o_.outputs, text); !w) {
+      if (auto w = sys::WriteFileAtomicUnsynced(o_.outputs, text); !w) {
         return Fail(RunErrorKind::kOutput, "output", "--outputs: " + w.error().ToString());
       }
     }
@@ -621,15 +621,9 @@ RunResult ExecuteRun(const RunOptions& options, const RunContext& context) {
 bool WriteResult(const std::string& path, const RunResult& result, size_t max_bytes) {
   std::string doc = SerializeRunResult(result, max_bytes);
   sys::Fd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (!fd) return false;
-  size_t done = 0;
-  while (done < doc.size()) {
-    ssize_t n = write(fd.Get(), doc.data() + done, doc.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return fsync(fd.Get()) == 0 || errno == EINVAL;  // /dev/termination-log may not sync
+  // Not synced: it is read once the runner has exited (a berthd crash does not lose it, and no
+  // run outlives a power loss), and a run with a gateway has posted it already.
+  return fd && sys::WriteAll(fd.Get(), doc);
 }
 
 }  // namespace berth::runner

@@ -131,7 +131,7 @@ Result<void> DeclareBackend(const fs::path& workdir, const std::string& type) {
     if (text && re2::RE2::PartialMatch(*text, kBackend)) has_backend = true;
   }
   fs::path file = workdir / (has_backend ? "_berth_backend_override.tf" : "_berth_backend.tf");
-  return sys::WriteFileAtomic(file, "terraform {\n  backend \"" + type + "\" {}\n}\n");
+  return sys::WriteFileAtomicUnsynced(file, "terraform {\n  backend \"" + type + "\" {}\n}\n");
 }
 
 }  // namespace
@@ -218,7 +218,8 @@ std::vector<std::string> TfEnvironment(const std::vector<std::string>& caller,
     auto config = dir.root / ".berth-cli.tfrc";
     std::string text = "provider_installation {\n  filesystem_mirror {\n    path = \"" +
                        fs::absolute(providers).string() + "\"\n  }\n}\n";
-    if (sys::WriteFileAtomic(config, text)) env.push_back("TF_CLI_CONFIG_FILE=" + config.string());
+    if (sys::WriteFileAtomicUnsynced(config, text))
+      env.push_back("TF_CLI_CONFIG_FILE=" + config.string());
   }
   return env;
 }

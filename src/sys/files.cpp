@@ -55,8 +55,10 @@ bool WriteAll(int fd, std::string_view data) {
   return true;
 }
 
-Result<void> WriteFileAtomic(const std::filesystem::path& path, std::string_view content,
-                             std::filesystem::perms mode) {
+namespace {
+
+Result<void> WriteReplacing(const std::filesystem::path& path, std::string_view content,
+                            std::filesystem::perms mode, bool sync) {
   std::filesystem::path temp = path;
   temp += ".tmp-" + std::to_string(getpid());
   {
@@ -72,7 +74,7 @@ Result<void> WriteFileAtomic(const std::filesystem::path& path, std::string_view
       }
       done += static_cast<size_t>(n);
     }
-    if (fsync(fd.Get()) != 0) {
+    if (sync && fsync(fd.Get()) != 0) {
       unlink(temp.c_str());
       return Errno("cannot sync", temp);
     }
@@ -82,6 +84,18 @@ Result<void> WriteFileAtomic(const std::filesystem::path& path, std::string_view
     return Errno("cannot rename into place", path);
   }
   return {};
+}
+
+}  // namespace
+
+Result<void> WriteFileAtomic(const std::filesystem::path& path, std::string_view content,
+                             std::filesystem::perms mode) {
+  return WriteReplacing(path, content, mode, true);
+}
+
+Result<void> WriteFileAtomicUnsynced(const std::filesystem::path& path, std::string_view content,
+                                     std::filesystem::perms mode) {
+  return WriteReplacing(path, content, mode, false);
 }
 
 Result<TempDir> TempDir::Create(std::string_view prefix) {

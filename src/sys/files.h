@@ -21,6 +21,15 @@ Result<void> WriteFileAtomic(const std::filesystem::path& path, std::string_view
                              std::filesystem::perms mode = std::filesystem::perms::owner_read |
                                                            std::filesystem::perms::owner_write);
 
+// As WriteFileAtomic without the fsync: a reader still sees the old content or the new, and a
+// crash of the writer loses nothing, but a power loss may. For files that do not outlive the
+// run that wrote them (its staged inputs, its TF configuration, its token): their fsyncs were
+// a tenth of a local deployment's time outside TF on this project's machine.
+Result<void> WriteFileAtomicUnsynced(
+    const std::filesystem::path& path, std::string_view content,
+    std::filesystem::perms mode = std::filesystem::perms::owner_read |
+                                  std::filesystem::perms::owner_write);
+
 // Writes all of data to fd, retrying on EINTR and short writes; false when the fd refuses the
 // rest (a closed reader, a full disk).
 bool WriteAll(int fd, std::string_view data);

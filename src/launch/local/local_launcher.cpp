@@ -214,7 +214,8 @@ Result<void> LocalLauncher::MakeRunFolder(const Run& run) const {
   // Files only the run's user reads: its token, and its copy of berthd's kubeconfig (for
   // kubernetes state storage), which berthd's own may not let that user read.
   auto give = [&](const char* name, const std::string& content) -> Result<void> {
-    if (auto written = sys::WriteFileAtomic(dir / name, content); !written) return written.error();
+    if (auto written = sys::WriteFileAtomicUnsynced(dir / name, content); !written)
+      return written.error();
     if (owner && chown((dir / name).c_str(), *owner, *owner) != 0)
       return MakeError(ErrorKind::kUnavailable, "cannot give the run its file", dir / name);
     return {};
@@ -329,11 +330,14 @@ Result<void> LocalLauncher::Start(Run& run) {
     spawn.ignore_stop_signals = true;
   }
   // Recorded before it exists: a berthd that stops between the two finds a started run (and
-  // looks for its process) rather than a run to start a second time.
+  // looks for its process) rather than a run to start a second time. The mark is synced (after
+  // a power loss it still says the run may have changed something); the pid need not be, no
+  // process outlives one.
   if (auto marked = sys::WriteFileAtomic(dir / "pid", ""); !marked) return marked.error();
   auto child = sys::Subprocess::Spawn(spawn);
   if (!child) return child.error();
-  if (auto written = sys::WriteFileAtomic(dir / "pid", std::to_string(child->Pid())); !written) {
+  if (auto written = sys::WriteFileAtomicUnsynced(dir / "pid", std::to_string(child->Pid()));
+      !written) {
     child->Signal(SIGKILL);
     return written.error();
   }
@@ -429,7 +433,8 @@ Result<void> LocalLauncher::StartRelay(Run& run) const {
   const fs::path& dir = run.dir;
   std::string hosts = "127.0.0.1 localhost\n::1 localhost\n";
   if (!ip) hosts += "127.0.0.1 " + berthd->host + "\n";
-  if (auto written = sys::WriteFileAtomic(dir / "hosts", hosts); !written) return written.error();
+  if (auto written = sys::WriteFileAtomicUnsynced(dir / "hosts", hosts); !written)
+    return written.error();
   std::error_code ec;
   fs::permissions(dir / "hosts",
                   fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read, ec);
