@@ -2,6 +2,8 @@
 // by name, which SQLite accepts as written.
 #include <sqlite3.h>
 
+#include <map>
+#include <memory>
 #include <string>
 
 #include "store/sql.h"
@@ -30,7 +32,10 @@ Error SqliteError(sqlite3* db, std::string_view sql) {
 class SqliteConnection final : public SqlConnection {
  public:
   explicit SqliteConnection(sqlite3* db) : db_(db) {}
-  ~SqliteConnection() override { sqlite3_close_v2(db_); }
+  ~SqliteConnection() override {
+    ForgetStatements();
+    sqlite3_close_v2(db_);
+  }
   SqliteConnection(const SqliteConnection&) = delete;
   SqliteConnection& operator=(const SqliteConnection&) = delete;
 
@@ -58,13 +63,39 @@ class SqliteConnection final : public SqlConnection {
   }
 
  private:
-  Result<void> Run(std::string_view sql, const SqlParams& params, std::vector<SqlRow>* rows) {
+  // berthd runs the same few dozen statements: each is parsed once per connection (parsing
+  // cost more than running most of them). Statements with values written into their text
+  // would grow this without end: past kMaxStatements it starts again.
+  static constexpr size_t kMaxStatements = 256;
+
+  Result<sqlite3_stmt*> Prepared(std::string_view sql) {
+    if (auto found = statements_.find(sql); found != statements_.end()) return found->second;
     sqlite3_stmt* raw = nullptr;
     if (sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &raw, nullptr) !=
         SQLITE_OK) {
       return SqliteError(db_, sql);
     }
-    std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> stmt(raw, sqlite3_finalize);
+    if (statements_.size() >= kMaxStatements) ForgetStatements();
+    statements_.emplace(std::string(sql), raw);
+    return raw;
+  }
+
+  void ForgetStatements() {
+    for (auto& [sql, statement] : statements_) sqlite3_finalize(statement);
+    statements_.clear();
+  }
+
+  Result<void> Run(std::string_view sql, const SqlParams& params, std::vector<SqlRow>* rows) {
+    auto prepared = Prepared(sql);
+    if (!prepared) return prepared.error();
+    sqlite3_stmt* raw = *prepared;
+    // Back to its start, its values unbound, whichever way this returns: a statement left
+    // mid-step would hold its read transaction open.
+    auto reset = [](sqlite3_stmt* statement) {
+      sqlite3_reset(statement);
+      sqlite3_clear_bindings(statement);
+    };
+    std::unique_ptr<sqlite3_stmt, decltype(reset)> stmt(raw, reset);
     int count = sqlite3_bind_parameter_count(raw);
     for (int i = 1; i <= count; ++i) {
       const char* name = sqlite3_bind_parameter_name(raw, i);  // "$3"
@@ -108,6 +139,7 @@ class SqliteConnection final : public SqlConnection {
   }
 
   sqlite3* db_;
+  std::map<std::string, sqlite3_stmt*, std::less<>> statements_;
 };
 
 }  // namespace
