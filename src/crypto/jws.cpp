@@ -132,18 +132,49 @@ int64_t Jws::IntClaim(const char* name) const {
   return it != claims_.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
 }
 
-Result<RunToken> VerifyRunToken(std::string_view text, std::string_view public_key,
-                                std::string_view audience, int64_t now) {
+namespace {
+
+// The claims of a token signed by public_key, not yet checked.
+Result<RunToken> SignedRunToken(std::string_view text, std::string_view public_key) {
   auto jws = Jws::Parse(text);
   if (!jws) return jws.error();
   if (auto verified = jws->Verify(public_key); !verified) return verified.error();
-  RunToken token{jws->TextClaim("sub"), jws->TextClaim("aud"), jws->IntClaim("iat"),
-                 jws->IntClaim("exp"),  jws->TextClaim("jti"), jws->TextClaim("scope")};
+  return RunToken{jws->TextClaim("sub"), jws->TextClaim("aud"), jws->IntClaim("iat"),
+                  jws->IntClaim("exp"),  jws->TextClaim("jti"), jws->TextClaim("scope")};
+}
+
+Result<RunToken> CheckedRunToken(RunToken token, std::string_view audience, int64_t now) {
   if (token.audience != audience) return Unauthenticated("the token is for another audience");
   if (token.expires_at == 0) return Unauthenticated("the token has no expiry");
   if (now >= token.expires_at) return Unauthenticated("the token has expired");
   if (token.run_id.empty()) return Unauthenticated("the token names no run");
   return token;
+}
+
+}  // namespace
+
+Result<RunToken> VerifyRunToken(std::string_view text, std::string_view public_key,
+                                std::string_view audience, int64_t now) {
+  auto token = SignedRunToken(text, public_key);
+  if (!token) return token.error();
+  return CheckedRunToken(std::move(*token), audience, now);
+}
+
+Result<RunToken> RunTokenVerifier::Verify(std::string_view text, std::string_view audience,
+                                          int64_t now) const {
+  {
+    MutexLock lock(mutex_);
+    if (auto found = verified_.find(text); found != verified_.end())
+      return CheckedRunToken(found->second, audience, now);
+  }
+  auto token = SignedRunToken(text, public_key_);
+  if (!token) return token.error();
+  {
+    MutexLock lock(mutex_);
+    if (verified_.size() >= kMaxRemembered) verified_.clear();
+    verified_.emplace(std::string(text), *token);
+  }
+  return CheckedRunToken(std::move(*token), audience, now);
 }
 
 }  // namespace berth::crypto

@@ -5,11 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
 #include "core/error.h"
+#include "core/mutex.h"
 
 namespace berth::crypto {
 
@@ -70,5 +72,23 @@ Result<std::string> MintRunToken(const RunToken& token, const Ed25519Signer& sig
 // failure is kUnauthenticated with the reason.
 Result<RunToken> VerifyRunToken(std::string_view token, std::string_view public_key,
                                 std::string_view audience, int64_t now);
+
+// VerifyRunToken with one key, remembering the tokens whose signature verified: a run sends
+// the same token with each of its requests (dozens a deployment), and an Ed25519 verification
+// cost more than most requests it guarded. What is remembered is the signature's verdict
+// only: audience and expiry are checked at every call. Thread-safe.
+class RunTokenVerifier {
+ public:
+  explicit RunTokenVerifier(std::string public_key) : public_key_(std::move(public_key)) {}
+  Result<RunToken> Verify(std::string_view token, std::string_view audience, int64_t now) const
+      EXCLUDES(mutex_);
+
+ private:
+  // Tokens outlive their runs by minutes at most: past this many, it starts again.
+  static constexpr size_t kMaxRemembered = 4096;
+  std::string public_key_;
+  mutable Mutex mutex_;
+  mutable std::map<std::string, RunToken, std::less<>> verified_ GUARDED_BY(mutex_);
+};
 
 }  // namespace berth::crypto

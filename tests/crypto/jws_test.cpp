@@ -114,5 +114,36 @@ TEST_F(RunTokens, RefuseAnotherAudienceAnExpiryAndAnotherKey) {
   EXPECT_FALSE(VerifyRunToken(token_, other->PublicKey(), "berth-gateway", 1500));
 }
 
+// The verifier remembers a signature's verdict, never a token's standing: a remembered token
+// is refused once expired or for another audience, and one with another's signature (or for
+// another key) is refused however often it comes.
+TEST_F(RunTokens, AVerifierRemembersSignaturesNotExpiryOrAudience) {
+  RunTokenVerifier verifier(signer_->PublicKey());
+  for (int call = 0; call < 2; ++call) {
+    auto token = verifier.Verify(token_, "berth-gateway", 1500);
+    ASSERT_TRUE(token) << token.error().ToString();
+    EXPECT_EQ(token->run_id, "run-1");
+  }
+  auto expired = verifier.Verify(token_, "berth-gateway", 2000);
+  ASSERT_FALSE(expired);
+  EXPECT_NE(expired.error().message.find("expired"), std::string::npos);
+  auto audience = verifier.Verify(token_, "berth-state", 1500);
+  ASSERT_FALSE(audience);
+  EXPECT_NE(audience.error().message.find("another audience"), std::string::npos);
+
+  std::string forged = Part(token_, 0) + "." +
+                       B64(R"({"sub":"run-2","aud":"berth-gateway","iat":1000,"exp":2000})") + "." +
+                       Part(token_, 2);
+  for (int call = 0; call < 2; ++call) {
+    auto refused = verifier.Verify(forged, "berth-gateway", 1500);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().kind, ErrorKind::kUnauthenticated);
+  }
+  auto other = Ed25519Signer::Generate();
+  ASSERT_TRUE(other);
+  RunTokenVerifier other_key(other->PublicKey());
+  EXPECT_FALSE(other_key.Verify(token_, "berth-gateway", 1500));
+}
+
 }  // namespace
 }  // namespace berth::crypto

@@ -37,6 +37,7 @@ bool IsArtifactName(const std::string& name) {
 RunGateway::RunGateway(store::Store& store, RunGatewayOptions options)
     : store_(store),
       options_(std::move(options)),
+      tokens_(options_.public_key),
       clock_(options_.clock ? *options_.clock : SystemClock::Instance()) {
   const std::string run = "/runs/v1/{run}";
   auto add = [this](const std::string& method, const std::string& path, auto handler) {
@@ -60,8 +61,7 @@ RunGateway::RunGateway(store::Store& store, RunGatewayOptions options)
 
 net::ServerResponse RunGateway::ForOwnRun(const RouteRequest& r, const Body& body) const {
   const std::string& run = r.params.at("run");
-  auto token = crypto::VerifyRunToken(RunTokenOf(r.http), options_.public_key,
-                                      crypto::kRunTokenAudience, clock_.WallSeconds());
+  auto token = tokens_.Verify(RunTokenOf(r.http), crypto::kRunTokenAudience, clock_.WallSeconds());
   if (!token) {
     auto response =
         ErrorResponse(401, "Unauthenticated", "a run token is required: " + token.error().message);

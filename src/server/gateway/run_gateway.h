@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/clock.h"
+#include "crypto/jws.h"
 #include "net/http_server.h"
 #include "server/api/router.h"
 #include "server/change_feed.h"
@@ -53,6 +54,7 @@ class RunGateway {
 
   store::Store& store_;
   RunGatewayOptions options_;
+  crypto::RunTokenVerifier tokens_;
   Clock& clock_;
   Router router_;
 };

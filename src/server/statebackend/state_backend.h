@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/clock.h"
+#include "crypto/jws.h"
 #include "net/http_server.h"
 #include "store/store.h"
 
@@ -27,7 +28,7 @@ class StateBackend {
  private:
   store::Store& store_;
   store::StateStore& states_;
-  std::string public_key_;
+  crypto::RunTokenVerifier tokens_;
   Clock& clock_;
 };
 
