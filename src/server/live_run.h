@@ -19,6 +19,9 @@ inline constexpr std::string_view kRunEndedMarkerPrefix = "run-ended:";
 // that, or if it is no deployment's run.
 Result<store::Deployment> LiveDeploymentOfRun(store::Store& store, const std::string& run_id);
 
+// The same check without reading the deployment (the state backend's, at each request).
+Result<void> RunIsLive(store::Store& store, const std::string& run_id);
+
 // From now on the run's token opens nothing (the dispatcher, when its launcher reports its end).
 Result<void> MarkRunEnded(store::Store& store, const store::Deployment& deployment,
                           const std::string& run_id);

@@ -50,6 +50,13 @@ struct EnvironmentActivity {
   int64_t queued = 0;
 };
 
+// Whose run a run id is, without reading (and opening) the deployment's spec: what the state
+// backend needs at each of tofu's requests.
+struct RunOwner {
+  std::string org_id, deployment_id;
+  DeploymentState state = DeploymentState::kQueued;
+};
+
 struct TransitionChanges {
   std::optional<std::string> run_id;
   std::optional<nlohmann::json> result;
@@ -68,6 +75,7 @@ class DeploymentStore {
   virtual Result<Deployment> Get(const std::string& org, const std::string& id) = 0;
   // The deployment whose current run this is (run ids are unique across organizations).
   virtual Result<Deployment> GetByRun(const std::string& run_id) = 0;
+  virtual Result<RunOwner> OwnerOfRun(const std::string& run_id) = 0;
   // Newest first.
   virtual Result<std::vector<Deployment>> ListForEnvironment(const std::string& org,
                                                              const std::string& project,

@@ -124,6 +124,17 @@ class SqlDeploymentStore final : public DeploymentStore {
     return FromRow(rows->front(), keys_);
   }
 
+  Result<RunOwner> OwnerOfRun(const std::string& run_id) override {
+    auto c = pool_.Borrow();
+    auto rows = c->Query(
+        "SELECT org_id, id, state FROM deployments WHERE run_id = $1 AND run_id <> ''", {run_id});
+    if (!rows) return rows.error();
+    if (rows->empty()) return MakeError(ErrorKind::kNotFound, "no deployment runs " + run_id);
+    const SqlRow& r = rows->front();
+    return RunOwner{r.Text(0), r.Text(1),
+                    ParseDeploymentState(r.Text(2)).value_or(DeploymentState::kFailed)};
+  }
+
   Result<std::vector<Deployment>> ListForEnvironment(const std::string& org,
                                                      const std::string& project,
                                                      const std::string& env, int limit) override {

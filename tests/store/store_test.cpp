@@ -661,6 +661,13 @@ TEST_P(DeploymentStoreTest, ALogKeepsEachChunkOnceInArrivalOrderAcrossRuns) {
   EXPECT_TRUE(data.ReadLog("other", "d1", 0, 10)->empty());
   EXPECT_EQ(store_->Deployments().GetByRun("r1")->id, "d1");
   EXPECT_EQ(store_->Deployments().GetByRun("r9").error().kind, ErrorKind::kNotFound);
+  auto owner = store_->Deployments().OwnerOfRun("r1");
+  ASSERT_TRUE(owner) << owner.error().ToString();
+  EXPECT_EQ(owner->org_id, "acme");
+  EXPECT_EQ(owner->deployment_id, "d1");
+  EXPECT_EQ(owner->state, DeploymentState::kDispatched);
+  EXPECT_EQ(store_->Deployments().OwnerOfRun("r9").error().kind, ErrorKind::kNotFound);
+  EXPECT_EQ(store_->Deployments().OwnerOfRun("").error().kind, ErrorKind::kNotFound);
 }
 
 TEST_P(DeploymentStoreTest, ArtifactsAndBundlesKeepBinaryContentExactly) {

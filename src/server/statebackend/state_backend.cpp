@@ -50,7 +50,7 @@ int StatusOf(const Error& error) { return HttpStatus(error.kind); }
 }  // namespace
 
 StateBackend::StateBackend(store::Store& store, std::string public_key, Clock& clock)
-    : store_(store), states_(store.States()), public_key_(std::move(public_key)), clock_(clock) {}
+    : store_(store), states_(store.States()), tokens_(std::move(public_key)), clock_(clock) {}
 
 net::ServerResponse StateBackend::Handle(const net::ServerRequest& request) const {
   // /state/v1/{org}/{project}/{env}, each an id (a DNS label); TF's query (lock IDs) follows.
@@ -59,12 +59,11 @@ net::ServerResponse StateBackend::Handle(const net::ServerRequest& request) cons
   if (!where) return Problem(404, "no such state: the path is /state/v1/{org}/{project}/{env}");
   std::string key = where->Key();
 
-  auto token = crypto::VerifyRunToken(RunTokenOf(request), public_key_, crypto::kRunTokenAudience,
-                                      clock_.WallSeconds());
+  auto token = tokens_.Verify(RunTokenOf(request), crypto::kRunTokenAudience, clock_.WallSeconds());
   if (!token) return Problem(401, "a run token is required: " + token.error().message);
   if (token->scope != key)
     return Problem(403, "the run's token is for " + token->scope + ", not " + key);
-  if (auto live = LiveDeploymentOfRun(store_, token->run_id); !live)
+  if (auto live = RunIsLive(store_, token->run_id); !live)
     return Problem(StatusOf(live.error()), live.error().message);
 
   const std::string& method = request.method;
