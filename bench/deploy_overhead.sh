@@ -9,9 +9,10 @@
 #
 # With BASELINE=REV (a commit), REV's own `berth deploy` is timed too, alternating with this
 # tree's in the same run (machines here are noisy: only figures from one run compare); REV is
-# built once into build/bench-baseline/REV.
+# built once into build/bench-baseline/REV. BASELINE_BERTH=PATH times a berth binary built
+# already instead (with its runner beside it, as a build tree has it).
 #
-# Usage: [BASELINE=REV] [APPROVAL=1] bench/deploy_overhead.sh [MODULE (default examples/hello)] [N (default 9)]
+# Usage: [BASELINE=REV | BASELINE_BERTH=PATH] [APPROVAL=1] bench/deploy_overhead.sh [MODULE (default examples/hello)] [N (default 9)]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 MODULE=${1:-examples/hello}
@@ -21,8 +22,10 @@ cmake --preset release >/dev/null
 cmake --build --preset release --target berth runner >/dev/null
 BERTH=$PWD/build/release/apps/berth/berth
 RUNNER=$PWD/build/release/apps/runner/runner
-BASE_BERTH=
-if [[ -n ${BASELINE:-} ]]; then
+BASE_BERTH=${BASELINE_BERTH:-}
+if [[ -n $BASE_BERTH ]]; then
+  BASELINE=$BASE_BERTH rev=prebuilt
+elif [[ -n ${BASELINE:-} ]]; then
   rev=$(git rev-parse --short "$BASELINE")
   src=$PWD/build/bench-baseline/$rev
   [[ -d $src ]] || git worktree add --detach "$src" "$rev" >/dev/null
