@@ -3,18 +3,14 @@
 namespace berth::server {
 
 Result<std::vector<RunnerRule>> LoadRunnerRules(store::Store& store, const std::string& org) {
+  auto records = store::ListAll(store, store::Kind::kRunnerRule, org, "");
+  if (!records) return records.error();
   std::vector<RunnerRule> rules;
-  std::string after;
-  do {
-    auto page = store.List(store::Kind::kRunnerRule, org, "", {.after = after, .limit = 1000});
-    if (!page) return page.error();
-    for (const auto& rec : page->items) {
-      rules.push_back({rec.id, rec.columns.at("runner_id").value_or(""),
-                       rec.columns.at("project_id").value_or(""),
-                       rec.columns.at("env_type_id").value_or("")});
-    }
-    after = page->next;
-  } while (!after.empty());
+  for (const auto& rec : *records) {
+    rules.push_back({rec.id, rec.columns.at("runner_id").value_or(""),
+                     rec.columns.at("project_id").value_or(""),
+                     rec.columns.at("env_type_id").value_or("")});
+  }
   return rules;
 }
 

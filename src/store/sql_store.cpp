@@ -468,6 +468,19 @@ std::string_view KindName(Kind kind) {
   return "object";
 }
 
+Result<std::vector<Record>> ListAll(Store& store, Kind kind, const std::string& org,
+                                    const std::string& parent) {
+  std::vector<Record> all;
+  ListQuery query{.limit = 1000};
+  for (;;) {
+    auto page = store.List(kind, org, parent, query);
+    if (!page) return page.error();
+    for (Record& record : page->items) all.push_back(std::move(record));
+    if (page->next.empty()) return all;
+    query.after = page->next;
+  }
+}
+
 Result<std::unique_ptr<Store>> OpenStore(const std::string& url, int pool_size,
                                          std::shared_ptr<crypto::KeyRing> keys) {
   bool postgres = url.starts_with("postgres://") || url.starts_with("postgresql://");

@@ -135,4 +135,9 @@ class Store {
 Result<std::unique_ptr<Store>> OpenStore(const std::string& url, int pool_size = 4,
                                          std::shared_ptr<crypto::KeyRing> keys = nullptr);
 
+// Every record of kind under parent, read page by page: for callers that need the whole list
+// (the overview, the checks across a project's environments, the runner rules).
+Result<std::vector<Record>> ListAll(Store& store, Kind kind, const std::string& org,
+                                    const std::string& parent);
+
 }  // namespace berth::store

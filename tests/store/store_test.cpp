@@ -248,6 +248,21 @@ TEST_P(StoreTest, ListsArePagedInIdOrder) {
   EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
 }
 
+// Past one page of ListAll's (a thousand), in id order, another organization's left out.
+TEST_P(StoreTest, ListAllReadsEveryPage) {
+  for (int i = 0; i < 1003; ++i) {
+    char id[8];
+    std::snprintf(id, sizeof id, "p%04d", i);
+    ASSERT_TRUE(store_->Create(Project(id)));
+  }
+  ASSERT_TRUE(store_->Create(Project("p9999", "other")));
+  auto all = ListAll(*store_, Kind::kProject, "acme", "");
+  ASSERT_TRUE(all) << all.error().ToString();
+  ASSERT_EQ(all->size(), 1003u);
+  EXPECT_EQ(all->front().id, "p0000");
+  EXPECT_EQ(all->back().id, "p1002");
+}
+
 TEST_P(StoreTest, AnEnvironmentNeedsItsProjectAndTypeAndPinsItsRunner) {
   EXPECT_EQ(store_->Create(Env("web", "dev", "development")).error().kind,
             ErrorKind::kFailedPrecondition);

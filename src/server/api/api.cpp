@@ -113,19 +113,15 @@ Error LabelConflict(Error error, const std::string& with) {
 Result<void> FitsItsEnvironments(store::Store& store, const std::string& org,
                                  const std::string& project, const Labels& labels) {
   const json project_labels = LabelsJson(labels);
-  store::ListQuery query;
-  for (;;) {
-    auto page = store.List(Kind::kEnvironment, org, project, query);
-    if (!page) return page.error();
-    for (const Record& env : page->items) {
-      auto env_labels = ParseLabels(env.body.value("labels", json::object()), "$.labels");
-      if (!env_labels) continue;  // stored labels were valid when saved
-      if (auto merged = EffectiveLabels(project_labels, *env_labels); !merged)
-        return LabelConflict(merged.error(), "with environment " + env.id + "'s");
-    }
-    if (page->next.empty()) return {};
-    query.after = page->next;
+  auto envs = store::ListAll(store, Kind::kEnvironment, org, project);
+  if (!envs) return envs.error();
+  for (const Record& env : *envs) {
+    auto env_labels = ParseLabels(env.body.value("labels", json::object()), "$.labels");
+    if (!env_labels) continue;  // stored labels were valid when saved
+    if (auto merged = EffectiveLabels(project_labels, *env_labels); !merged)
+      return LabelConflict(merged.error(), "with environment " + env.id + "'s");
   }
+  return {};
 }
 
 // A Go duration short enough to count in nanoseconds (30m, 2h, 720h).

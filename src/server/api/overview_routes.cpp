@@ -16,20 +16,6 @@ json Brief(const std::optional<store::Deployment>& d) {
           {"updated_at", ApiTime(d->updated_at)}};
 }
 
-// Every record of a kind under a parent, page after page.
-Result<std::vector<store::Record>> All(store::Store& store, store::Kind kind,
-                                       const std::string& org, const std::string& parent) {
-  std::vector<store::Record> all;
-  store::ListQuery query{.limit = 1000};
-  for (;;) {
-    auto page = store.List(kind, org, parent, query);
-    if (!page) return page.error();
-    for (store::Record& record : page->items) all.push_back(std::move(record));
-    if (page->next.empty()) return all;
-    query.after = page->next;
-  }
-}
-
 }  // namespace
 
 OverviewRoutes::OverviewRoutes(Router& router, store::Store& store, const TokenGuard& authorized)
@@ -40,13 +26,13 @@ OverviewRoutes::OverviewRoutes(Router& router, store::Store& store, const TokenG
 }
 
 net::ServerResponse OverviewRoutes::Overview(const Caller& c) const {
-  auto projects = All(store_, store::Kind::kProject, c.org, "");
+  auto projects = store::ListAll(store_, store::Kind::kProject, c.org, "");
   if (!projects) return ErrorResponse(projects.error());
   auto activity = store_.Deployments().ActivityOf(c.org);
   if (!activity) return ErrorResponse(activity.error());
   json environments = json::array();
   for (const store::Record& project : *projects) {
-    auto envs = All(store_, store::Kind::kEnvironment, c.org, project.id);
+    auto envs = store::ListAll(store_, store::Kind::kEnvironment, c.org, project.id);
     if (!envs) return ErrorResponse(envs.error());
     for (const store::Record& env : *envs) {
       auto runner = env.columns.find("runner_id");
