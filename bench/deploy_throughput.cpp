@@ -4,7 +4,9 @@
 // same TF work by hand (`tofu init && tofu plan -out && tofu apply`, 4 at once) in the same
 // run. First, one deployment at a time, berth's fixed cost: from the POST to the runner
 // started, and the run's time outside TF (starting the sandboxed runner, fetching its inputs,
-// shipping the log and result, ending the deployment). Real berthd (`berth up`), runner, tofu.
+// shipping the log and result, ending the deployment) and berthd's own CPU; and over both
+// phases, the CPU the whole machine spent per deployment (on 2 cores, 4 runs at once keep
+// them busy: that ratio is the throughput's). Real berthd (`berth up`), runner, tofu.
 //
 // Usage: deploy_throughput BERTH_BIN TOFU_BIN MODULE [N (default 100)] [ENVS (default 10)]
 //        (see bench/deploy_throughput.sh)
@@ -56,6 +58,19 @@ double CpuSeconds(pid_t pid) {
   for (int i = 3; i <= 15 && fields >> field; ++i)
     if (i >= 14) ticks += std::stod(field);
   return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// The CPU time every process of the machine has used so far, in seconds (/proc/stat's first
+// line: user, nice, system, irq, softirq and steal; not idle, not waiting for I/O). Over a
+// phase, divided by its deployments: what one costs the machine, whoever spends it.
+double MachineBusySeconds() {
+  auto stat = sys::ReadFile("/proc/stat");
+  if (!stat) return 0;
+  std::istringstream fields(stat->substr(0, stat->find('\n')));
+  std::string name;
+  double user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+  fields >> name >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal;
+  return (user + nice + system + irq + softirq + steal) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 double Median(std::vector<double> values) {
@@ -161,6 +176,7 @@ int Main(int argc, char** argv) {
 
   const double berthd_cpu_ms = (CpuSeconds(up->Pid()) - cpu_before) * 1000 / kFixedCostSamples;
 
+  const double busy_before = MachineBusySeconds();
   // Accepting: N creates from 4 clients at once.
   std::atomic<int> next{0}, refused{0};
   auto start = Clock::now();
@@ -216,7 +232,10 @@ int Main(int argc, char** argv) {
   }
   up->Signal(SIGTERM);
   up->Wait();
+  const double berth_busy = MachineBusySeconds() - busy_before;
+  const double hand_busy_before = MachineBusySeconds();
   auto by_hand = ByHand(tofu, module, dir->Path(), n, kParallel);
+  const double hand_busy = MachineBusySeconds() - hand_busy_before;
   std::printf(
       "fixed cost (%d deployments one at a time, medians): POST to runner started %.0f ms; "
       "the run outside TF %.0f ms; berthd's own CPU %.1f ms a deployment\n",
@@ -228,6 +247,9 @@ int Main(int argc, char** argv) {
               Seconds(done - start), n / Seconds(done - start), succeeded);
   std::printf("the same TF work by hand, %d at once: %.2f s; ratio %.2f\n", kParallel,
               Seconds(by_hand), Seconds(done - start) / Seconds(by_hand));
+  std::printf(
+      "the machine's CPU per deployment: %.0f ms through berth, %.0f ms by hand; ratio %.2f\n",
+      berth_busy * 1000 / n, hand_busy * 1000 / n, berth_busy / hand_busy);
   return succeeded == n ? 0 : 1;
 }
 
