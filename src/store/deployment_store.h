@@ -51,7 +51,7 @@ struct EnvironmentActivity {
 };
 
 // Whose run a run id is, without reading (and opening) the deployment's spec: what the state
-// backend needs at each of tofu's requests.
+// backend needs at each of tofu's requests, and the launchers' events.
 struct RunOwner {
   std::string org_id, deployment_id;
   DeploymentState state = DeploymentState::kQueued;

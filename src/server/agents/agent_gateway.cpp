@@ -275,7 +275,7 @@ net::ServerResponse AgentGateway::LiveRuns(const Agent& agent) const {
   if (!done) return ErrorResponse(done.error());
   json runs = json::array();
   for (const store::RunnerCommand& command : *done) {
-    if (command.kind != kCreateJob || !LiveDeploymentOfRun(store_, command.run_id)) continue;
+    if (command.kind != kCreateJob || !RunIsLive(store_, command.run_id)) continue;
     runs.push_back(command.payload.value("request", json::object()));
   }
   return JsonResponse(200, json{{"runs", runs}}.dump());

@@ -179,9 +179,9 @@ void AgentLauncher::Tick() {
   }
   for (const store::AgentRunEnd& end : *ends) {
     std::string posted;
-    if (auto d = store_.Deployments().GetByRun(end.run_id); d && d->org_id == end.org_id) {
-      if (auto result =
-              store_.DeploymentData().GetArtifact(d->org_id, d->id, "result:" + end.run_id))
+    if (auto d = store_.Deployments().OwnerOfRun(end.run_id); d && d->org_id == end.org_id) {
+      if (auto result = store_.DeploymentData().GetArtifact(d->org_id, d->deployment_id,
+                                                            "result:" + end.run_id))
         posted = result->content;
     }
     {

@@ -191,9 +191,9 @@ Result<Dispatcher::Launch> Dispatcher::Prepare(const store::Deployment& d) {
 
 void Dispatcher::OnRunEvent(const std::string& run_id, const launch::LaunchEvent& event) {
   NotifyWhenDone notify(options_.logs);  // followers see the event's line
-  auto d = store_.Deployments().GetByRun(run_id);
-  if (!d) return;  // the runner of a run no deployment has (an untracked one being stopped)
-  RecordDeploymentEvent(store_, log_, d->org_id, d->id, run_id, event);
+  auto owner = store_.Deployments().OwnerOfRun(run_id);
+  if (!owner) return;  // the runner of a run no deployment has (an untracked one being stopped)
+  RecordDeploymentEvent(store_, log_, owner->org_id, owner->deployment_id, run_id, event);
 }
 
 void Dispatcher::ReleaseStateLocks(const store::Deployment& d, const std::string& run_id,
@@ -265,10 +265,10 @@ Result<void> Dispatcher::Recover() {
 }
 
 bool Dispatcher::Held(const std::string& run_id) {
-  auto d = store_.Deployments().GetByRun(run_id);
+  auto owner = store_.Deployments().OwnerOfRun(run_id);
   // Unsure (the database did not answer): kept, an orphan is removed at a later start.
-  if (!d) return d.error().kind != ErrorKind::kNotFound;
-  return d->state == S::kDispatched || d->state == S::kRunning;
+  if (!owner) return owner.error().kind != ErrorKind::kNotFound;
+  return owner->state == S::kDispatched || owner->state == S::kRunning;
 }
 
 bool Dispatcher::Start(const store::Deployment& d) {
