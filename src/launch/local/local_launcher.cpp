@@ -545,7 +545,7 @@ Result<void> LocalLauncher::Recover(const std::vector<LaunchRequest>& adopt,
     pid_t pid = launched ? RunnerPid(dir, *pid_text) : -1;
     if (pid > 0) {
       if (pid_text->empty())
-        IgnoreError(sys::WriteFileAtomic(dir / "pid", std::to_string(pid)),
+        IgnoreError(sys::WriteFileAtomicUnsynced(dir / "pid", std::to_string(pid)),
                     "found again by its command line at the next start");
       Run& run = running_[request.run_id];
       run.dir = dir;
