@@ -18,6 +18,7 @@
 #include <csignal>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -200,11 +201,14 @@ int Main(int argc, char** argv) {
 
   // Running: until every deployment has ended, seen in one request for every environment (the
   // overview) every 50 ms, which the API's 100 requests a second per token allows; then the
-  // deployments are counted once.
-  auto all_ended = [&] {
-    const json overview =
-        json::parse(call(*http, "GET", "/overview", "", "application/json").body, nullptr, false);
-    if (!overview.contains("environments")) return false;
+  // deployments are counted once. Nullopt: the overview failed (said on stderr).
+  auto all_ended = [&]() -> std::optional<bool> {
+    auto response = call(*http, "GET", "/overview", "", "application/json");
+    const json overview = json::parse(response.body, nullptr, false);
+    if (!overview.contains("environments")) {
+      std::fprintf(stderr, "the overview failed: %s\n", response.body.c_str());
+      return std::nullopt;
+    }
     for (const auto& env : overview["environments"]) {
       if (!env.value("id", "").starts_with("env-")) continue;
       const json& last = env["last_deployment"];
@@ -215,8 +219,11 @@ int Main(int argc, char** argv) {
     }
     return true;
   };
-  while (!all_ended()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::optional<bool> ended;
+  while ((ended = all_ended()) == false) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   auto done = Clock::now();
+  const double berth_busy = MachineBusySeconds() - busy_before;
+  if (!ended) return 1;
   int succeeded = 0;
   for (int e = 0; e < envs; ++e) {
     auto list =
@@ -232,7 +239,6 @@ int Main(int argc, char** argv) {
   }
   up->Signal(SIGTERM);
   up->Wait();
-  const double berth_busy = MachineBusySeconds() - busy_before;
   const double hand_busy_before = MachineBusySeconds();
   auto by_hand = ByHand(tofu, module, dir->Path(), n, kParallel);
   const double hand_busy = MachineBusySeconds() - hand_busy_before;
