@@ -322,7 +322,8 @@ int Main(int argc, char** argv) {
   deploy->add_flag("--require-approval", deploy_options.require_approval,
                    "stop at the plan until someone approves it");
   deploy->add_flag("--auto-approve", deploy_options.auto_approve,
-                   "approve the plan as soon as it is printed");
+                   "alone, plan and apply in one run (as tofu's flag); with "
+                   "--require-approval, approve the plan as soon as it is printed");
   deploy->add_flag("--allow-destroy", deploy_options.allow_destroy,
                    "let the apply delete or replace resources");
   deploy->add_flag("--no-wait", deploy_options.no_wait, "queue it, print its id, return");

@@ -23,8 +23,8 @@ using nlohmann::json;
 constexpr std::chrono::hours kFollowFor{24};
 
 // Prints (or, when quiet, only reads) the deployment's log from position after; with follow,
-// until nothing more will come. The position it read up to, or the exit code as a negative
-// number.
+// until nothing more will come. The position it read up to (followed: where it began), or the
+// exit code as a negative number.
 int64_t ReadLog(const Connection& c, const std::string& id, int64_t after, bool follow,
                 bool quiet = false, LogDecryption* decryption = nullptr) {
   net::HttpRequest request;
@@ -51,9 +51,7 @@ int64_t ReadLog(const Connection& c, const std::string& id, int64_t after, bool 
   }
   auto position = response->headers.find("x-berth-log-position");
   if (position == response->headers.end()) return after;
-  int64_t read = std::stoll(position->second);
-  // A followed log's header names where it began: ask where it ends now.
-  return follow ? ReadLog(c, id, read, false, true) : read;
+  return std::stoll(position->second);
 }
 
 std::string PlanLine(const json& plan) {
@@ -128,7 +126,10 @@ int Deploy(const Globals& g, const DeployOptions& o) {
                   {"variables", *vars},
                   {"plan_only", o.plan_only},
                   {"allow_destroy", o.allow_destroy}};
-  if (o.require_approval || o.auto_approve) request["approval"] = {{"required", true}};
+  // --auto-approve asks for no approval: as tofu's flag, one run plans and applies. A plan
+  // that stops anyway (--require-approval, or a token that may not skip approval: docs/api.md)
+  // is approved as printed, which berthd refuses a token without the approve scope.
+  if (o.require_approval) request["approval"] = {{"required", true}};
   auto created = Send(*c, "POST", "/projects/" + o.project + "/envs/" + o.env + "/deployments",
                       request.dump());
   if (created.exit_code != kExitOk) return created.exit_code;
@@ -138,8 +139,8 @@ int Deploy(const Globals& g, const DeployOptions& o) {
   std::fflush(stdout);
   if (o.no_wait) return kExitOk;
 
-  int64_t position = ReadLog(*c, id, 0, true);
-  if (position < 0) return static_cast<int>(-position);
+  int64_t began = ReadLog(*c, id, 0, true);
+  if (began < 0) return static_cast<int>(-began);
   auto d = Send(*c, "GET", "/deployments/" + id);
   if (d.exit_code != kExitOk) return d.exit_code;
   if (d.body["state"] == "waiting_approval") {
@@ -150,13 +151,16 @@ int Deploy(const Globals& g, const DeployOptions& o) {
                   id.c_str(), plan.value("hash", "").c_str());
       return kExitOk;
     }
+    // The apply's log follows the plan's: from where the plan's ends, read before the apply
+    // can add to it.
+    int64_t plan_end = ReadLog(*c, id, began, false, true);
+    if (plan_end < 0) return static_cast<int>(-plan_end);
     json approval = {{"plan_hash", plan.value("hash", "")}};
     auto approved = Send(*c, "POST", "/deployments/" + id + "/approve", approval.dump());
     if (approved.exit_code != kExitOk) return approved.exit_code;
     std::printf("approved plan %s\n", plan.value("hash", "").c_str());
     std::fflush(stdout);
-    position = ReadLog(*c, id, position, true);
-    if (position < 0) return static_cast<int>(-position);
+    if (int64_t read = ReadLog(*c, id, plan_end, true); read < 0) return static_cast<int>(-read);
     d = Send(*c, "GET", "/deployments/" + id);
     if (d.exit_code != kExitOk) return d.exit_code;
   }

@@ -20,7 +20,7 @@ struct DeployOptions {
   std::string var_file;           // a JSON object of variables
   bool plan_only = false;
   bool require_approval = false;
-  bool auto_approve = false;  // approve the plan it waits with, as printed
+  bool auto_approve = false;  // one run; a plan that waits anyway is approved as printed
   bool allow_destroy = false;
   bool no_wait = false;  // queue it and print its id
 };

@@ -359,7 +359,8 @@ TEST_F(BerthCli, ADeploymentRunsOnALocalRunnerWithItsStateInBerth) {
 
 TEST_F(BerthCli, BerthDeployPlansApprovesAppliesAndPrintsTheOutputsOnAFreshBerthUp) {
   std::string hello = (testenv::SourceDir() / "examples/hello").string();
-  auto deployed = Berth({"deploy", hello, "--env", "dev", "--var", "name=cli", "--auto-approve"});
+  auto deployed = Berth({"deploy", hello, "--env", "dev", "--var", "name=cli", "--require-approval",
+                         "--auto-approve"});
   ASSERT_EQ(deployed.exit_code, 0) << deployed.output << Log();
   EXPECT_NE(deployed.output.find("created environment default/dev"), std::string::npos);
   EXPECT_NE(deployed.output.find("approved plan sha256:"), std::string::npos) << deployed.output;
@@ -417,6 +418,26 @@ TEST_F(BerthCli, BerthDeployPlansApprovesAppliesAndPrintsTheOutputsOnAFreshBerth
             kExitUsage);
 }
 
+// --auto-approve as tofu's flag means it: nothing asked for approval, so one run plans and
+// applies (one init), and there is no plan to approve.
+TEST_F(BerthCli, BerthDeployAutoApprovePlansAndAppliesInOneRun) {
+  std::string hello = (testenv::SourceDir() / "examples/hello").string();
+  auto deployed = Berth({"deploy", hello, "--env", "dev", "--var", "name=one", "--auto-approve"});
+  ASSERT_EQ(deployed.exit_code, 0) << deployed.output << Log();
+  EXPECT_EQ(deployed.output.find("approved plan"), std::string::npos) << deployed.output;
+  EXPECT_NE(deployed.output.find("greeting = hello, one"), std::string::npos) << deployed.output;
+  std::string id = deployed.output.substr(deployed.output.find("deployment d-") + 11, 12);
+  auto timings = Berth({"deployment", id, "--timings", "-o", "json"});
+  ASSERT_EQ(timings.exit_code, 0) << timings.output;
+  json spans = json::parse(timings.output)["spans"];
+  std::vector<std::string> names, steps;
+  for (const json& span : spans) names.push_back(span["name"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"queued", "launch", "run"})) << spans.dump(2);
+  for (const json& step : spans.back()["steps"]) steps.push_back(step["name"]);
+  EXPECT_EQ(steps, (std::vector<std::string>{"init", "plan", "apply", "(outside TF)"}))
+      << spans.dump(2);
+}
+
 // Separation of duties with the real tofu: the CI's deploy token queues an apply that stops at
 // its plan (it asked for no approval), cannot approve it, and a reviewer's approve token
 // applies exactly that plan. Revoked, the CI's token opens nothing.
@@ -462,6 +483,19 @@ TEST_F(BerthCli, ADeployTokenStopsAtItsPlanAndOnlyAnApproveTokenAppliesIt) {
   EXPECT_EQ(d["state"], "succeeded") << shown.output;
   EXPECT_EQ(d["created_by"], ci["id"]);
   EXPECT_EQ(d["approval"]["required"], true);
+  // --auto-approve does not lend the CI's token the approve scope: its apply still stops at
+  // the plan, and the approval it tries is refused.
+  auto self_approved =
+      Berth({"deploy", hello, "--env", "dev", "--var", "name=ci2", "--auto-approve"}, as(ci));
+  EXPECT_EQ(self_approved.exit_code, kExitRefused) << self_approved.output;
+  EXPECT_NE(self_approved.output.find("needs scope approve"), std::string::npos)
+      << self_approved.output;
+  std::string unapproved =
+      self_approved.output.substr(self_approved.output.find("deployment d-") + 11, 12);
+  auto still = Berth({"deployment", unapproved, "-o", "json"});
+  ASSERT_EQ(still.exit_code, 0) << still.output;
+  EXPECT_EQ(json::parse(still.output)["state"], "waiting_approval") << still.output;
+  EXPECT_EQ(Berth({"cancel", unapproved}).exit_code, 0);
 
   auto listed = Berth({"token", "list"});
   EXPECT_NE(listed.output.find(ci["id"].get<std::string>()), std::string::npos) << listed.output;
@@ -623,9 +657,11 @@ TEST_F(BerthCli, AHostileModuleFindsNothingOfBerthdInItsSandbox) {
   ASSERT_EQ(bind(listener.Get(), reinterpret_cast<sockaddr*>(&address), length), 0);
   ASSERT_EQ(listen(listener.Get(), 1), 0);
   ASSERT_EQ(getsockname(listener.Get(), reinterpret_cast<sockaddr*>(&address), &length), 0);
-  auto deployed = Berth({"deploy", hostile.string(), "--env", "dev", "--auto-approve", "--var",
-                         "data=" + data_, "--var", "berthd=" + std::to_string(up_->Pid()), "--var",
-                         "listener=" + std::to_string(ntohs(address.sin_port))});
+  // A plan run, then the apply run: the apply must not find the plan run's folder.
+  auto deployed =
+      Berth({"deploy", hostile.string(), "--env", "dev", "--require-approval", "--auto-approve",
+             "--var", "data=" + data_, "--var", "berthd=" + std::to_string(up_->Pid()), "--var",
+             "listener=" + std::to_string(ntohs(address.sin_port))});
   ASSERT_EQ(deployed.exit_code, 0) << deployed.output << Log();
   EXPECT_TRUE(up_->Running());
   std::string id = deployed.output.substr(deployed.output.find("deployment d-") + 11, 12);

@@ -226,7 +226,7 @@ TEST_F(HelmInstall, InstallDeployUpgradeAndUninstallOnARealNode) {
   }
   fs::path hello = testenv::SourceDir() / "examples/hello";
   sys::Completed deployed = Berth({"deploy", hello.string(), "--project", "web", "--env", "dev",
-                                   "--var", "name=helm", "--auto-approve"});
+                                   "--var", "name=helm", "--require-approval", "--auto-approve"});
   ASSERT_EQ(deployed.exit_code, 0) << deployed.output;
   EXPECT_NE(deployed.output.find("hello, helm"), std::string::npos) << deployed.output;
 
@@ -249,8 +249,9 @@ TEST_F(HelmInstall, InstallDeployUpgradeAndUninstallOnARealNode) {
   for (int i = 0; i < 1200 && agent_status()["agents"].size() < 2; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_EQ(agent_status()["agents"].size(), 2u) << agent_status().dump(2);
-  sys::Completed through_agent = Berth({"deploy", hello.string(), "--project", "web", "--env",
-                                        "edge", "--var", "name=agent", "--auto-approve"});
+  sys::Completed through_agent =
+      Berth({"deploy", hello.string(), "--project", "web", "--env", "edge", "--var", "name=agent",
+             "--require-approval", "--auto-approve"});
   ASSERT_EQ(through_agent.exit_code, 0) << through_agent.output;
   EXPECT_NE(through_agent.output.find("hello, agent"), std::string::npos) << through_agent.output;
   EXPECT_TRUE(agent_status()["connected"]) << agent_status().dump(2);

@@ -125,7 +125,7 @@ describe('the dashboard', () => {
   });
 
   test('a sensitive output stays hidden until revealed, and the plan file downloads', async () => {
-    const id = await deploy('secret', 'secrets', '--var', 'token=s3cret-browser-value', '--auto-approve');
+    const id = await deploy('secret', 'secrets', '--var', 'token=s3cret-browser-value', '--require-approval', '--auto-approve');
     const page = await loggedIn();
     await page.goto(`${up.url}/ui/#/deployments/${id}`);
     await page.getByRole('heading', { name: 'Outputs' }).waitFor();
