@@ -62,6 +62,7 @@ APPROVE=()
 [[ -z ${APPROVAL:-} ]] || APPROVE=(--require-approval --auto-approve)
 
 # Prints how long `berth deploy` of binary $1 against data folder $2 took for run $3, in ms.
+# The deployment's id is in $WORK/$3.log.
 deploy() {
   vars "$3" >"$WORK/$3.vars.json"
   local start
@@ -100,6 +101,29 @@ for i in $(seq "$N"); do
     "$BERTH_TEST_TOFU" apply -input=false -no-color p >/dev/null)
   bare_ms+=($(( ($(now) - start) / 1000000 )))
 done
+
+# Where this tree's deployments spent their time (medians, ms), from their own timings: the
+# client (its start, bundle, requests, the log's end) is what the deployment's span leaves.
+for i in $(seq "$N"); do
+  id=$(grep -o 'deployment d-[a-z0-9]*' "$WORK/d$i.log" | head -1 | cut -d' ' -f2)
+  "$BERTH" --data-dir="$WORK/data" deployment "$id" --timings -o json >"$WORK/d$i.timings.json"
+done
+python3 - "$WORK" "$N" "${deploy_ms[@]}" <<'PY'
+import json, statistics, sys
+work, n, walls = sys.argv[1], int(sys.argv[2]), [float(w) for w in sys.argv[3:]]
+parts = {"client and API": [], "queued and launch": [], "run outside TF": [], "TF": []}
+for i in range(n):
+    t = json.load(open(f"{work}/d{i + 1}.timings.json"))
+    spans = {s["name"]: s for s in t["spans"]}
+    steps = spans["run"].get("steps", [])
+    outside = sum(s["seconds"] for s in steps if s["name"] == "(outside TF)")
+    parts["client and API"].append(walls[i] - 1000 * t["total_seconds"])
+    parts["queued and launch"].append(1000 * (spans["queued"]["seconds"] + spans["launch"]["seconds"]))
+    parts["run outside TF"].append(1000 * outside)
+    parts["TF"].append(1000 * (sum(s["seconds"] for s in steps) - outside))
+print("berth deploy, where it went (medians): " +
+      ", ".join(f"{k} {statistics.median(v):.0f} ms" for k, v in parts.items()))
+PY
 
 d=$(printf '%s\n' "${deploy_ms[@]}" | median)
 h=$(printf '%s\n' "${hand_ms[@]}" | median)

@@ -100,8 +100,8 @@ class BerthCli : public ::testing::Test {
   }
 
   // env: the whole environment; by default one that finds berth up by its data folder.
-  sys::Completed Berth(std::vector<std::string> args,
-                       std::optional<std::vector<std::string>> env = std::nullopt) {
+  sys::Completed Berth(const std::vector<std::string>& args,
+                       const std::optional<std::vector<std::string>>& env = std::nullopt) {
     sys::SpawnOptions options;
     options.argv = {BERTH_CLI_BIN};
     options.argv.insert(options.argv.end(), args.begin(), args.end());
