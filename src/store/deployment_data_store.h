@@ -4,6 +4,7 @@
 // base64 text so that SQLite and PostgreSQL store it alike.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -49,11 +50,16 @@ struct Artifact {
   int64_t at = 0;
 };
 
+// How old a bundle must be for its upload again to make it young: an unused bundle is kept at
+// least the retention's window minus this from its last upload (server/retention.h keeps them
+// an hour).
+inline constexpr std::chrono::milliseconds kBundleRefreshAfter = std::chrono::minutes(5);
+
 class DeploymentDataStore {
  public:
   virtual ~DeploymentDataStore() = default;
   // Bundles are named by their content: storing the same bytes twice gives the same bundle,
-  // young again (a pruning spares it).
+  // young again (a pruning spares it) unless it was stored within kBundleRefreshAfter.
   virtual Result<Bundle> PutBundle(const std::string& org, const std::string& content) = 0;
   virtual Result<Bundle> GetBundle(const std::string& org, const std::string& id) = 0;
   // Removes the bundles stored before `before` (milliseconds since the epoch) that no

@@ -17,12 +17,22 @@ class SqlDeploymentDataStore final : public DeploymentDataStore {
     b.id = "b-" + b.sha256.substr(0, 32);
     b.created_at = UnixMillisNow();
     auto c = pool_.Borrow();
+    // The same module uploaded again keeps its bundle from being pruned while unused; only one
+    // uploaded more than kBundleRefreshAfter ago is touched, so that deploying an unchanged
+    // module writes (and syncs) nothing here.
     auto n = c->Execute(
         "INSERT INTO bundles (org_id, id, sha256, size, content, created_at) VALUES ($1, $2, $3, "
-        "$4, $5, $6) ON CONFLICT (org_id, id) DO UPDATE SET created_at = excluded.created_at",
+        "$4, $5, $6) ON CONFLICT (org_id, id) DO UPDATE SET created_at = excluded.created_at "
+        "WHERE bundles.created_at < $7",
         {org, b.id, b.sha256, static_cast<int64_t>(content.size()), Base64Encode(content),
-         b.created_at});
+         b.created_at, b.created_at - kBundleRefreshAfter.count()});
     if (!n) return n.error();
+    if (*n == 0) {  // kept as it was: say when it was made
+      auto rows =
+          c->Query("SELECT created_at FROM bundles WHERE org_id = $1 AND id = $2", {org, b.id});
+      if (!rows) return rows.error();
+      if (!rows->empty()) b.created_at = rows->front().Int(0);
+    }
     return b;
   }
 

@@ -39,7 +39,9 @@ class ApiFixture : public ::testing::Test {
 
   // The API's options for this test (a test may start another API with others).
   virtual ApiOptions Options() { return {}; }
-  void Start(ApiOptions options) { api_ = std::make_unique<ApiWithoutRunners>(*store_, options); }
+  void Start(const ApiOptions& options) {
+    api_ = std::make_unique<ApiWithoutRunners>(*store_, options);
+  }
 
   net::ServerResponse Call(const std::string& method, const std::string& target,
                            const std::string& body = "") {

@@ -21,7 +21,7 @@ class ApiWithoutRunners {
   net::ServerResponse Handle(const net::ServerRequest& request) const {
     return api_.Handle(request);
   }
-  const Api& api() const { return api_; }
+  const Api& Served() const { return api_; }  // the API itself, for its routes
 
  private:
   crypto::Ed25519Signer signer_;

@@ -705,6 +705,34 @@ TEST_P(DeploymentStoreTest, ArtifactsAndBundlesKeepBinaryContentExactly) {
   EXPECT_EQ(data.GetBundle("other", first->id).error().kind, ErrorKind::kNotFound);
 }
 
+// Uploading the same module again makes its bundle young again (the retention spares it) only
+// when it is older than kBundleRefreshAfter: a deploy of an unchanged module writes nothing.
+TEST_P(DeploymentStoreTest, ABundleUploadedAgainIsMadeYoungOnlyOnceItIsOld) {
+  auto& data = store_->DeploymentData();
+  auto first = data.PutBundle("acme", "module bytes");
+  ASSERT_TRUE(first) << first.error().ToString();
+  auto raw = GetParam() == Backend::kSqlite ? OpenSqlite(url_.substr(7)) : OpenPostgres(url_);
+  ASSERT_TRUE(raw);
+  auto stored_at = [&] {
+    auto rows = (*raw)->Query("SELECT created_at FROM bundles WHERE id = $1", {first->id});
+    EXPECT_TRUE(rows && rows->size() == 1);
+    return rows && rows->size() == 1 ? rows->front().Int(0) : -1;
+  };
+  int64_t young = first->created_at - 1000;  // uploaded a second ago
+  ASSERT_TRUE((*raw)->Execute("UPDATE bundles SET created_at = $1", {young}));
+  auto again = data.PutBundle("acme", "module bytes");
+  ASSERT_TRUE(again) << again.error().ToString();
+  EXPECT_EQ(stored_at(), young) << "a young bundle is left as it is";
+  EXPECT_EQ(again->created_at, young) << "and the upload says when it was made";
+
+  int64_t old = first->created_at - kBundleRefreshAfter.count() - 1000;
+  ASSERT_TRUE((*raw)->Execute("UPDATE bundles SET created_at = $1", {old}));
+  auto refreshed = data.PutBundle("acme", "module bytes");
+  ASSERT_TRUE(refreshed) << refreshed.error().ToString();
+  EXPECT_GE(stored_at(), first->created_at) << "an old one is young again";
+  EXPECT_EQ(refreshed->created_at, stored_at());
+}
+
 // Secrets at rest: what berthd seals is ciphertext in the database (read here with plain SQL),
 // reads back as it was written, stays bound to its column, and is sealed again with a new key
 // by Reseal, with a value written before encryption at rest.
