@@ -111,16 +111,22 @@ done
 python3 - "$WORK" "$N" "${deploy_ms[@]}" <<'PY'
 import json, statistics, sys
 work, n, walls = sys.argv[1], int(sys.argv[2]), [float(w) for w in sys.argv[3:]]
-parts = {"client and API": [], "queued and launch": [], "run outside TF": [], "TF": []}
+parts = {"client and API": [], "queued and launch": [], "waiting for approval": [],
+         "run outside TF": [], "TF": []}
 for i in range(n):
     t = json.load(open(f"{work}/d{i + 1}.timings.json"))
-    spans = {s["name"]: s for s in t["spans"]}
-    steps = spans["run"].get("steps", [])
-    outside = sum(s["seconds"] for s in steps if s["name"] == "(outside TF)")
-    parts["client and API"].append(walls[i] - 1000 * t["total_seconds"])
-    parts["queued and launch"].append(1000 * (spans["queued"]["seconds"] + spans["launch"]["seconds"]))
-    parts["run outside TF"].append(1000 * outside)
-    parts["TF"].append(1000 * (sum(s["seconds"] for s in steps) - outside))
+    ms = dict.fromkeys(parts, 0.0)
+    # With approval a deployment has two launches and two runs: each span counts.
+    for span in t["spans"]:
+        if span["name"] in ("queued", "launch"):
+            ms["queued and launch"] += 1000 * span["seconds"]
+        elif span["name"] == "waiting_approval":
+            ms["waiting for approval"] += 1000 * span["seconds"]
+        for step in span.get("steps", []):
+            ms["run outside TF" if step["name"] == "(outside TF)" else "TF"] += 1000 * step["seconds"]
+    ms["client and API"] = walls[i] - 1000 * t["total_seconds"]
+    for k in parts:
+        parts[k].append(ms[k])
 print("berth deploy, where it went (medians): " +
       ", ".join(f"{k} {statistics.median(v):.0f} ms" for k, v in parts.items()))
 PY
