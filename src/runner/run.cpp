@@ -17,6 +17,7 @@
 #include "crypto/digest.h"
 #include "runner/mapped_files.h"
 #include "runner/module_archive.h"
+#include "runner/shared_providers.h"
 #include "runner/state_encryption.h"
 #include "runner/step_runner.h"
 #include "runner/work_dir.h"
@@ -291,6 +292,7 @@ class Run {
   }
 
   bool Init() {
+    if (!LendProviders()) return false;
     std::vector<std::string> args{"init", "-input=false", "-no-color",
                                   LockTimeoutFlag(o_.lock_timeout)};
     for (const auto& value : o_.backend_config) {
@@ -298,6 +300,24 @@ class Run {
       args.push_back("-backend-config=" + value);
     }
     return Step("init", args, RunErrorKind::kInit);
+  }
+
+  // The packages of the runner's shared cache that the lock file pins, linked into the run's
+  // plugin cache for init to use (runner/shared_providers.h).
+  bool LendProviders() {
+    const std::string shared = Lookup(context_.environment, "BERTH_SHARED_PROVIDERS");
+    if (shared.empty()) return true;
+    const std::string cache = Lookup(env_, "TF_PLUGIN_CACHE_DIR");
+    if (cache.empty())
+      return Fail(RunErrorKind::kInvalidFlags, "environment",
+                  "BERTH_SHARED_PROVIDERS needs TF_PLUGIN_CACHE_DIR, the run's own plugin cache "
+                  "its packages are linked into");
+    std::string lent;
+    for (const std::string& provider :
+         LendSharedProviders(shared, dir_.workdir / ".terraform.lock.hcl", cache))
+      lent += (lent.empty() ? "" : ", ") + provider;
+    if (!lent.empty()) steps_->Log("init", "from the runner's shared provider cache: " + lent);
+    return true;
   }
 
   // The plan run's init is where TF runs (--prepared): tofu refuses a provider that is not

@@ -443,7 +443,8 @@ class Berthd {
                                          .runs_dir = options.data_dir / "runs",
                                          .max_parallel = options.max_parallel_runs,
                                          .environment = LocalRunEnvironment(),
-                                         .insecure = options.insecure_local_runners};
+                                         .insecure = options.insecure_local_runners,
+                                         .shared_providers = options.data_dir / "providers"};
       if (!local.insecure) {
         auto sandbox = launch::Sandbox::Probe(options.local_runner_uid);
         if (sandbox) local.sandbox = *sandbox;
@@ -502,7 +503,8 @@ class Berthd {
     } else if (local_isolation_ == "sandboxed" && std::getenv("TF_PLUGIN_CACHE_DIR")) {
       log_.Warn(
           "TF_PLUGIN_CACHE_DIR is not passed to sandboxed local runs: a cache every run "
-          "can write is one a run can poison; give --providers a mirror instead");
+          "can write is one a run can poison; each runner has its own shared cache in the data "
+          "folder's providers/ instead");
     }
     log_.Info("serving", {{"url", base_.url},
                           {"replica", base_.replica.id},

@@ -1,11 +1,13 @@
 // The plan files the real, pinned tofu writes, read without tofu: the same counts, destructive
-// addresses and drift as `show -json` of the same file, and a hash that follows the effect.
+// addresses and drift as `show -json` of the same file, and a hash that follows the effect; and
+// the lock file it writes, whose package hash berth computes alike.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "core/base64.h"
+#include "crypto/digest.h"
 #include "runner/state_encryption.h"
 #include "sys/files.h"
 #include "sys/subprocess.h"
@@ -13,6 +15,7 @@
 #include "tf/plan.h"
 #include "tf/plan_changes.h"
 #include "tf/plan_file.h"
+#include "tf/provider_packages.h"
 #include "tofu_test_env.h"
 
 namespace berth::tf {
@@ -95,6 +98,20 @@ class TofuPlans : public ::testing::Test {
   }
 
   void Apply() { Tofu({"apply", "-input=false", "-no-color", "-auto-approve", "p.tfplan"}); }
+
+  // tofu's "h1:" hash of an unpacked package, as berth computes it.
+  static std::string H1Of(const fs::path& package) {
+    PackageHasher hasher;
+    const fs::path root = fs::canonical(package);
+    for (const auto& entry : fs::recursive_directory_iterator(root)) {
+      if (!entry.is_regular_file()) continue;
+      auto bytes = sys::ReadFile(entry.path());
+      EXPECT_TRUE(bytes);
+      hasher.AddFile(entry.path().lexically_relative(root).generic_string(),
+                     crypto::Sha256Hex(bytes ? *bytes : ""));
+    }
+    return hasher.Finish();
+  }
 
   static void ExpectSameReading(const PlanAnalysis& file, const PlanAnalysis& shown) {
     auto counts = [](const PlanSummary& s) {
@@ -263,6 +280,24 @@ TEST_F(TofuPlans, AnEncryptedPlanOpensWithItsKeyAndReadsAsShowJsonReadsIt) {
   auto wrong = OpenAesGcmPayload(*file, std::string(32, 'L'));
   ASSERT_FALSE(wrong);
   EXPECT_EQ(wrong.error().kind, ErrorKind::kInvalidArgument);
+}
+
+// What a runner's shared provider cache rests on: the lock file init wrote lists, for the
+// package init installed, the very hash berth computes of its files.
+TEST_F(TofuPlans, TheLockFileInitWroteListsTheHashBerthComputesForThePackage) {
+  auto lock = sys::ReadFile(Work() / ".terraform.lock.hcl");
+  ASSERT_TRUE(lock) << lock.error().ToString();
+  auto providers = ParseLockFile(*lock);
+  ASSERT_EQ(providers.size(), 1u);
+  const LockedProvider& berthtest = providers[0];
+  EXPECT_EQ(berthtest.ns + "/" + berthtest.type + " " + berthtest.version, "berth/berthtest 0.1.0");
+  const fs::path package = Work() / ".terraform/providers" / berthtest.host / berthtest.ns /
+                           berthtest.type / berthtest.version / std::string(ThisPlatform());
+  const std::string h1 = H1Of(package);
+  EXPECT_NE(std::find(berthtest.h1_hashes.begin(), berthtest.h1_hashes.end(), h1),
+            berthtest.h1_hashes.end())
+      << h1 << " is not in\n"
+      << *lock;
 }
 
 }  // namespace

@@ -84,6 +84,21 @@ bool CutsNetwork(const LaunchRequest& request) {
 }
 fs::path RelaySocket(const fs::path& dir) { return dir / "relay" / "berthd.sock"; }
 
+// A sandboxed run's own plugin cache: in its private /tmp, a path every run has, so that an
+// approved apply that continues in its plan run's work folder (whose .terraform links into
+// that cache) finds it at the same path once it is moved along.
+constexpr const char* kRunPluginCache = "/tmp/plugin-cache";
+fs::path RunPluginCache(const fs::path& dir) { return dir / "tmp" / "plugin-cache"; }
+
+// An org or runner id as one folder name; empty for one that cannot be (ids are DNS labels).
+std::string FolderName(const std::string& id) {
+  if (id.empty()) return "_";
+  bool plain = std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+  });
+  return plain && id.size() <= 253 ? id : "";
+}
+
 // The folders and files of berthd's environment every sandboxed run sees read-only: the
 // program folders on PATH, and the TF CLI configuration with the provider mirrors it names.
 // Read once: the environment is fixed for the launcher's life.
@@ -192,9 +207,24 @@ bool LocalLauncher::TakePlanRunWork(const Run& run) const {
   const LaunchRequest& request = run.request;
   if (request.plan_run_id.empty() || request.invocation.approved_plan_sha256.empty()) return false;
   std::error_code ec;
-  fs::create_directories(run.dir, ec);
-  const fs::path plan_work = run.dir.parent_path() / request.plan_run_id / "work";
-  return !ec && rename(plan_work.c_str(), (run.dir / "work").c_str()) == 0;
+  fs::create_directories(run.dir / "tmp", ec);
+  const fs::path plan_dir = run.dir.parent_path() / request.plan_run_id;
+  if (ec || rename((plan_dir / "work").c_str(), (run.dir / "work").c_str()) != 0) return false;
+  // The providers its init linked from its plugin cache go along (a rename moves a link as it
+  // is, never what it points at); without them the apply's tofu finds none and fails.
+  (void)rename(RunPluginCache(plan_dir).c_str(), RunPluginCache(run.dir).c_str());
+  return true;
+}
+
+fs::path LocalLauncher::SharedProvidersOf(const LaunchRequest& request) const {
+  if (options_.shared_providers.empty() || !options_.sandbox) return {};
+  const std::string org = FolderName(request.org_id);
+  const std::string runner = FolderName(request.runner_id);
+  if (org.empty() || runner.empty()) return {};
+  fs::path shared = options_.shared_providers / org / runner;
+  std::error_code ec;
+  fs::create_directories(shared, ec);
+  return ec ? fs::path() : shared;
 }
 
 Result<void> LocalLauncher::MakeRunFolder(const Run& run) const {
@@ -244,6 +274,8 @@ SandboxMounts LocalLauncher::MountsOf(const Run& run, const RunnerInvocation& in
   }
   mounts.read_only.insert(mounts.read_only.end(), environment_mounts_.begin(),
                           environment_mounts_.end());
+  if (fs::path shared = SharedProvidersOf(run.request); !shared.empty())
+    mounts.read_only.push_back(std::move(shared));
   if (CutsNetwork(run.request)) {
     mounts.own_network = true;
     mounts.hosts = dir / "hosts";
@@ -285,8 +317,13 @@ Result<void> LocalLauncher::Start(Run& run) {
       "HOME=" + (dir / "home").string(),
       "TMPDIR=" + (options_.sandbox ? std::string("/tmp") : (dir / "tmp").string()),
       "BERTH_TOKEN_FILE=" + (dir / "token").string()};
+  // A plugin cache every run could write is one a run could poison for the others: a sandboxed
+  // run has its own, and borrows from its runner's shared cache what its lock file pins.
+  if (fs::path shared = SharedProvidersOf(run.request); !shared.empty()) {
+    spawn.env->push_back(std::string("TF_PLUGIN_CACHE_DIR=") + kRunPluginCache);
+    spawn.env->push_back("BERTH_SHARED_PROVIDERS=" + shared.string());
+  }
   for (const std::string& entry : options_.environment) {
-    // A plugin cache every run could write is one a run could poison for the others.
     if (options_.sandbox && entry.starts_with("TF_PLUGIN_CACHE_DIR=")) continue;
     if (options_.sandbox && entry.starts_with("KUBE_CONFIG_PATH=")) {
       spawn.env->push_back("KUBE_CONFIG_PATH=" + (dir / "kubeconfig").string());
@@ -472,6 +509,8 @@ RunOutcome LocalLauncher::FinishRun(Run& run, std::optional<int> exit_code) {
     outcome.failure = RunnerEnd::kLimitExceeded;
     outcome.message = "stopped: " + run.limit_hit;
   }
+  if (fs::path shared = SharedProvidersOf(run.request); !shared.empty())
+    harvests_.emplace_back(RunPluginCache(run.dir), std::move(shared));
   return outcome;
 }
 
@@ -521,9 +560,13 @@ void LocalLauncher::Loop() {
     StartWaiting();
     std::vector<std::pair<std::string, RunOutcome>> ended;
     ended.swap(ended_);
-    if (ended.empty()) continue;
+    std::vector<std::pair<fs::path, fs::path>> harvests;
+    harvests.swap(harvests_);
+    if (ended.empty() && harvests.empty()) continue;
     mutex_.unlock();
     for (const auto& [run_id, outcome] : ended) observer_.OnRunEnd(run_id, outcome);
+    for (const auto& [run_cache, shared] : harvests)
+      HarvestProviders(run_cache, shared, options_.harvest_limits);
     mutex_.lock();
   }
 }

@@ -23,6 +23,7 @@
 #include "core/clock.h"
 #include "core/mutex.h"
 #include "launch/launcher.h"
+#include "launch/local/provider_harvest.h"
 #include "launch/local/run_limits.h"
 #include "launch/local/sandbox.h"
 #include "sys/exit_waiter.h"
@@ -50,6 +51,11 @@ struct LocalLauncherOptions {
   // that needs one is refused with cgroups_refusal.
   std::optional<CgroupHost> cgroups;
   std::string cgroups_refusal;
+  // Where each runner's shared provider cache is (a folder per org and runner), which its
+  // sandboxed runs borrow providers from and berthd adds the ones they fetch to
+  // (provider_harvest.h); empty: none, each run fetches its own.
+  std::filesystem::path shared_providers;
+  HarvestLimits harvest_limits;
 };
 
 class LocalLauncher final : public Launcher {
@@ -97,6 +103,8 @@ class LocalLauncher final : public Launcher {
   bool TakePlanRunWork(const Run& run) const;
   // The run's folder made for it: owned by the sandbox's user, the token readable by it only.
   Result<void> MakeRunFolder(const Run& run) const;
+  // The run's runner's shared provider cache, made if missing; empty when there is none.
+  std::filesystem::path SharedProvidersOf(const LaunchRequest& request) const;
   // What the run's sandbox shows it: its folder's run parts, its module and inputs, and
   // environment_mounts_, read-only.
   SandboxMounts MountsOf(const Run& run, const RunnerInvocation& invocation) const;
@@ -119,7 +127,10 @@ class LocalLauncher final : public Launcher {
   std::map<std::string, Run> running_ GUARDED_BY(mutex_);
   std::deque<LaunchRequest> waiting_ GUARDED_BY(mutex_);
   std::vector<std::pair<std::string, RunOutcome>> ended_ GUARDED_BY(mutex_);  // to report
-  std::vector<RunCgroup> leftover_cgroups_ GUARDED_BY(mutex_);                // removed once empty
+  // Ended runs' plugin caches, to be harvested into their runner's shared cache (after their
+  // end is reported: the copying holds up no report).
+  std::vector<std::pair<std::filesystem::path, std::filesystem::path>> harvests_ GUARDED_BY(mutex_);
+  std::vector<RunCgroup> leftover_cgroups_ GUARDED_BY(mutex_);  // removed once empty
   bool stopping_ GUARDED_BY(mutex_) = false;
   std::thread thread_;
 };

@@ -1,0 +1,240 @@
+// Copying the packages a run fetched into its runner's shared cache.
+#include "launch/local/provider_harvest.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <array>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "crypto/digest.h"
+#include "sys/fd.h"
+#include "tf/provider_packages.h"
+
+namespace berth::launch {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kMaxPackageDepth = 8;  // folders inside a package
+constexpr const char* kIncoming = ".incoming";
+
+// A folder in parent, never through a link.
+sys::Fd OpenDir(int parent, const std::string& name) {
+  return sys::Fd(openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+}
+
+// A folder's entries but . and .., sorted.
+std::vector<std::string> Names(int dir) {
+  std::vector<std::string> names;
+  int copy = dup(dir);
+  if (copy < 0) return names;
+  DIR* listing = fdopendir(copy);
+  if (!listing) {
+    close(copy);
+    return names;
+  }
+  rewinddir(listing);  // the copy shares its offset with dir
+  while (const dirent* entry = readdir(listing)) {
+    std::string name = entry->d_name;
+    if (name != "." && name != "..") names.push_back(std::move(name));
+  }
+  closedir(listing);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool WriteAll(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    ssize_t n = write(fd, data, size);
+    if (n <= 0) return false;
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// One pass over a package in a run's cache: its regular files hashed as tofu hashes a package
+// and, when dest is a folder, copied there read-only.
+class PackageWalk {
+ public:
+  explicit PackageWalk(const HarvestLimits& limits) : limits_(limits) {}
+
+  // False when the package is beyond a limit or cannot be read whole.
+  bool Walk(int src, int dest, const std::string& prefix = "", int depth = 0) {
+    if (depth > kMaxPackageDepth) return false;
+    for (const std::string& name : Names(src)) {
+      // tofu cannot hash a path with a newline, so no lock file lists such a package.
+      if (name.find('\n') != std::string::npos) return false;
+      const std::string path = prefix.empty() ? name : prefix + "/" + name;
+      struct stat entry {};
+      if (fstatat(src, name.c_str(), &entry, AT_SYMLINK_NOFOLLOW) != 0) return false;
+      if (S_ISDIR(entry.st_mode)) {
+        sys::Fd from = OpenDir(src, name);
+        sys::Fd to;
+        if (dest >= 0 && (mkdirat(dest, name.c_str(), 0755) != 0 || !(to = OpenDir(dest, name))))
+          return false;
+        if (!from || !Walk(from.Get(), dest >= 0 ? to.Get() : -1, path, depth + 1)) return false;
+      } else if (S_ISREG(entry.st_mode) && !File(src, dest, name, path)) {
+        return false;
+      }
+      // Links, FIFOs, sockets and devices are not taken: tofu's packages are files.
+    }
+    return true;
+  }
+
+  std::string Hash() const { return hasher_.Finish(); }
+
+ private:
+  bool File(int src, int dest, const std::string& name, const std::string& path) {
+    if (++files_ > limits_.files) return false;
+    // Not blocking: the entry could have become a FIFO since it was looked at.
+    sys::Fd in(openat(src, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    struct stat opened {};
+    if (!in || fstat(in.Get(), &opened) != 0 || !S_ISREG(opened.st_mode)) return false;
+    sys::Fd out;
+    if (dest >= 0) {
+      const mode_t mode = (opened.st_mode & 0111) != 0 ? 0555 : 0444;
+      out = sys::Fd(openat(dest, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+      if (!out || fchmod(out.Get(), mode) != 0) return false;  // whatever berthd's umask
+    }
+    crypto::Sha256 digest;
+    std::array<char, 1 << 16> buffer{};
+    ssize_t n = 0;
+    while ((n = read(in.Get(), buffer.data(), buffer.size())) > 0) {
+      bytes_ += static_cast<uint64_t>(n);
+      if (bytes_ > limits_.package_bytes) return false;
+      digest.Update({buffer.data(), static_cast<size_t>(n)});
+      if (out && !WriteAll(out.Get(), buffer.data(), static_cast<size_t>(n))) return false;
+    }
+    if (n < 0) return false;
+    hasher_.AddFile(path, digest.HexDigest());
+    return true;
+  }
+
+  const HarvestLimits& limits_;
+  tf::PackageHasher hasher_;
+  uint64_t bytes_ = 0;
+  int files_ = 0;
+};
+
+struct Package {
+  tf::LockedProvider provider;  // its address and version (no hashes)
+  sys::Fd dir;
+};
+
+// The package folders of a plugin cache: HOST/NS/TYPE/VERSION/PLATFORM, this machine's
+// platform only, each name one a package path may have.
+void FindPackages(int dir, std::vector<std::string>& parts, std::vector<Package>& found) {
+  for (const std::string& name : Names(dir)) {
+    if (!tf::IsPackagePathPart(name)) continue;  // tofu's NAME.lock files among them
+    if (parts.size() == 4 && name != tf::ThisPlatform()) continue;
+    sys::Fd sub = OpenDir(dir, name);
+    if (!sub) continue;
+    if (parts.size() == 4) {
+      found.push_back({{.host = parts[0], .ns = parts[1], .type = parts[2], .version = parts[3]},
+                       std::move(sub)});
+      continue;
+    }
+    parts.push_back(name);
+    FindPackages(sub.Get(), parts, found);
+    parts.pop_back();
+  }
+}
+
+// Removes the packages taken longest ago while the cache is bigger than max_bytes, except
+// those in keep (taken just now).
+void Evict(const fs::path& shared, uint64_t max_bytes, const std::vector<fs::path>& keep) {
+  struct Kept {
+    fs::file_time_type taken;
+    fs::path path;
+    uint64_t bytes = 0;
+  };
+  std::vector<Kept> packages;
+  uint64_t total = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(shared, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it.depth() != 5 || !it->is_directory(ec)) continue;  // HOST/NS/TYPE/VERSION/PLATFORM/HASH
+    Kept package{.taken = fs::last_write_time(it->path(), ec), .path = it->path()};
+    for (const auto& file : fs::recursive_directory_iterator(it->path(), ec)) {
+      if (file.is_regular_file(ec)) package.bytes += file.file_size(ec);
+    }
+    total += package.bytes;
+    packages.push_back(std::move(package));
+    it.disable_recursion_pending();
+  }
+  std::sort(packages.begin(), packages.end(),
+            [](const Kept& a, const Kept& b) { return a.taken < b.taken; });
+  for (const Kept& package : packages) {
+    if (total <= max_bytes) break;
+    if (std::find(keep.begin(), keep.end(), package.path) != keep.end()) continue;
+    fs::remove_all(package.path, ec);
+    if (!ec) total -= package.bytes;
+  }
+}
+
+}  // namespace
+
+HarvestCounts HarvestProviders(const fs::path& run_cache, const fs::path& shared,
+                               const HarvestLimits& limits) {
+  HarvestCounts counts;
+  sys::Fd root(open(run_cache.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!root) return counts;
+  std::vector<std::string> parts;
+  std::vector<Package> packages;
+  FindPackages(root.Get(), parts, packages);
+  if (packages.empty()) return counts;
+  std::error_code ec;
+  const fs::path incoming = shared / kIncoming;
+  fs::remove_all(incoming, ec);  // what a harvest cut short left
+  std::vector<fs::path> taken;
+  for (const Package& package : packages) {
+    if (counts.taken + counts.known >= limits.packages) {
+      ++counts.refused;
+      continue;
+    }
+    // Hashed first: a package the cache has is not copied again.
+    PackageWalk seen(limits);
+    if (!seen.Walk(package.dir.Get(), -1)) {
+      ++counts.refused;
+      continue;
+    }
+    if (fs::exists(tf::SharedPackagePath(shared, package.provider, tf::ThisPlatform(), seen.Hash()),
+                   ec)) {
+      ++counts.known;
+      continue;
+    }
+    // Kept under the hash of the copy: the run could change its files while they are read.
+    fs::create_directories(incoming, ec);
+    std::string staging = (incoming / "XXXXXX").string();
+    if (!mkdtemp(staging.data()) || chmod(staging.c_str(), 0755) != 0) {
+      ++counts.refused;
+      continue;
+    }
+    sys::Fd dest(open(staging.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    PackageWalk copied(limits);
+    const fs::path target =
+        dest && copied.Walk(package.dir.Get(), dest.Get())
+            ? tf::SharedPackagePath(shared, package.provider, tf::ThisPlatform(), copied.Hash())
+            : fs::path();
+    if (!target.empty()) fs::create_directories(target.parent_path(), ec);
+    if (target.empty() || rename(staging.c_str(), target.c_str()) != 0) {
+      fs::remove_all(staging, ec);
+      ++(target.empty() ? counts.refused : counts.known);  // a run alongside took it first
+      continue;
+    }
+    taken.push_back(target);
+    ++counts.taken;
+  }
+  fs::remove_all(incoming, ec);
+  if (!taken.empty()) Evict(shared, limits.cache_bytes, taken);
+  return counts;
+}
+
+}  // namespace berth::launch

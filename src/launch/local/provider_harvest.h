@@ -1,0 +1,34 @@
+// berthd's side of a runner's shared provider cache (runner/shared_providers.h is the run's):
+// when a sandboxed run ends, the provider packages it fetched itself (the real folders in its
+// plugin cache; what it borrowed are links) are copied into its runner's shared cache, each
+// under tofu's "h1:" hash of the bytes berthd wrote, read-only. Only a run whose lock file
+// lists that hash is ever lent the package, so a package a hostile run made serves no other
+// module. Everything in the run's cache is the run's: folders are opened one by one, never
+// through a link; only regular files are read (a FIFO or device is passed over); what is
+// taken is bounded.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+
+namespace berth::launch {
+
+struct HarvestLimits {
+  int packages = 32;                           // taken from one run
+  int files = 10000;                           // in one package
+  uint64_t package_bytes = uint64_t{4} << 30;  // one package's files together
+  // The shared cache's own size: beyond it, the packages taken longest ago go.
+  uint64_t cache_bytes = uint64_t{16} << 30;
+};
+
+struct HarvestCounts {
+  int taken = 0;    // copied into the shared cache
+  int known = 0;    // the shared cache had them already
+  int refused = 0;  // beyond a limit, or unreadable
+};
+
+HarvestCounts HarvestProviders(const std::filesystem::path& run_cache,
+                               const std::filesystem::path& shared,
+                               const HarvestLimits& limits = {});
+
+}  // namespace berth::launch

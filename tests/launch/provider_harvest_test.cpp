@@ -1,0 +1,161 @@
+// Taking a run's fetched provider packages into its runner's shared cache: what a package
+// holds is copied read-only under the hash of the copy; what a hostile run leaves (links, a
+// FIFO, a linked package, too much) is not taken, and nothing it points at is read.
+#include "launch/local/provider_harvest.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "crypto/digest.h"
+#include "sys/files.h"
+#include "tf/provider_packages.h"
+
+namespace berth::launch {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kSecret = "the-secret-berthd-keeps";
+
+class ProviderHarvest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = sys::TempDir::Create("provider-harvest");
+    ASSERT_TRUE(dir);
+    dir_.emplace(std::move(*dir));
+    ASSERT_TRUE(sys::WriteFileAtomic(Secret(), kSecret));
+  }
+
+  fs::path RunCache() const { return dir_->Path() / "run-cache"; }
+  fs::path Shared() const { return dir_->Path() / "shared"; }
+  fs::path Secret() const { return dir_->Path() / "secret"; }
+
+  static tf::LockedProvider Provider(const std::string& type) {
+    return {.host = "registry.opentofu.org", .ns = "berth", .type = type, .version = "1.0.0"};
+  }
+  fs::path Package(const std::string& type, std::string_view platform = tf::ThisPlatform()) {
+    return RunCache() / "registry.opentofu.org/berth" / type / "1.0.0" / std::string(platform);
+  }
+  void Write(const fs::path& path, const std::string& content, fs::perms perms) {
+    fs::create_directories(path.parent_path());
+    ASSERT_TRUE(sys::WriteFileAtomic(path, content));
+    fs::permissions(path, perms);
+  }
+  // A plain package: its executable, a licence, a file in a folder.
+  fs::path PlainPackage(const std::string& type, const std::string& binary = "binary") {
+    fs::path package = Package(type);
+    Write(package / ("terraform-provider-" + type), binary, fs::perms(0755));
+    Write(package / "LICENSE", "licence", fs::perms(0644));
+    Write(package / "docs/README", "read me", fs::perms(0600));
+    return package;
+  }
+  // The h1 of a package's regular files, as tofu computes it.
+  static std::string H1Of(const fs::path& package) {
+    tf::PackageHasher hasher;
+    for (const auto& entry : fs::recursive_directory_iterator(package)) {
+      if (entry.is_symlink() || !entry.is_regular_file()) continue;
+      hasher.AddFile(entry.path().lexically_relative(package).generic_string(),
+                     crypto::Sha256Hex(*sys::ReadFile(entry.path())));
+    }
+    return hasher.Finish();
+  }
+  fs::path Kept(const std::string& type, const std::string& h1) {
+    return tf::SharedPackagePath(Shared(), Provider(type), tf::ThisPlatform(), h1);
+  }
+
+  std::optional<sys::TempDir> dir_;
+};
+
+TEST_F(ProviderHarvest, APackageIsCopiedReadOnlyUnderItsHashAndOnlyOnce) {
+  const std::string h1 = H1Of(PlainPackage("good"));
+  // tofu's install lock beside the package is no package.
+  Write(Package("good").parent_path() / "linux_amd64.lock", "", fs::perms(0644));
+  HarvestCounts counts = HarvestProviders(RunCache(), Shared());
+  EXPECT_EQ(counts.taken, 1);
+  EXPECT_EQ(counts.refused, 0);
+  const fs::path kept = Kept("good", h1);
+  ASSERT_TRUE(fs::is_directory(kept)) << kept;
+  EXPECT_EQ(H1Of(kept), h1);
+  EXPECT_EQ(*sys::ReadFile(kept / "docs/README"), "read me");
+  EXPECT_EQ(fs::status(kept / "terraform-provider-good").permissions(), fs::perms(0555));
+  EXPECT_EQ(fs::status(kept / "LICENSE").permissions(), fs::perms(0444));
+  EXPECT_EQ(fs::status(kept / "docs/README").permissions(), fs::perms(0444));
+  EXPECT_FALSE(fs::exists(Shared() / ".incoming"));
+
+  counts = HarvestProviders(RunCache(), Shared());
+  EXPECT_EQ(counts.taken, 0);
+  EXPECT_EQ(counts.known, 1);
+}
+
+TEST_F(ProviderHarvest, WhatAHostileRunLeavesIsNotTakenAndNothingItPointsAtIsRead) {
+  fs::path hostile = Package("hostile");
+  Write(hostile / "terraform-provider-hostile", "#!/bin/sh\necho evil\n", fs::perms(0755));
+  fs::create_symlink(Secret(), hostile / "stolen");
+  fs::create_directories(dir_->Path() / "secrets");
+  ASSERT_TRUE(sys::WriteFileAtomic(dir_->Path() / "secrets/key", kSecret));
+  fs::create_directory_symlink(dir_->Path() / "secrets", hostile / "folder");
+  ASSERT_EQ(mkfifo((hostile / "pipe").c_str(), 0644), 0);  // read, it would block for ever
+  // A package that is a link, one for another platform, names no package path may have.
+  fs::create_directories(Package("linked").parent_path());
+  fs::create_directory_symlink(dir_->Path() / "secrets", Package("linked"));
+  PlainPackage("other");
+  fs::rename(Package("other"), Package("other", "darwin_arm64"));
+  fs::create_directories(RunCache() / "registry.opentofu.org/berth/-dash/1.0.0");
+  fs::create_directory_symlink(Package("good").parent_path().parent_path().parent_path(),
+                               RunCache() / "registry.opentofu.org/berth/loop");
+
+  HarvestCounts counts = HarvestProviders(RunCache(), Shared());
+  EXPECT_EQ(counts.taken, 1);
+  // Kept under the hash of what was copied: the executable alone.
+  fs::remove(hostile / "stolen");
+  fs::remove(hostile / "folder");
+  fs::remove(hostile / "pipe");
+  const fs::path kept = Kept("hostile", H1Of(hostile));
+  ASSERT_TRUE(fs::is_directory(kept));
+  std::vector<std::string> names;
+  for (const auto& entry : fs::recursive_directory_iterator(Shared())) {
+    names.push_back(entry.path().lexically_relative(Shared()).generic_string());
+    if (entry.is_regular_file()) {
+      EXPECT_EQ(sys::ReadFile(entry.path())->find(kSecret), std::string::npos) << entry.path();
+    }
+  }
+  for (const std::string& name : names) {
+    EXPECT_EQ(name.find("linked"), std::string::npos) << name;
+    EXPECT_EQ(name.find("darwin"), std::string::npos) << name;
+    EXPECT_EQ(name.find("dash"), std::string::npos) << name;
+    EXPECT_EQ(name.find("loop"), std::string::npos) << name;
+    EXPECT_EQ(name.find("stolen"), std::string::npos) << name;
+    EXPECT_EQ(name.find("pipe"), std::string::npos) << name;
+  }
+}
+
+TEST_F(ProviderHarvest, WhatIsBeyondALimitIsRefusedAndNothingOfItKept) {
+  PlainPackage("a");
+  PlainPackage("b");
+  EXPECT_EQ(HarvestProviders(RunCache(), Shared(), {.packages = 1}).refused, 1);
+  fs::remove_all(Shared());
+  EXPECT_EQ(HarvestProviders(RunCache(), Shared(), {.files = 2}).refused, 2);
+  EXPECT_EQ(HarvestProviders(RunCache(), Shared(), {.package_bytes = 10}).refused, 2);
+  std::error_code ec;
+  for (const auto& entry : fs::recursive_directory_iterator(Shared(), ec))
+    EXPECT_FALSE(entry.is_regular_file()) << entry.path();
+}
+
+TEST_F(ProviderHarvest, BeyondItsSizeTheCacheLetsThePackagesTakenLongestAgoGo) {
+  const std::string old_h1 = H1Of(PlainPackage("old"));
+  HarvestProviders(RunCache(), Shared());
+  fs::last_write_time(Kept("old", old_h1),
+                      fs::last_write_time(Kept("old", old_h1)) - std::chrono::hours(24));
+  fs::remove_all(RunCache());
+  const std::string new_h1 = H1Of(PlainPackage("new", "a newer binary"));
+  // Room for one: the old package goes, the one just taken stays.
+  HarvestCounts counts = HarvestProviders(RunCache(), Shared(), {.cache_bytes = 30});
+  EXPECT_EQ(counts.taken, 1);
+  EXPECT_FALSE(fs::exists(Kept("old", old_h1)));
+  EXPECT_TRUE(fs::exists(Kept("new", new_h1)));
+}
+
+}  // namespace
+}  // namespace berth::launch
