@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "outcome_recorder.h"
@@ -493,6 +494,214 @@ TEST_F(LocalLauncherTest, ARootBerthdsRunsAreTheUserItNames) {
   struct stat written {};
   ASSERT_EQ(stat((dir_->Path() / "runs/uid/home/env.txt").c_str(), &written), 0);
   EXPECT_EQ(written.st_uid, 54321u) << "the module wrote as this user";
+}
+
+// A module that pins berth's test provider in its lock file, and whose apply tries to change
+// the provider package its run's plugin cache holds.
+constexpr const char* kLockedModule = R"(terraform {
+  required_providers {
+    berthtest = { source = "berth/berthtest", version = "0.1.0" }
+  }
+}
+resource "terraform_data" "poke" {
+  provisioner "local-exec" {
+    command = <<-EOT
+      f=$(ls /tmp/plugin-cache/registry.opentofu.org/berth/berthtest/0.1.0/linux_amd64/terraform-provider-berthtest*)
+      if echo changed >> "$f" 2>/dev/null; then echo written; else echo refused; fi > $HOME/poke.txt
+    EOT
+  }
+}
+)";
+
+// A module with no provider whose apply plants, in its run's plugin cache, a package of its
+// own where berthtest's goes: an executable, a link to a file of berthd's, a FIFO.
+constexpr const char* kPlantingModule = R"(resource "terraform_data" "plant" {
+  provisioner "local-exec" {
+    command = <<-EOT
+      p=/tmp/plugin-cache/registry.opentofu.org/berth/berthtest/0.1.0/linux_amd64
+      mkdir -p $p && printf '#!/bin/sh\necho planted\n' > $p/terraform-provider-berthtest_v0.1.0
+      chmod +x $p/terraform-provider-berthtest_v0.1.0
+      ln -s ${var.secret} $p/stolen && mkfifo $p/pipe
+    EOT
+  }
+}
+variable "secret" { type = string }
+)";
+
+// Runs whose providers come from a packed mirror (zip files, as a registry serves them), so
+// that each init without a cache unpacks them, of runners that have a shared provider cache.
+class SharedProvidersTest : public LocalLauncherTest {
+ protected:
+  void SetUp() override {
+    LocalLauncherTest::SetUp();
+    fs::create_directories(Locked());
+    ASSERT_TRUE(sys::WriteFileAtomic(Locked() / "main.tf", kLockedModule));
+    // The test provider of the tools' unpacked mirror, zipped as a registry serves it.
+    auto tools_config = sys::ReadFile(tofu_->CliConfig());
+    ASSERT_TRUE(tools_config);
+    const std::vector<fs::path> mirrors = PathsInCliConfig(*tools_config);
+    ASSERT_EQ(mirrors.size(), 1u);
+    const fs::path zip = Packed() / "registry.opentofu.org/berth/berthtest" /
+                         "terraform-provider-berthtest_0.1.0_linux_amd64.zip";
+    fs::create_directories(zip.parent_path());
+    Run({"/usr/bin/zip", "-q", "-j", zip.string(),
+         (mirrors[0] / "registry.opentofu.org/berth/berthtest/0.1.0/linux_amd64" /
+          "terraform-provider-berthtest_v0.1.0")
+             .string()},
+        dir_->Path(), {});
+    ASSERT_TRUE(sys::WriteFileAtomic(PackedConfig(),
+                                     "provider_installation {\n"
+                                     "  filesystem_mirror {\n"
+                                     "    path = \"" +
+                                         Packed().string() +
+                                         "\"\n"
+                                         "  }\n"
+                                         "}\n"));
+    // The lock file a user commits, from an init of their own.
+    fs::path scratch = dir_->Path() / "scratch";
+    fs::create_directories(scratch);
+    fs::copy_file(Locked() / "main.tf", scratch / "main.tf");
+    Tofu({"init", "-input=false", "-no-color"}, scratch, PackedConfig());
+    fs::copy_file(scratch / ".terraform.lock.hcl", Locked() / ".terraform.lock.hcl");
+    fs::create_directories(Planting());
+    ASSERT_TRUE(sys::WriteFileAtomic(Planting() / "main.tf", kPlantingModule));
+    ASSERT_TRUE(sys::WriteFileAtomic(Secret(), "the-secret-berthd-keeps"));
+    ASSERT_TRUE(sys::WriteFileAtomic(dir_->Path() / "plant.json",
+                                     nlohmann::json{{"secret", Secret().string()}}.dump()));
+    for (const fs::path& file :
+         {Locked() / "main.tf", Locked() / ".terraform.lock.hcl", Planting() / "main.tf",
+          dir_->Path() / "plant.json", PackedConfig()})
+      fs::permissions(file, fs::perms::others_read, fs::perm_options::add);
+  }
+
+  fs::path Locked() const { return dir_->Path() / "locked"; }
+  fs::path Planting() const { return dir_->Path() / "planting"; }
+  fs::path Packed() const { return dir_->Path() / "packed"; }
+  fs::path PackedConfig() const { return dir_->Path() / "packed.tfrc"; }
+  fs::path Secret() const { return dir_->Path() / "secret"; }
+  fs::path Shared(const std::string& runner) const {
+    return dir_->Path() / "providers" / "_" / runner;
+  }
+  // The berthtest packages runner's shared cache holds.
+  std::vector<fs::path> SharedPackages(const std::string& runner) const {
+    std::vector<fs::path> packages;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(
+             Shared(runner) / "registry.opentofu.org/berth/berthtest/0.1.0/linux_amd64", ec))
+      packages.push_back(entry.path());
+    return packages;
+  }
+  // Harvests follow a run's reported end: a bounded wait for the shared cache to hold count.
+  bool WaitForSharedPackages(const std::string& runner, size_t count) const {
+    for (int i = 0; i < 600 && SharedPackages(runner).size() < count; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return SharedPackages(runner).size() == count;
+  }
+
+  void Tofu(std::vector<std::string> args, const fs::path& cwd, const fs::path& cli_config) {
+    args.insert(args.begin(), tofu_->Tofu().string());
+    std::vector<std::string> env;
+    for (const std::string& entry : tofu_->Environment(dir_->Path())) {
+      if (entry.starts_with("TF_CLI_CONFIG_FILE=") || entry.starts_with("TF_PLUGIN_CACHE_DIR="))
+        continue;
+      env.push_back(entry);
+    }
+    env.push_back("TF_CLI_CONFIG_FILE=" + cli_config.string());
+    Run(args, cwd, env);
+  }
+
+  void Run(const std::vector<std::string>& args, const fs::path& cwd,
+           const std::vector<std::string>& env) {
+    auto child = sys::Subprocess::Spawn({.argv = args,
+                                         .env = env,
+                                         .working_dir = cwd.string(),
+                                         .output_path = (dir_->Path() / "tofu.log").string()});
+    ASSERT_TRUE(child) << child.error().ToString();
+    ASSERT_EQ(child->Wait(), 0) << *sys::ReadFile(dir_->Path() / "tofu.log");
+  }
+
+  LocalLauncherOptions SharedOptions() {
+    LocalLauncherOptions options = Options();
+    options.shared_providers = dir_->Path() / "providers";
+    return options;
+  }
+
+  LaunchRequest RunOf(const std::string& runner, const std::string& run_id, const std::string& op,
+                      const fs::path& module) {
+    LaunchRequest request = Request(run_id, op, module);
+    request.runner_id = runner;
+    request.invocation.providers = Packed().string();
+    if (module == Planting()) request.invocation.config = (dir_->Path() / "plant.json").string();
+    return request;
+  }
+
+  static std::string Text(const fs::path& file) {
+    auto text = sys::ReadFile(file);
+    return text ? *text : "";
+  }
+  std::string RunLog(const std::string& run_id) const {
+    return Text(dir_->Path() / "runs" / run_id / "runner.log");
+  }
+
+  void ExpectSucceeds(const std::string& run_id) {
+    auto outcome = outcomes_.WaitFor(run_id);
+    ASSERT_TRUE(outcome) << run_id;
+    EXPECT_TRUE(outcome->succeeded)
+        << run_id << ": " << outcome->FailureName() << ": " << outcome->message << "\n"
+        << RunLog(run_id);
+  }
+};
+
+constexpr std::string_view kLent =
+    "from the runner's shared provider cache: registry.opentofu.org/berth/berthtest 0.1.0";
+
+TEST_F(SharedProvidersTest, APackageARunFetchedServesItsRunnersNextRunsReadOnlyAndNoOtherRunner) {
+  Start(SharedOptions());
+  ASSERT_TRUE(launcher_->Launch(RunOf("r1", "first", "plan", Locked())));
+  ExpectSucceeds("first");
+  EXPECT_EQ(RunLog("first").find(kLent), std::string::npos) << "the shared cache was empty";
+  ASSERT_TRUE(WaitForSharedPackages("r1", 1));
+  const fs::path kept = SharedPackages("r1")[0];
+  const fs::path binary = kept / "terraform-provider-berthtest_v0.1.0";
+  EXPECT_EQ(fs::status(binary).permissions(), fs::perms(0555));
+  auto before = sys::ReadFile(binary);
+  ASSERT_TRUE(before);
+
+  // The next run of r1 unpacks nothing: tofu uses the package its lock file pins, linked.
+  ASSERT_TRUE(launcher_->Launch(RunOf("r1", "second", "apply", Locked())));
+  ExpectSucceeds("second");
+  EXPECT_NE(RunLog("second").find(kLent), std::string::npos) << RunLog("second");
+  EXPECT_NE(RunLog("second").find("from the shared cache directory"), std::string::npos)
+      << RunLog("second");
+  // ...and cannot change it: the shared cache is read-only in its sandbox.
+  EXPECT_EQ(Text(dir_->Path() / "runs/second/home/poke.txt"), "refused\n");
+  EXPECT_EQ(Text(binary), *before);
+  EXPECT_EQ(SharedPackages("r1").size(), 1u);
+
+  // Another runner's runs have a cache of their own.
+  ASSERT_TRUE(launcher_->Launch(RunOf("r2", "elsewhere", "plan", Locked())));
+  ExpectSucceeds("elsewhere");
+  EXPECT_EQ(RunLog("elsewhere").find(kLent), std::string::npos);
+}
+
+TEST_F(SharedProvidersTest, APackageARunPlantsIsNeverLentToAModuleWhoseLockFileNamesAnother) {
+  Start(SharedOptions());
+  ASSERT_TRUE(launcher_->Launch(RunOf("r1", "planter", "apply", Planting())));
+  ExpectSucceeds("planter");
+  ASSERT_TRUE(WaitForSharedPackages("r1", 1));
+  const fs::path planted = SharedPackages("r1")[0];
+  EXPECT_NE(Text(planted / "terraform-provider-berthtest_v0.1.0").find("echo planted"),
+            std::string::npos);
+  EXPECT_FALSE(fs::exists(fs::symlink_status(planted / "stolen")));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(planted / "pipe")));
+
+  // The module with the real provider's lock file is lent nothing, fetches its own and works;
+  // the real package is kept beside the planted one.
+  ASSERT_TRUE(launcher_->Launch(RunOf("r1", "honest", "plan", Locked())));
+  ExpectSucceeds("honest");
+  EXPECT_EQ(RunLog("honest").find(kLent), std::string::npos) << RunLog("honest");
+  EXPECT_EQ(RunLog("honest").find("planted"), std::string::npos);
+  ASSERT_TRUE(WaitForSharedPackages("r1", 2));
 }
 
 }  // namespace
