@@ -7,12 +7,18 @@
 # their ratios. Release build. With APPROVAL=1 the deployment waits for approval and
 # `--auto-approve` approves it (a plan run, then an apply run of the saved plan).
 #
+# With PACKED=1 the providers come as registries serve them, zip files (a packed mirror made
+# from the test mirror), and the module has the lock file a user commits: each init without a
+# cache unpacks its providers. berthd's runs share their runner's provider cache; bare tofu
+# gets a plugin cache of its own (TF_PLUGIN_CACHE_DIR, warm after its first run), as a user
+# who runs tofu by hand would have; the runner by hand has none.
+#
 # With BASELINE=REV (a commit), REV's own `berth deploy` is timed too, alternating with this
 # tree's in the same run (machines here are noisy: only figures from one run compare); REV is
 # built once into build/bench-baseline/REV. BASELINE_BERTH=PATH times a berth binary built
 # already instead (with its runner beside it, as a build tree has it).
 #
-# Usage: [BASELINE=REV | BASELINE_BERTH=PATH] [APPROVAL=1] bench/deploy_overhead.sh [MODULE (default examples/hello)] [N (default 9)]
+# Usage: [BASELINE=REV | BASELINE_BERTH=PATH] [APPROVAL=1] [PACKED=1] bench/deploy_overhead.sh [MODULE (default examples/hello)] [N (default 9)]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 MODULE=${1:-examples/hello}
@@ -41,6 +47,25 @@ cleanup() {
 trap cleanup EXIT
 export PATH=$(dirname "$BERTH_TEST_TOFU"):$PATH HOME=$WORK
 MIRROR=$BERTH_TEST_PROVIDER_MIRROR
+BARE_CONFIG=$BERTH_TEST_TOFU_CLI_CONFIG BARE_CACHE=
+# examples/file and examples/heavy (provider-backed modules) write a file: each run its own,
+# relative to its work folder (a sandboxed run can write nowhere else).
+WRITES_FILE=
+[[ $MODULE == *examples/file || $MODULE == *examples/heavy ]] && WRITES_FILE=1
+if [[ -n ${PACKED:-} ]]; then
+  # HOST/NS/TYPE/VERSION/PLATFORM/FILES in the mirror: HOST/NS/TYPE/terraform-provider-TYPE_VERSION_PLATFORM.zip
+  for package in "$MIRROR"/*/*/*/*/*/; do
+    rel=${package#"$MIRROR"/} && IFS=/ read -r host ns type version platform _ <<<"$rel"
+    mkdir -p "$WORK/packed/$host/$ns/$type"
+    (cd "$package" && zip -q -r "$WORK/packed/$host/$ns/$type/terraform-provider-${type}_${version}_$platform.zip" .)
+  done
+  printf 'provider_installation {\n  filesystem_mirror {\n    path = "%s"\n  }\n}\n' "$WORK/packed" >"$WORK/packed.tfrc"
+  cp -r "$MODULE" "$WORK/module"
+  (cd "$WORK/module" && TF_CLI_CONFIG_FILE=$WORK/packed.tfrc "$BERTH_TEST_TOFU" init -input=false >/dev/null && rm -rf .terraform)
+  MODULE=$WORK/module MIRROR=$WORK/packed BARE_CONFIG=$WORK/packed.tfrc
+  BARE_CACHE=$WORK/bare-plugin-cache
+  mkdir -p "$BARE_CACHE"
+fi
 
 now() { date +%s%N; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
@@ -54,9 +79,7 @@ up() {
 up "$BERTH" "$WORK/data"
 [[ -z $BASE_BERTH ]] || up "$BASE_BERTH" "$WORK/base"
 
-# examples/file and examples/heavy (provider-backed modules) write a file: each run its own,
-# relative to its work folder (a sandboxed run can write nowhere else).
-vars() { [[ $MODULE == *examples/file || $MODULE == *examples/heavy ]] && echo "{\"path\": \"$1.txt\"}" || echo "{}"; }
+vars() { [[ -n $WRITES_FILE ]] && echo "{\"path\": \"$1.txt\"}" || echo "{}"; }
 
 APPROVE=()
 [[ -z ${APPROVAL:-} ]] || APPROVE=(--require-approval --auto-approve)
@@ -95,7 +118,8 @@ for i in $(seq "$N"); do
   mkdir -p "$WORK/t$i" && cp -r "$MODULE"/. "$WORK/t$i/"
   vars "$WORK/t$i/out" >"$WORK/t$i/vars.tfvars.json"
   start=$(now)
-  (cd "$WORK/t$i" && export TF_CLI_CONFIG_FILE=$BERTH_TEST_TOFU_CLI_CONFIG TF_IN_AUTOMATION=1 &&
+  (cd "$WORK/t$i" && export TF_CLI_CONFIG_FILE=$BARE_CONFIG TF_IN_AUTOMATION=1 &&
+    if [[ -n $BARE_CACHE ]]; then export TF_PLUGIN_CACHE_DIR=$BARE_CACHE; fi &&
     "$BERTH_TEST_TOFU" init -input=false -no-color >/dev/null &&
     "$BERTH_TEST_TOFU" plan -input=false -no-color -var-file=vars.tfvars.json -out=p >/dev/null &&
     "$BERTH_TEST_TOFU" apply -input=false -no-color p >/dev/null)
@@ -134,7 +158,7 @@ PY
 d=$(printf '%s\n' "${deploy_ms[@]}" | median)
 h=$(printf '%s\n' "${hand_ms[@]}" | median)
 t=$(printf '%s\n' "${bare_ms[@]}" | median)
-echo "module $MODULE${APPROVAL:+, with approval}, $N runs each (ms): berth deploy ${deploy_ms[*]}; runner by hand ${hand_ms[*]}; bare tofu ${bare_ms[*]}"
+echo "module ${1:-examples/hello}${APPROVAL:+, with approval}${PACKED:+, packed providers}, $N runs each (ms): berth deploy ${deploy_ms[*]}; runner by hand ${hand_ms[*]}; bare tofu ${bare_ms[*]}"
 echo "median: berth deploy $d ms, runner by hand $h ms, bare tofu $t ms"
 awk -v d="$d" -v t="$t" 'BEGIN {printf "ratio (berth deploy / bare init && plan && apply): %.2f\n", d / t}'
 awk -v d="$d" -v h="$h" 'BEGIN {printf "overhead ratio (berth deploy / runner by hand): %.2f\n", d / h}'

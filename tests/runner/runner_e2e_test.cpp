@@ -444,6 +444,31 @@ TEST_F(RunnerE2E, InvalidFlagsStillWriteAResultAndExitTwo) {
             std::string::npos);
 }
 
+TEST_F(RunnerE2E, ASharedProviderCacheWithoutAPluginCacheToLinkIntoIsRefusedNamingBoth) {
+  std::string result = (h_->Root() / "shared-providers-result.json").string();
+  sys::SpawnOptions options;
+  options.argv = {RunnerBinary().string(),
+                  "run",
+                  "--op=plan",
+                  "--module=" + h_->Module("hello").string(),
+                  "--result=" + result,
+                  "--workdir=" + (h_->Root() / "work-shared").string()};
+  std::vector<std::string> env;
+  for (const std::string& entry : h_->Environment({"BERTH_SHARED_PROVIDERS=/shared"})) {
+    if (!entry.starts_with("TF_PLUGIN_CACHE_DIR=")) env.push_back(entry);
+  }
+  options.env = env;
+  auto done = sys::RunToCompletion(options);
+  ASSERT_TRUE(done);
+  auto text = sys::ReadFile(result);
+  ASSERT_TRUE(text) << done->output;
+  auto doc = json::parse(*text);
+  EXPECT_EQ(doc["error"]["kind"], "InvalidFlags") << *text;
+  const std::string message = doc["error"]["message"].get<std::string>();
+  EXPECT_NE(message.find("BERTH_SHARED_PROVIDERS"), std::string::npos) << message;
+  EXPECT_NE(message.find("TF_PLUGIN_CACHE_DIR"), std::string::npos) << message;
+}
+
 TEST_F(RunnerE2E, ABadGlobalFlagBeforeRunStillWritesItsResultWhereAsked) {
   std::string result = (h_->Root() / "global-flag-result.json").string();
   sys::SpawnOptions options;
