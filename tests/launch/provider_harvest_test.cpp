@@ -141,6 +141,12 @@ TEST_F(ProviderHarvest, WhatIsBeyondALimitIsRefusedAndNothingOfItKept) {
   std::error_code ec;
   for (const auto& entry : fs::recursive_directory_iterator(Shared(), ec))
     EXPECT_FALSE(entry.is_regular_file()) << entry.path();
+  // Each package alone is within package_bytes; the second is beyond what one harvest reads
+  // (the first is read twice: hashed, then copied).
+  fs::remove_all(Shared());
+  HarvestCounts counts = HarvestProviders(RunCache(), Shared(), {.run_bytes = 50});
+  EXPECT_EQ(counts.taken, 1);
+  EXPECT_EQ(counts.refused, 1);
 }
 
 TEST_F(ProviderHarvest, BeyondItsSizeTheCacheLetsThePackagesTakenLongestAgoGo) {

@@ -63,7 +63,8 @@ bool WriteAll(int fd, const char* data, size_t size) {
 // and, when dest is a folder, copied there read-only.
 class PackageWalk {
  public:
-  explicit PackageWalk(const HarvestLimits& limits) : limits_(limits) {}
+  // read: what the harvest has read so far, this walk's reading added.
+  PackageWalk(const HarvestLimits& limits, uint64_t& read) : limits_(limits), read_(read) {}
 
   // False when the package is beyond a limit or cannot be read whole.
   bool Walk(int src, int dest, const std::string& prefix = "", int depth = 0) {
@@ -108,7 +109,8 @@ class PackageWalk {
     ssize_t n = 0;
     while ((n = read(in.Get(), buffer.data(), buffer.size())) > 0) {
       bytes_ += static_cast<uint64_t>(n);
-      if (bytes_ > limits_.package_bytes) return false;
+      read_ += static_cast<uint64_t>(n);
+      if (bytes_ > limits_.package_bytes || read_ > limits_.run_bytes) return false;
       digest.Update({buffer.data(), static_cast<size_t>(n)});
       if (out && !WriteAll(out.Get(), buffer.data(), static_cast<size_t>(n))) return false;
     }
@@ -118,6 +120,7 @@ class PackageWalk {
   }
 
   const HarvestLimits& limits_;
+  uint64_t& read_;
   tf::PackageHasher hasher_;
   uint64_t bytes_ = 0;
   int files_ = 0;
@@ -194,13 +197,14 @@ HarvestCounts HarvestProviders(const fs::path& run_cache, const fs::path& shared
   const fs::path incoming = shared / kIncoming;
   fs::remove_all(incoming, ec);  // what a harvest cut short left
   std::vector<fs::path> taken;
+  uint64_t read = 0;
   for (const Package& package : packages) {
     if (counts.taken + counts.known >= limits.packages) {
       ++counts.refused;
       continue;
     }
     // Hashed first: a package the cache has is not copied again.
-    PackageWalk seen(limits);
+    PackageWalk seen(limits, read);
     if (!seen.Walk(package.dir.Get(), -1)) {
       ++counts.refused;
       continue;
@@ -218,7 +222,7 @@ HarvestCounts HarvestProviders(const fs::path& run_cache, const fs::path& shared
       continue;
     }
     sys::Fd dest(open(staging.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    PackageWalk copied(limits);
+    PackageWalk copied(limits, read);
     const fs::path target =
         dest && copied.Walk(package.dir.Get(), dest.Get())
             ? tf::SharedPackagePath(shared, package.provider, tf::ThisPlatform(), copied.Hash())

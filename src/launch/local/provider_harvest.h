@@ -17,6 +17,9 @@ struct HarvestLimits {
   int packages = 32;                           // taken from one run
   int files = 10000;                           // in one package
   uint64_t package_bytes = uint64_t{4} << 30;  // one package's files together
+  // All that one harvest reads (each package is read to hash it, and again to copy it): what a
+  // run can make berthd read or write for it.
+  uint64_t run_bytes = uint64_t{8} << 30;
   // The shared cache's own size: beyond it, the packages taken longest ago go.
   uint64_t cache_bytes = uint64_t{16} << 30;
 };
