@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <thread>
 
 #include "crypto/digest.h"
 #include "sys/files.h"
@@ -161,6 +162,20 @@ TEST_F(ProviderHarvest, BeyondItsSizeTheCacheLetsThePackagesTakenLongestAgoGo) {
   EXPECT_EQ(counts.taken, 1);
   EXPECT_FALSE(fs::exists(Kept("old", old_h1)));
   EXPECT_TRUE(fs::exists(Kept("new", new_h1)));
+}
+
+TEST_F(ProviderHarvest, TheHarvesterTakesWhatIsQueuedOnAThreadOfItsOwnAndStopsWithPendingWork) {
+  const std::string h1 = H1Of(PlainPackage("good"));
+  {
+    ProviderHarvester harvester({});
+    harvester.Enqueue(RunCache(), Shared());
+    for (int i = 0; i < 200 && !fs::exists(Kept("good", h1)); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_TRUE(fs::exists(Kept("good", h1)));
+    // Queued work left when it stops is dropped, not waited for.
+    for (int i = 0; i < 100; ++i) harvester.Enqueue(RunCache(), Shared());
+  }
+  EXPECT_TRUE(fs::exists(Kept("good", h1)));
 }
 
 }  // namespace

@@ -131,7 +131,8 @@ LocalLauncher::LocalLauncher(LocalLauncherOptions options, RunObserver& observer
     : options_(std::move(options)),
       environment_mounts_(options_.sandbox ? EnvironmentMounts(options_.environment)
                                            : std::vector<fs::path>{}),
-      observer_(observer) {
+      observer_(observer),
+      harvester_(options_.harvest_limits) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -510,7 +511,7 @@ RunOutcome LocalLauncher::FinishRun(Run& run, std::optional<int> exit_code) {
     outcome.message = "stopped: " + run.limit_hit;
   }
   if (fs::path shared = SharedProvidersOf(run.request); !shared.empty())
-    harvests_.emplace_back(RunPluginCache(run.dir), std::move(shared));
+    harvester_.Enqueue(RunPluginCache(run.dir), std::move(shared));
   return outcome;
 }
 
@@ -560,13 +561,9 @@ void LocalLauncher::Loop() {
     StartWaiting();
     std::vector<std::pair<std::string, RunOutcome>> ended;
     ended.swap(ended_);
-    std::vector<std::pair<fs::path, fs::path>> harvests;
-    harvests.swap(harvests_);
-    if (ended.empty() && harvests.empty()) continue;
+    if (ended.empty()) continue;
     mutex_.unlock();
     for (const auto& [run_id, outcome] : ended) observer_.OnRunEnd(run_id, outcome);
-    for (const auto& [run_cache, shared] : harvests)
-      HarvestProviders(run_cache, shared, options_.harvest_limits);
     mutex_.lock();
   }
 }

@@ -127,11 +127,9 @@ class LocalLauncher final : public Launcher {
   std::map<std::string, Run> running_ GUARDED_BY(mutex_);
   std::deque<LaunchRequest> waiting_ GUARDED_BY(mutex_);
   std::vector<std::pair<std::string, RunOutcome>> ended_ GUARDED_BY(mutex_);  // to report
-  // Ended runs' plugin caches, to be harvested into their runner's shared cache (after their
-  // end is reported: the copying holds up no report).
-  std::vector<std::pair<std::filesystem::path, std::filesystem::path>> harvests_ GUARDED_BY(mutex_);
-  std::vector<RunCgroup> leftover_cgroups_ GUARDED_BY(mutex_);  // removed once empty
+  std::vector<RunCgroup> leftover_cgroups_ GUARDED_BY(mutex_);                // removed once empty
   bool stopping_ GUARDED_BY(mutex_) = false;
+  ProviderHarvester harvester_;  // ended runs' plugin caches into their runners' shared caches
   std::thread thread_;
 };
 

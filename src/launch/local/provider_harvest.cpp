@@ -241,4 +241,38 @@ HarvestCounts HarvestProviders(const fs::path& run_cache, const fs::path& shared
   return counts;
 }
 
+ProviderHarvester::ProviderHarvester(HarvestLimits limits) : limits_(limits) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+ProviderHarvester::~ProviderHarvester() {
+  {
+    MutexLock lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void ProviderHarvester::Enqueue(fs::path run_cache, fs::path shared) {
+  {
+    MutexLock lock(mutex_);
+    queue_.emplace_back(std::move(run_cache), std::move(shared));
+  }
+  wake_.notify_all();
+}
+
+void ProviderHarvester::Loop() {
+  MutexLock lock(mutex_);
+  while (true) {
+    wake_.wait(mutex_, [this]() REQUIRES(mutex_) { return stopping_ || !queue_.empty(); });
+    if (stopping_) return;
+    auto [run_cache, shared] = std::move(queue_.front());
+    queue_.pop_front();
+    mutex_.unlock();
+    HarvestProviders(run_cache, shared, limits_);
+    mutex_.lock();
+  }
+}
+
 }  // namespace berth::launch

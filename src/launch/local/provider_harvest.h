@@ -8,8 +8,14 @@
 // taken is bounded.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <filesystem>
+#include <thread>
+#include <utility>
+
+#include "core/mutex.h"
 
 namespace berth::launch {
 
@@ -33,5 +39,28 @@ struct HarvestCounts {
 HarvestCounts HarvestProviders(const std::filesystem::path& run_cache,
                                const std::filesystem::path& shared,
                                const HarvestLimits& limits = {});
+
+// Harvests one run at a time on a thread of its own, so that hashing and copying a large
+// package holds up no other run's start, end or limits. What is still queued when it stops is
+// dropped: the runner's next run fetches those packages again.
+class ProviderHarvester {
+ public:
+  explicit ProviderHarvester(HarvestLimits limits);
+  ~ProviderHarvester();  // a harvest under way ends first
+  ProviderHarvester(const ProviderHarvester&) = delete;
+  ProviderHarvester& operator=(const ProviderHarvester&) = delete;
+
+  void Enqueue(std::filesystem::path run_cache, std::filesystem::path shared) EXCLUDES(mutex_);
+
+ private:
+  void Loop() EXCLUDES(mutex_);
+
+  const HarvestLimits limits_;
+  Mutex mutex_;
+  std::condition_variable_any wake_;
+  std::deque<std::pair<std::filesystem::path, std::filesystem::path>> queue_ GUARDED_BY(mutex_);
+  bool stopping_ GUARDED_BY(mutex_) = false;
+  std::thread thread_;
+};
 
 }  // namespace berth::launch
