@@ -444,7 +444,12 @@ class Berthd {
                                          .max_parallel = options.max_parallel_runs,
                                          .environment = LocalRunEnvironment(),
                                          .insecure = options.insecure_local_runners,
-                                         .shared_providers = options.data_dir / "providers"};
+                                         .shared_providers = options.data_dir / "providers",
+                                         .on_harvest = [this](const launch::HarvestCounts& c) {
+                                           metrics_.ProviderPackages("taken", c.taken);
+                                           metrics_.ProviderPackages("known", c.known);
+                                           metrics_.ProviderPackages("refused", c.refused);
+                                         }};
       if (!local.insecure) {
         auto sandbox = launch::Sandbox::Probe(options.local_runner_uid);
         if (sandbox) local.sandbox = *sandbox;

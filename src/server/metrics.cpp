@@ -66,7 +66,12 @@ BerthdMetrics::BerthdMetrics()
                         .Name("berth_deployment_step_seconds")
                         .Help("Each step of a deployment: its wait in the queue, its run's "
                               "launch, and each TF step its runner timed.")
-                        .Register(registry_)) {}
+                        .Register(registry_)),
+      provider_packages_(BuildCounter()
+                             .Name("berth_provider_packages_total")
+                             .Help("Provider packages ended local runs fetched: taken into their "
+                                   "runner's shared cache, known to it already, or refused.")
+                             .Register(registry_)) {}
 
 void BerthdMetrics::Request(std::string_view route, std::string_view method, int status,
                             std::chrono::duration<double> took) {
@@ -87,6 +92,10 @@ void BerthdMetrics::RunEnded(std::string_view outcome, std::chrono::duration<dou
 
 void BerthdMetrics::DeploymentStep(std::string_view step, double seconds) {
   step_seconds_.Add({{"step", StepLabel(step)}}, kStepBuckets).Observe(seconds);
+}
+
+void BerthdMetrics::ProviderPackages(std::string_view result, int count) {
+  provider_packages_.Add({{"result", std::string(result)}}).Increment(count);
 }
 
 std::string BerthdMetrics::Scrape(store::Store& store, std::string_view extra) {

@@ -34,6 +34,9 @@ class BerthdMetrics {
   // a TF step its runner timed ("init", "plan", "apply", ...; a name no runner uses counts as
   // "other": runners' results do not choose berthd's labels).
   void DeploymentStep(std::string_view step, double seconds);
+  // Provider packages an ended local run fetched: result is "taken" (into its runner's shared
+  // cache), "known" (the cache had them) or "refused" (beyond a limit, or unreadable).
+  void ProviderPackages(std::string_view result, int count);
 
   // The registry's metrics, then the store's gauges, then extra (already in the text format).
   std::string Scrape(store::Store& store, std::string_view extra = {});
@@ -46,6 +49,7 @@ class BerthdMetrics {
   prometheus::Family<prometheus::Counter>& runs_;
   prometheus::Family<prometheus::Histogram>& run_seconds_;
   prometheus::Family<prometheus::Histogram>& step_seconds_;
+  prometheus::Family<prometheus::Counter>& provider_packages_;
 };
 
 }  // namespace berth::server

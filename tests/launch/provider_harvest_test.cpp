@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <filesystem>
 #include <thread>
 
@@ -166,11 +167,16 @@ TEST_F(ProviderHarvest, BeyondItsSizeTheCacheLetsThePackagesTakenLongestAgoGo) {
 
 TEST_F(ProviderHarvest, TheHarvesterTakesWhatIsQueuedOnAThreadOfItsOwnAndStopsWithPendingWork) {
   const std::string h1 = H1Of(PlainPackage("good"));
+  std::atomic<int> taken{0}, harvests{0};
   {
-    ProviderHarvester harvester({});
+    ProviderHarvester harvester({}, [&](const HarvestCounts& counts) {
+      taken += counts.taken;
+      ++harvests;
+    });
     harvester.Enqueue(RunCache(), Shared());
-    for (int i = 0; i < 200 && !fs::exists(Kept("good", h1)); ++i)
+    for (int i = 0; i < 200 && harvests == 0; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_EQ(taken, 1);
     EXPECT_TRUE(fs::exists(Kept("good", h1)));
     // Queued work left when it stops is dropped, not waited for.
     for (int i = 0; i < 100; ++i) harvester.Enqueue(RunCache(), Shared());

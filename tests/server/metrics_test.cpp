@@ -28,5 +28,21 @@ TEST(BerthdMetrics, AStepNameNoRunnerUsesIsCountedAsOther) {
   EXPECT_EQ(text.find("ppppp"), std::string::npos);
 }
 
+TEST(BerthdMetrics, ProviderPackagesAreCountedByResult) {
+  auto dir = sys::TempDir::Create("metrics");
+  ASSERT_TRUE(dir);
+  auto store = store::OpenStore("sqlite:" + (dir->Path() / "db").string(), 1);
+  ASSERT_TRUE(store);
+  BerthdMetrics metrics;
+  metrics.ProviderPackages("taken", 2);
+  metrics.ProviderPackages("taken", 1);
+  metrics.ProviderPackages("refused", 0);
+  std::string text = metrics.Scrape(**store);
+  EXPECT_NE(text.find("berth_provider_packages_total{result=\"taken\"} 3"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("berth_provider_packages_total{result=\"refused\"} 0"), std::string::npos)
+      << text;
+}
+
 }  // namespace
 }  // namespace berth::server

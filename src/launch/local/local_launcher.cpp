@@ -132,7 +132,7 @@ LocalLauncher::LocalLauncher(LocalLauncherOptions options, RunObserver& observer
       environment_mounts_(options_.sandbox ? EnvironmentMounts(options_.environment)
                                            : std::vector<fs::path>{}),
       observer_(observer),
-      harvester_(options_.harvest_limits) {
+      harvester_(options_.harvest_limits, options_.on_harvest) {
   thread_ = std::thread([this] { Loop(); });
 }
 

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -56,6 +57,7 @@ struct LocalLauncherOptions {
   // (provider_harvest.h); empty: none, each run fetches its own.
   std::filesystem::path shared_providers;
   HarvestLimits harvest_limits;
+  std::function<void(const HarvestCounts&)> on_harvest;  // what each harvest took; may be empty
 };
 
 class LocalLauncher final : public Launcher {

@@ -241,7 +241,9 @@ HarvestCounts HarvestProviders(const fs::path& run_cache, const fs::path& shared
   return counts;
 }
 
-ProviderHarvester::ProviderHarvester(HarvestLimits limits) : limits_(limits) {
+ProviderHarvester::ProviderHarvester(HarvestLimits limits,
+                                     std::function<void(const HarvestCounts&)> done)
+    : limits_(limits), done_(std::move(done)) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -270,7 +272,8 @@ void ProviderHarvester::Loop() {
     auto [run_cache, shared] = std::move(queue_.front());
     queue_.pop_front();
     mutex_.unlock();
-    HarvestProviders(run_cache, shared, limits_);
+    HarvestCounts counts = HarvestProviders(run_cache, shared, limits_);
+    if (done_) done_(counts);
     mutex_.lock();
   }
 }

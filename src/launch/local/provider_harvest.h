@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <thread>
 #include <utility>
 
@@ -45,7 +46,8 @@ HarvestCounts HarvestProviders(const std::filesystem::path& run_cache,
 // dropped: the runner's next run fetches those packages again.
 class ProviderHarvester {
  public:
-  explicit ProviderHarvester(HarvestLimits limits);
+  // done hears what each harvest took (for berthd's metrics); it may be empty.
+  ProviderHarvester(HarvestLimits limits, std::function<void(const HarvestCounts&)> done);
   ~ProviderHarvester();  // a harvest under way ends first
   ProviderHarvester(const ProviderHarvester&) = delete;
   ProviderHarvester& operator=(const ProviderHarvester&) = delete;
@@ -56,6 +58,7 @@ class ProviderHarvester {
   void Loop() EXCLUDES(mutex_);
 
   const HarvestLimits limits_;
+  const std::function<void(const HarvestCounts&)> done_;
   Mutex mutex_;
   std::condition_variable_any wake_;
   std::deque<std::pair<std::filesystem::path, std::filesystem::path>> queue_ GUARDED_BY(mutex_);
