@@ -151,6 +151,22 @@ TEST_F(ProviderHarvest, WhatIsBeyondALimitIsRefusedAndNothingOfItKept) {
   EXPECT_EQ(counts.refused, 1);
 }
 
+TEST_F(ProviderHarvest, AFolderOfTooManyEntriesIsNeitherHeldNorTaken) {
+  // Past 10000 entries in one folder, berthd stops listing: a run could make millions.
+  const fs::path crowded = PlainPackage("crowded");
+  for (int i = 0; i < 10001; ++i) fs::create_directory(crowded / ("d" + std::to_string(i)));
+  const std::string h1 = H1Of(PlainPackage("fine"));
+  HarvestCounts counts = HarvestProviders(RunCache(), Shared());
+  EXPECT_EQ(counts.refused, 1);
+  EXPECT_EQ(counts.taken, 1);
+  EXPECT_TRUE(fs::exists(Kept("fine", h1)));
+  fs::remove_all(Shared());
+  for (int i = 0; i < 10001; ++i)
+    fs::create_directory(RunCache() / "registry.opentofu.org" / ("host" + std::to_string(i)));
+  counts = HarvestProviders(RunCache(), Shared());
+  EXPECT_EQ(counts.taken + counts.known + counts.refused, 0);
+}
+
 TEST_F(ProviderHarvest, BeyondItsSizeTheCacheLetsThePackagesTakenLongestAgoGo) {
   const std::string old_h1 = H1Of(PlainPackage("old"));
   HarvestProviders(RunCache(), Shared());

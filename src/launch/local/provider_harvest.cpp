@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -21,7 +22,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kMaxPackageDepth = 8;  // folders inside a package
+constexpr int kMaxPackageDepth = 8;          // folders inside a package
+constexpr size_t kMaxFolderEntries = 10000;  // in any one folder of a run's cache
 constexpr const char* kIncoming = ".incoming";
 
 // A folder in parent, never through a link.
@@ -29,22 +31,25 @@ sys::Fd OpenDir(int parent, const std::string& name) {
   return sys::Fd(openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
 }
 
-// A folder's entries but . and .., sorted.
-std::vector<std::string> Names(int dir) {
-  std::vector<std::string> names;
+// A folder's entries but . and .., sorted; nullopt when it cannot be read or holds more than
+// kMaxFolderEntries (a run could make millions, for berthd to hold in memory).
+std::optional<std::vector<std::string>> Names(int dir) {
   int copy = dup(dir);
-  if (copy < 0) return names;
+  if (copy < 0) return std::nullopt;
   DIR* listing = fdopendir(copy);
   if (!listing) {
     close(copy);
-    return names;
+    return std::nullopt;
   }
   rewinddir(listing);  // the copy shares its offset with dir
+  std::vector<std::string> names;
   while (const dirent* entry = readdir(listing)) {
     std::string name = entry->d_name;
     if (name != "." && name != "..") names.push_back(std::move(name));
+    if (names.size() > kMaxFolderEntries) break;
   }
   closedir(listing);
+  if (names.size() > kMaxFolderEntries) return std::nullopt;
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -69,7 +74,9 @@ class PackageWalk {
   // False when the package is beyond a limit or cannot be read whole.
   bool Walk(int src, int dest, const std::string& prefix = "", int depth = 0) {
     if (depth > kMaxPackageDepth) return false;
-    for (const std::string& name : Names(src)) {
+    auto names = Names(src);
+    if (!names) return false;
+    for (const std::string& name : *names) {
       // tofu cannot hash a path with a newline, so no lock file lists such a package.
       if (name.find('\n') != std::string::npos) return false;
       const std::string path = prefix.empty() ? name : prefix + "/" + name;
@@ -132,11 +139,19 @@ struct Package {
 };
 
 // The package folders of a plugin cache: HOST/NS/TYPE/VERSION/PLATFORM, this machine's
-// platform only, each name one a package path may have.
-void FindPackages(int dir, std::vector<std::string>& parts, std::vector<Package>& found) {
-  for (const std::string& name : Names(dir)) {
+// platform only, each name one a package path may have; at most max of them (each holds a
+// descriptor open), the others counted in beyond.
+void FindPackages(int dir, std::vector<std::string>& parts, size_t max, std::vector<Package>& found,
+                  int& beyond) {
+  auto names = Names(dir);
+  if (!names) return;
+  for (const std::string& name : *names) {
     if (!tf::IsPackagePathPart(name)) continue;  // tofu's NAME.lock files among them
     if (parts.size() == 4 && name != tf::ThisPlatform()) continue;
+    if (parts.size() == 4 && found.size() >= max) {
+      ++beyond;
+      continue;
+    }
     sys::Fd sub = OpenDir(dir, name);
     if (!sub) continue;
     if (parts.size() == 4) {
@@ -145,7 +160,7 @@ void FindPackages(int dir, std::vector<std::string>& parts, std::vector<Package>
       continue;
     }
     parts.push_back(name);
-    FindPackages(sub.Get(), parts, found);
+    FindPackages(sub.Get(), parts, max, found, beyond);
     parts.pop_back();
   }
 }
@@ -191,7 +206,8 @@ HarvestCounts HarvestProviders(const fs::path& run_cache, const fs::path& shared
   if (!root) return counts;
   std::vector<std::string> parts;
   std::vector<Package> packages;
-  FindPackages(root.Get(), parts, packages);
+  FindPackages(root.Get(), parts, static_cast<size_t>(std::max(limits.packages, 0)), packages,
+               counts.refused);
   if (packages.empty()) return counts;
   std::error_code ec;
   const fs::path incoming = shared / kIncoming;
@@ -199,10 +215,6 @@ HarvestCounts HarvestProviders(const fs::path& run_cache, const fs::path& shared
   std::vector<fs::path> taken;
   uint64_t read = 0;
   for (const Package& package : packages) {
-    if (counts.taken + counts.known >= limits.packages) {
-      ++counts.refused;
-      continue;
-    }
     // Hashed first: a package the cache has is not copied again.
     PackageWalk seen(limits, read);
     if (!seen.Walk(package.dir.Get(), -1)) {
