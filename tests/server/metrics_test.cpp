@@ -4,22 +4,38 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <optional>
+
 #include "sys/files.h"
 
 namespace berth::server {
 namespace {
 
-TEST(BerthdMetrics, AStepNameNoRunnerUsesIsCountedAsOther) {
-  auto dir = sys::TempDir::Create("metrics");
-  ASSERT_TRUE(dir);
-  auto store = store::OpenStore("sqlite:" + (dir->Path() / "db").string(), 1);
-  ASSERT_TRUE(store);
-  BerthdMetrics metrics;
-  metrics.DeploymentStep("init", 0.2);
-  metrics.DeploymentStep("init", 0.3);
-  metrics.DeploymentStep("x\"} 1\nberth_evil{a=\"", 1);
-  metrics.DeploymentStep(std::string(100000, 'p'), 1);
-  std::string text = metrics.Scrape(**store);
+// Metrics, and a store to scrape them with.
+class BerthdMetricsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = sys::TempDir::Create("metrics");
+    ASSERT_TRUE(dir);
+    dir_.emplace(std::move(*dir));
+    auto store = store::OpenStore("sqlite:" + (dir_->Path() / "db").string(), 1);
+    ASSERT_TRUE(store);
+    store_ = std::move(*store);
+  }
+  std::string Scrape() { return metrics_.Scrape(*store_); }
+
+  BerthdMetrics metrics_;
+  std::optional<sys::TempDir> dir_;
+  std::unique_ptr<store::Store> store_;
+};
+
+TEST_F(BerthdMetricsTest, AStepNameNoRunnerUsesIsCountedAsOther) {
+  metrics_.DeploymentStep("init", 0.2);
+  metrics_.DeploymentStep("init", 0.3);
+  metrics_.DeploymentStep("x\"} 1\nberth_evil{a=\"", 1);
+  metrics_.DeploymentStep(std::string(100000, 'p'), 1);
+  std::string text = Scrape();
   EXPECT_NE(text.find("berth_deployment_step_seconds_count{step=\"init\"} 2"), std::string::npos)
       << text;
   EXPECT_NE(text.find("berth_deployment_step_seconds_count{step=\"other\"} 2"), std::string::npos)
@@ -28,16 +44,11 @@ TEST(BerthdMetrics, AStepNameNoRunnerUsesIsCountedAsOther) {
   EXPECT_EQ(text.find("ppppp"), std::string::npos);
 }
 
-TEST(BerthdMetrics, ProviderPackagesAreCountedByResult) {
-  auto dir = sys::TempDir::Create("metrics");
-  ASSERT_TRUE(dir);
-  auto store = store::OpenStore("sqlite:" + (dir->Path() / "db").string(), 1);
-  ASSERT_TRUE(store);
-  BerthdMetrics metrics;
-  metrics.ProviderPackages("taken", 2);
-  metrics.ProviderPackages("taken", 1);
-  metrics.ProviderPackages("refused", 0);
-  std::string text = metrics.Scrape(**store);
+TEST_F(BerthdMetricsTest, ProviderPackagesAreCountedByResult) {
+  metrics_.ProviderPackages("taken", 2);
+  metrics_.ProviderPackages("taken", 1);
+  metrics_.ProviderPackages("refused", 0);
+  std::string text = Scrape();
   EXPECT_NE(text.find("berth_provider_packages_total{result=\"taken\"} 3"), std::string::npos)
       << text;
   EXPECT_NE(text.find("berth_provider_packages_total{result=\"refused\"} 0"), std::string::npos)
