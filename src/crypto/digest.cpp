@@ -27,6 +27,17 @@ std::string Sha256Hex(std::string_view data) {
   return Hex(digest, size);
 }
 
+std::string Sha256Bytes(std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  EVP_Digest(data.data(), data.size(), digest, &size, EVP_sha256(), nullptr);
+  return {reinterpret_cast<const char*>(digest), size};
+}
+
+std::string HexEncode(std::string_view bytes) {
+  return Hex(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
+}
+
 struct Sha256::State {
   EVP_MD_CTX* context = EVP_MD_CTX_new();
 };

@@ -7,6 +7,10 @@
 namespace berth::crypto {
 
 std::string Sha256Hex(std::string_view data);
+// The 32 bytes themselves (tofu's "h1:" package hash is their base64).
+std::string Sha256Bytes(std::string_view data);
+// Bytes as lowercase hex digits.
+std::string HexEncode(std::string_view bytes);
 std::string HmacSha256Hex(std::string_view key, std::string_view data);
 // Raw HMAC-SHA1: only to read OpenSSH's hashed known_hosts names, which are made with it.
 std::string HmacSha1(std::string_view key, std::string_view data);

@@ -14,25 +14,6 @@ namespace {
 constexpr std::string_view kH1 = "h1:";
 constexpr size_t kSha256Bytes = 32;
 
-std::string HexToBytes(std::string_view hex) {
-  auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
-  std::string bytes;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2)
-    bytes.push_back(static_cast<char>(nibble(hex[i]) << 4 | nibble(hex[i + 1])));
-  return bytes;
-}
-
-std::string BytesToHex(std::string_view bytes) {
-  constexpr std::string_view kDigits = "0123456789abcdef";
-  std::string hex;
-  for (char byte : bytes) {
-    const auto c = static_cast<unsigned char>(byte);
-    hex.push_back(kDigits[c >> 4]);
-    hex.push_back(kDigits[c & 15]);
-  }
-  return hex;
-}
-
 // The 32 bytes of an "h1:" hash; empty when it is not one.
 std::string H1Bytes(std::string_view h1) {
   if (!h1.starts_with(kH1)) return {};
@@ -138,7 +119,7 @@ std::string PackageHasher::Finish() const {
   std::sort(files.begin(), files.end());
   std::string summary;
   for (const auto& [path, hex] : files) summary += hex + "  " + path + "\n";
-  return std::string(kH1) + Base64Encode(HexToBytes(crypto::Sha256Hex(summary)));
+  return std::string(kH1) + Base64Encode(crypto::Sha256Bytes(summary));
 }
 
 std::string_view ThisPlatform() {
@@ -155,7 +136,7 @@ std::filesystem::path SharedPackagePath(const std::filesystem::path& shared,
   std::string bytes = H1Bytes(h1);
   if (bytes.empty()) return {};
   return shared / provider.host / provider.ns / provider.type / provider.version /
-         std::string(platform) / BytesToHex(bytes);
+         std::string(platform) / crypto::HexEncode(bytes);
 }
 
 }  // namespace berth::tf

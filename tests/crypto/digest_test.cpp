@@ -17,5 +17,11 @@ TEST(Sha256, InPiecesIsTheSameAsWhole) {
   EXPECT_EQ(empty.HexDigest(), Sha256Hex(""));
 }
 
+TEST(Sha256, TheBytesAreWhatTheHexSpells) {
+  EXPECT_EQ(Sha256Bytes("abc").size(), 32u);
+  EXPECT_EQ(HexEncode(Sha256Bytes("abc")), Sha256Hex("abc"));
+  EXPECT_EQ(HexEncode(std::string("\x00\x7f\x80\xff", 4)), "007f80ff");
+}
+
 }  // namespace
 }  // namespace berth::crypto

@@ -92,10 +92,8 @@ TEST(PackageHash, IsDirhashHash1OfTheFilesInByteOrder) {
   hasher.AddFile("sub/b", b);
   hasher.AddFile("a", a);
   // dirhash.Hash1: SHA-256 over "HEX  PATH\n" lines sorted by path, base64 encoded.
-  std::string digest_hex = crypto::Sha256Hex(a + "  a\n" + b + "  sub/b\n"), digest;
-  for (size_t i = 0; i < digest_hex.size(); i += 2)
-    digest.push_back(static_cast<char>(std::stoi(digest_hex.substr(i, 2), nullptr, 16)));
-  EXPECT_EQ(hasher.Finish(), "h1:" + Base64Encode(digest));
+  EXPECT_EQ(hasher.Finish(),
+            "h1:" + Base64Encode(crypto::Sha256Bytes(a + "  a\n" + b + "  sub/b\n")));
   PackageHasher renamed;
   renamed.AddFile("a", a);
   renamed.AddFile("sub/c", b);
