@@ -222,10 +222,7 @@ fs::path LocalLauncher::SharedProvidersOf(const LaunchRequest& request) const {
   const std::string org = FolderName(request.org_id);
   const std::string runner = FolderName(request.runner_id);
   if (org.empty() || runner.empty()) return {};
-  fs::path shared = options_.shared_providers / org / runner;
-  std::error_code ec;
-  fs::create_directories(shared, ec);
-  return ec ? fs::path() : shared;
+  return options_.shared_providers / org / runner;
 }
 
 Result<void> LocalLauncher::MakeRunFolder(const Run& run) const {
@@ -321,6 +318,9 @@ Result<void> LocalLauncher::Start(Run& run) {
   // A plugin cache every run could write is one a run could poison for the others: a sandboxed
   // run has its own, and borrows from its runner's shared cache what its lock file pins.
   if (fs::path shared = SharedProvidersOf(run.request); !shared.empty()) {
+    // Where it cannot be made, the run is lent nothing and fetches its own.
+    std::error_code ec;
+    fs::create_directories(shared, ec);
     spawn.env->push_back(std::string("TF_PLUGIN_CACHE_DIR=") + kRunPluginCache);
     spawn.env->push_back("BERTH_SHARED_PROVIDERS=" + shared.string());
   }

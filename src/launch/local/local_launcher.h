@@ -105,7 +105,8 @@ class LocalLauncher final : public Launcher {
   bool TakePlanRunWork(const Run& run) const;
   // The run's folder made for it: owned by the sandbox's user, the token readable by it only.
   Result<void> MakeRunFolder(const Run& run) const;
-  // The run's runner's shared provider cache, made if missing; empty when there is none.
+  // The run's runner's shared provider cache (made when the run starts); empty when there is
+  // none.
   std::filesystem::path SharedProvidersOf(const LaunchRequest& request) const;
   // What the run's sandbox shows it: its folder's run parts, its module and inputs, and
   // environment_mounts_, read-only.
