@@ -57,29 +57,13 @@ int StopSignals() {
   return signalfd(-1, &set, SFD_CLOEXEC);
 }
 
-int Run(const RunCommand& run, const LoggingOptions& logging) {
-  // The log is written with write(2), not stdio: what TF printed is out before the runner
-  // could die, whatever stdout is.
-  LogSink log(STDOUT_FILENO, STDERR_FILENO, berth::SystemClock::Instance(), SinkOptions(logging));
-  log.StartFlusher();
-  RunContext context;
-  context.log = &log;
-  for (char** e = environ; *e != nullptr; ++e) context.environment.emplace_back(*e);
-  context.signal_fd = StopSignals();
-  RunOptions options = run.options;
-  // Declared first, so that it outlives the gateway run, whose last log lines go through it.
-  std::unique_ptr<berth::sys::StreamRelay> relay;
+// One run from its inputs to its result, delivered and written. A plan run kept for its apply
+// (--await-apply) then waits for it: handed is set when berthd handed it to this runner.
+int RunOnce(RunOptions options, RunContext& context, LogSink& log,
+            std::optional<ApplyHandover>* handed) {
   std::optional<GatewayRun> gateway;
   berth::Result<void> prepared;
-  if (!options.berthd_relay.empty()) {
-    auto started = RelayToBerthd(options);
-    if (started) {
-      relay = std::move(*started);
-    } else {
-      prepared = started.error();
-    }
-  }
-  if (!options.gateway.empty() && prepared) {
+  if (!options.gateway.empty()) {
     gateway.emplace(options, context.environment);
     prepared = gateway->Prepare(options, log);
     context.keep_state = [&gateway](const std::filesystem::path& errored) {
@@ -99,6 +83,7 @@ int Run(const RunCommand& run, const LoggingOptions& logging) {
     log.Line("gateway", prepared.error().message);
   }
   events.reset();  // flushes what is queued, within its own short deadline
+  context.events = nullptr;
   if (log.V("runner", 1)) {
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);  // the runner alone: TF and its providers are children
@@ -115,7 +100,51 @@ int Run(const RunCommand& run, const LoggingOptions& logging) {
     std::fprintf(stderr, "runner: cannot write the result to %s\n", options.result.c_str());
     return kRunnerResultUnwritten;
   }
+  if (handed != nullptr && gateway && options.await_apply.count() > 0 && !result.error)
+    *handed = gateway->AwaitApply(options.await_apply, context.signal_fd, log);
   return berth::RunnerExitCode(result);
+}
+
+int Run(const RunCommand& run, const LoggingOptions& logging) {
+  // The log is written with write(2), not stdio: what TF printed is out before the runner
+  // could die, whatever stdout is.
+  LogSink log(STDOUT_FILENO, STDERR_FILENO, berth::SystemClock::Instance(), SinkOptions(logging));
+  log.StartFlusher();
+  RunContext context;
+  context.log = &log;
+  for (char** e = environ; *e != nullptr; ++e) context.environment.emplace_back(*e);
+  context.signal_fd = StopSignals();
+  // Started first, so that it outlives the gateway runs, whose last log lines go through it.
+  std::unique_ptr<berth::sys::StreamRelay> relay;
+  if (!run.options.berthd_relay.empty()) {
+    auto started = RelayToBerthd(run.options);
+    if (!started) {
+      berth::RunResult result;
+      result.op = run.options.op;
+      result.error = berth::RunError{berth::RunErrorKind::kSourceUnavailable, "gateway",
+                                     started.error().message, 0, ""};
+      log.Line("gateway", started.error().message);
+      log.Flush();
+      if (!WriteResult(run.options.result, result, run.options.result_max_bytes))
+        return kRunnerResultUnwritten;
+      return berth::RunnerExitCode(result);
+    }
+    relay = std::move(*started);
+  }
+  std::optional<ApplyHandover> handed;
+  int code = RunOnce(run.options, context, log, &handed);
+  if (!handed) return code;
+  // The apply run's token, for its gateway requests and tofu's state backend alike.
+  auto token = KeepHandedToken(handed->token);
+  if (!token) {
+    std::fprintf(stderr, "runner: %s\n", token.error().message.c_str());
+    return kRunnerFailed;
+  }
+  std::erase_if(context.environment,
+                [](const std::string& e) { return e.starts_with("BERTH_TOKEN_FILE="); });
+  context.environment.push_back("BERTH_TOKEN_FILE=" + token->path.string());
+  return RunOnce(ContinuedApplyOptions(run.options, *handed, token->path.string()), context, log,
+                 nullptr);
 }
 
 // Invalid flags for `run` still owe a result document, of kind InvalidFlags.

@@ -45,8 +45,23 @@ Schema TypeField(std::string_view name) {
   return std::move(Schema::String().OneOf({std::string(name)}).Doc("the type"));
 }
 
-Schema Job() {
-  return Schema::Object({
+// A duration ("30m", "2h") from min to max, described as range (for errors).
+Schema DurationText(Duration min, Duration max, const std::string& range, std::string doc) {
+  return std::move(
+      Schema::String()
+          .Require([min, max, range](const json& v) -> std::optional<std::string> {
+            auto d = ParseDuration(v.get<std::string>());
+            if (!d || *d < min || *d > max) return "must be a duration " + range;
+            return std::nullopt;
+          })
+          .JsonSchema({{"pattern", "^([0-9]{1,5}(\\.[0-9]{1,3})?(ns|us|ms|s|m|h)){1,4}$"}})
+          .Doc(std::move(doc)));
+}
+
+// A runner's Pods; with kept_pods, the field that keeps a plan's Pod for its apply (berthd's
+// own Kubernetes launcher does; an agent's does not).
+Schema Job(bool kept_pods) {
+  std::vector<Field> fields = {
       Required("namespace", std::move(Schema::String()
                                           .Pattern(kDnsLabel, "a Kubernetes namespace name")
                                           .Doc("namespace of the runner Pods or Jobs"))),
@@ -69,7 +84,14 @@ Schema Job() {
       Optional("termination_grace_period_seconds",
                std::move(Schema::Integer().Range(0, 86400).Doc(
                    "how long a cancelled run gets to stop TF cleanly before it is killed"))),
-  });
+  };
+  if (kept_pods)
+    fields.push_back(Optional(
+        "keep_for_approval",
+        DurationText(std::chrono::minutes(1), std::chrono::hours(6), "from 1m to 6h (15m, 2h)",
+                     "a plan that waits for approval keeps its runner Pod this long: an apply "
+                     "approved meanwhile runs there, without a second init (default: not kept)")));
+  return Schema::Object(std::move(fields));
 }
 
 Schema Ed25519Key() {
@@ -102,8 +124,8 @@ Schema AbsolutePath(std::string doc) {
 
 // The Kubernetes types differ only in how the cluster is found and reached.
 Schema KubernetesType(std::string_view name, Field cluster) {
-  return Schema::Object(
-      {Required("type", TypeField(name)), std::move(cluster), Required("job", Job())});
+  return Schema::Object({Required("type", TypeField(name)), std::move(cluster),
+                         Required("job", Job(/*kept_pods=*/true))});
 }
 
 // Bytes as a Kubernetes quantity ("512Mi", "10Gi"): whole, at least min.
@@ -164,21 +186,12 @@ Schema Build(RunnerType type) {
           Optional("next_key",
                    std::move(Ed25519Key().Doc(
                        "a second key the agents may sign with while they roll over to it"))),
-          Optional(
-              "command_expiry",
-              std::move(Schema::String()
-                            .Require([](const json& v) -> std::optional<std::string> {
-                              auto d = ParseDuration(v.get<std::string>());
-                              if (!d || *d < std::chrono::seconds(10) ||
-                                  *d > std::chrono::hours(168))
-                                return "must be a duration from 10s to 168h (30m, 2h)";
-                              return std::nullopt;
-                            })
-                            .JsonSchema({{"pattern",
-                                          "^([0-9]{1,5}(\\.[0-9]{1,3})?(ns|us|ms|s|m|h)){1,4}$"}})
-                            .Doc("how long a launch waits in the queue for an agent before its "
-                                 "deployment fails with AgentUnavailable (default 1h)"))),
-          Required("job", Job()),
+          Optional("command_expiry",
+                   DurationText(std::chrono::seconds(10), std::chrono::hours(168),
+                                "from 10s to 168h (30m, 2h)",
+                                "how long a launch waits in the queue for an agent before its "
+                                "deployment fails with AgentUnavailable (default 1h)")),
+          Required("job", Job(/*kept_pods=*/false)),
       });
     case RunnerType::kKubernetesGke:
       return KubernetesType(
@@ -556,7 +569,7 @@ Result<RunnerSpec> ParseRunnerSpec(std::string_view id, json body) {
 }
 
 const Schema& KubernetesJobSchema() {
-  static const Schema schema = Job();
+  static const Schema schema = Job(/*kept_pods=*/true);
   return schema;
 }
 

@@ -46,7 +46,8 @@ std::string RunnerSchemasMarkdown();
 // The schema of each type's configuration (including its `type` field).
 const Schema& RunnerConfigurationSchema(RunnerType type);
 const Schema& StateStorageSchema(StateStorageType type);
-// The `job` of every Kubernetes runner type: namespace, service_account, pod_template, image.
+// The `job` of every Kubernetes runner type: namespace, service_account, pod_template, image,
+// and the fields only berthd's own Kubernetes launcher honours (keep_for_approval).
 const Schema& KubernetesJobSchema();
 
 struct RunnerSpec {

@@ -23,6 +23,7 @@ std::vector<std::string> RunnerInvocation::Args() const {
   if (allow_destroy) args.emplace_back("--allow-destroy");
   if (state_encryption) args.emplace_back("--state-encryption");
   value("log-recipient", log_recipient);
+  if (await_apply_seconds > 0) value("await-apply", std::to_string(await_apply_seconds) + "s");
   value("namespace", ns);
   value("name", name);
   value("workdir", workdir);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +29,8 @@ struct RunnerInvocation {
   bool allow_destroy = false;
   bool state_encryption = false;  // the gateway's state-key encrypts state and plans
   std::string log_recipient;      // an age recipient every shipped log chunk is encrypted to
+  // A plan run whose runner is kept for the apply: how long it waits for it after the plan.
+  int64_t await_apply_seconds = 0;
 
   // Where it runs: the launcher's.
   std::string ns, name;

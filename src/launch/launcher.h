@@ -29,6 +29,11 @@ struct LaunchRequest {
   // The plan run of the approved plan this run applies: a launcher that kept that run's work
   // folder continues in it (no second init); one that did not, or cannot, starts afresh.
   std::string plan_run_id;
+  // This apply was handed to the plan run's runner, kept for it (ContinuesIn said it could be):
+  // it runs there, never in a runner of its own.
+  bool continues_plan_runner = false;
+  // A plan run whose apply waits for approval: a launcher may keep its runner for the apply.
+  bool approval_follows = false;
 };
 
 // Why a runner ended other than by finishing its run (the result document's kinds cover a run
@@ -123,6 +128,20 @@ class Launcher {
   virtual void PruneEnded(const RunIsHeld& held, size_t keep) {
     (void)held;
     (void)keep;
+  }
+  // Whether the run's runner goes on after its result, kept for the apply (its run ends when
+  // its result is posted; the dispatcher then calls Release).
+  virtual bool KeptAfterResult(const std::string& run_id) const {
+    (void)run_id;
+    return false;
+  }
+  // The run ended by its posted result: its runner is no longer the run's, only kept for the
+  // apply, and goes when it ends.
+  virtual void Release(const std::string& run_id) { (void)run_id; }
+  // Whether the apply of plan_run_id's plan can continue in that run's kept runner now.
+  virtual bool ContinuesIn(const std::string& plan_run_id) const {
+    (void)plan_run_id;
+    return false;
   }
   // The URL its runners reach berthd at (gateway and state backend) when it is not the one the
   // dispatcher was given: a Pod may need a Service name where a local process uses loopback.

@@ -189,6 +189,7 @@ void AddRunFlags(FlagSet& flags, RunOptions& o) {
   });
   flags.Value("lock-timeout", DurationFlag(&o.lock_timeout));
   flags.Value("stop-timeout", DurationFlag(&o.stop_timeout));
+  flags.Value("await-apply", DurationFlag(&o.await_apply));
   flags.Value("timeout", [&o](std::string_view v) -> Result<void> {
     auto d = ParseDuration(v);
     if (!d) return d.error();
@@ -445,6 +446,11 @@ CommandLine ParseFlags(const std::vector<std::string>& args) {
       line.error = Usage(
           "run: --state-encryption takes the key from berthd: it needs --gateway (or give "
           "--state-key-file)");
+    } else if (run.options.await_apply.count() > 0 &&
+               (run.options.op != "plan" || run.options.gateway.empty())) {
+      line.error = Usage(
+          "run: --await-apply waits for the apply of a plan berthd keeps: it needs --op=plan and "
+          "--gateway");
     } else if (run.options.prepared) {
       line.error = PreparedProblem(run.options);
     } else if (!run.options.changes_file.empty() && run.options.op != "plan" &&

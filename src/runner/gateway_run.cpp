@@ -13,6 +13,9 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr std::chrono::milliseconds kLogFlushEvery{500};
+// How often a runner kept for its apply asks whether it came: a short request each time, to
+// whichever replica answers, rather than a request held open on a server thread for long.
+constexpr std::chrono::seconds kAskForApplyEvery{2};
 
 // The run's token from --token-file or the file BERTH_TOKEN_FILE names; empty when neither
 // gives one.
@@ -112,6 +115,10 @@ void GatewayRun::Deliver(const RunOptions& options, const RunResult& result) {
   constexpr size_t kWholeResult = size_t{16} << 20;
   if (auto posted = client_.PostResult(SerializeRunResult(result, kWholeResult)); !posted)
     std::fprintf(stderr, "runner: cannot post the result: %s\n", posted.error().message.c_str());
+}
+
+std::optional<ApplyHandover> GatewayRun::AwaitApply(Duration wait, int signal_fd, LogSink& log) {
+  return runner::AwaitApply(client_, wait, kAskForApplyEvery, signal_fd, log);
 }
 
 }  // namespace berth::runner

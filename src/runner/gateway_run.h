@@ -8,10 +8,12 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/run_result.h"
+#include "runner/apply_handover.h"
 #include "runner/gateway_client.h"
 #include "runner/log_shipper.h"
 #include "runner/log_sink.h"
@@ -34,6 +36,8 @@ class GatewayRun {
   // Uploads the artifacts, the rest of the log and the result. Failures are written to stderr:
   // the launcher still reads the local result.
   void Deliver(const RunOptions& options, const RunResult& result);
+  // After a plan's Deliver (--await-apply): the apply berthd hands this runner, if it does.
+  std::optional<ApplyHandover> AwaitApply(Duration wait, int signal_fd, LogSink& log);
 
  private:
   Result<void> Stage(const std::string& what, const std::filesystem::path& file);

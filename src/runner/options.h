@@ -74,6 +74,9 @@ struct RunOptions {
   std::string log_recipient;
   bool allow_destroy = false;
   bool plan_destroy = false;  // plan: a destroy plan (for a destroy that needs approval)
+  // Gateway plan runs: after the result, wait this long for the apply to be handed to this
+  // runner (runner/apply_handover.h); 0: end with the plan.
+  Duration await_apply{0};
   // restore and events
   std::string restore_from;
   std::string event_object;

@@ -136,11 +136,15 @@ Result<void> DeclareBackend(const fs::path& workdir, const std::string& type) {
 
 }  // namespace
 
+fs::path WorkRoot(const RunOptions& options) {
+  return options.workdir.empty() ? fs::path("/tmp") / (options.ns + "-" + options.name)
+                                 : fs::path(options.workdir);
+}
+
 Result<WorkDir> PrepareWorkDir(const RunOptions& options) {
   if (auto ok = CheckSubPath(options.path); !ok) return ok.error();
   WorkDir dir;
-  dir.root = options.workdir.empty() ? fs::path("/tmp") / (options.ns + "-" + options.name)
-                                     : fs::path(options.workdir);
+  dir.root = WorkRoot(options);
   dir.workdir = options.path.empty() ? dir.root : dir.root / options.path;
   std::error_code ec;
   std::optional<PreparedInit> prepared;

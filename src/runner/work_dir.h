@@ -18,6 +18,9 @@ struct WorkDir {
   bool initialised = false;       // an earlier run's init is there (--prepared): none runs
 };
 
+// Where the module is laid out: --workdir, else /tmp/<namespace>-<name>.
+std::filesystem::path WorkRoot(const RunOptions& options);
+
 // Copies a module folder (or extracts a module archive) into the run's root; with --prepared,
 // around the init an earlier run left there (prepared_init.h).
 Result<WorkDir> PrepareWorkDir(const RunOptions& options);

@@ -271,6 +271,13 @@ struct Foundations {
   std::string cgroups_refusal;
 };
 
+// How long a run token opens anything: no longer than the run may last, and the little a
+// stopping runner needs to save its state and send the rest of its log.
+std::chrono::seconds RunTokenLifetime(const DaemonOptions& options) {
+  return std::chrono::duration_cast<std::chrono::seconds>(options.run_deadline) +
+         std::chrono::minutes(5);
+}
+
 // What one request may send: an API body 1 MiB (docs/api.md); a state (through the backend, or
 // pushed by an operator), a plan or a module bundle 64 MiB.
 size_t BodyLimit(std::string_view method, std::string_view target) {
@@ -381,7 +388,10 @@ class Berthd {
         log_(options.log_format, options.verbosity),
         base_(std::move(foundations)),
         states_(*base_.store, base_.signer.PublicKey(), SystemClock::Instance()),
-        gateway_(*base_.store, {.public_key = base_.signer.PublicKey(), .feed = &log_feed_}),
+        gateway_(*base_.store, {.public_key = base_.signer.PublicKey(),
+                                .signer = &base_.signer,
+                                .token_lifetime = RunTokenLifetime(options),
+                                .feed = &log_feed_}),
         agent_gateway_(*base_.store, {.signer = &base_.signer,
                                       .events = &dispatcher_,
                                       .commands = &agent_commands_,
@@ -391,9 +401,7 @@ class Berthd {
         dispatcher_(*base_.store, launchers_, base_.signer,
                     DispatcherOptions{
                         .url = options.advertise_url.empty() ? base_.url : options.advertise_url,
-                        // No longer than the run may last, and the little a stopping runner
-                        // needs to save its state and send the rest of its log.
-                        .token_lifetime = options.run_deadline + std::chrono::minutes(5),
+                        .token_lifetime = RunTokenLifetime(options),
                         .run_deadline = options.run_deadline,
                         .providers = options.providers,
                         .replica = base_.replica.id,

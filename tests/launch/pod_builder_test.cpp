@@ -95,6 +95,10 @@ TEST(RunnerPodConfig, ARunnersJobCarriesTheControllersRunnerFields) {
   const json& args = MainContainer(*m)["args"];
   EXPECT_NE(std::find(args.begin(), args.end(), "--binary=terraform"), args.end()) << args.dump();
 
+  EXPECT_EQ(job.keep_for_approval.count(), 0);  // plans' Pods are not kept unless asked
+  auto kept = Config({{"job", {{"namespace", "team-a"}, {"keep_for_approval", "15m"}}}});
+  EXPECT_EQ(kept.keep_for_approval, std::chrono::minutes(15));
+
   auto bad = RunnerPodConfig::Parse({{"job", {{"namespace", "a"}, {"binary", "bash"}}}});
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().fields.front().path, "$.job.binary");

@@ -290,6 +290,14 @@ TEST(RunnerCli, AnInvocationRoundTripsThroughTheRunnersParser) {
   auto bare = Parse(RunnerInvocation{.op = "plan"}.Args());
   ASSERT_FALSE(bare.error) << bare.error->message;
   EXPECT_EQ(std::get<RunCommand>(bare.command).options.result, "/dev/termination-log");
+  EXPECT_EQ(std::get<RunCommand>(bare.command).options.await_apply.count(), 0);
+
+  // A plan run kept for its apply: how long it waits comes back as it was set.
+  auto kept = Parse(RunnerInvocation{
+      .op = "plan", .gateway = "https://berthd:8480", .run_id = "d-1", .await_apply_seconds = 900}
+                        .Args());
+  ASSERT_FALSE(kept.error) << kept.error->message;
+  EXPECT_EQ(std::get<RunCommand>(kept.command).options.await_apply, std::chrono::minutes(15));
 }
 
 struct Refused {
@@ -344,6 +352,11 @@ INSTANTIATE_TEST_SUITE_P(
                  "--approved-plan-sha256=" + std::string(64, 'd')},
                 "--prepared applies a saved plan: it needs --plan-file",
                 true},
+        Refused{{"run", "--op=apply", "--gateway=http://b", "--run-id=r", "--await-apply=5m"},
+                "--await-apply waits for the apply of a plan berthd keeps: it needs --op=plan",
+                true},
+        Refused{{"run", "--op=plan", "--await-apply=5m"}, "--await-apply", true},
+        Refused{{"run", "--op=plan", "--await-apply=soon"}, "--await-apply", true},
         Refused{{"run", "--op=plan", "--binary=opentofu"}, "--binary", true},
         Refused{{"run", "--op=plan", "--event-object=Pod"}, "--event-object", true},
         Refused{{"run", "--op=plan", "--state-backend=consul"}, "--state-backend", true},

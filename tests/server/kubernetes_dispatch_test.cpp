@@ -5,6 +5,8 @@
 // writes the state to berthd's backend, ships its log and posts its result.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
 #include <thread>
 
 #include "core/time_format.h"
@@ -86,6 +88,40 @@ class KubernetesDispatch : public ::testing::Test {
     d.env_id = "dev";
     d.spec.source_bundle = bundle->id;
     ASSERT_TRUE(server_->Store().Deployments().Create(d));
+  }
+
+  // The runner keeps the Pods of plans that wait for approval this long.
+  void KeepPlanPods(const std::string& how_long) {
+    auto runner = server_->Store().Get(store::Kind::kRunner, "acme", "", "cluster");
+    ASSERT_TRUE(runner);
+    int64_t version = runner->version;
+    runner->body["runner_configuration"] = {
+        {"job", {{"namespace", world_->Namespace()}, {"keep_for_approval", how_long}}}};
+    ASSERT_TRUE(server_->Store().Update(*runner, version));
+  }
+
+  // Ticks until done says the deployment is where the test waits for it (at most 2 minutes).
+  store::Deployment WaitFor(Dispatcher& dispatcher, const std::string& id,
+                            const std::function<bool(const store::Deployment&)>& done) {
+    store::Deployment now;
+    for (int i = 0; i < 1200; ++i) {
+      dispatcher.Tick();
+      now = *server_->Store().Deployments().Get("acme", id);
+      if (done(now)) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return now;
+  }
+
+  // The runner container of the run's Pod runs.
+  bool RunnerRunning(const std::string& run_id) {
+    auto pods = world_->Admin().List(kube::kPods, world_->Namespace(), {});
+    for (const json& pod : pods ? pods->items : std::vector<json>{}) {
+      if (pod["metadata"]["labels"].value("berth.dev/run", "") != run_id) continue;
+      for (const json& c : pod["status"].value("containerStatuses", json::array()))
+        if (c["name"] == "runner" && c["state"].contains("running")) return true;
+    }
+    return false;
   }
 
   std::unique_ptr<launch::LauncherWorld> world_;
@@ -193,6 +229,96 @@ TEST_F(KubernetesDispatch, ARunOfAReplicaWhoseLeaseEndedIsAdoptedByAnotherAndCom
   ASSERT_FALSE(events->empty());
   EXPECT_EQ(events->front().reason, "RunTakenOver");
   b->kubernetes->Stop();
+}
+
+// A runner whose plan Pods are kept for their apply (job.keep_for_approval): a deployment that
+// needs approval plans in a Pod that goes on waiting once the plan is posted; the approved
+// apply is handed to it and runs there, in the plan's work folder, without a second init. One
+// Pod in all.
+TEST_F(KubernetesDispatch, AnApprovedPlanIsAppliedInItsKeptPodWithoutASecondInit) {
+  store::Store& store = server_->Store();
+  KeepPlanPods("10m");
+  auto replica = StartReplica("");
+  Dispatcher& dispatcher = *replica->dispatcher;
+  Queue({.id = "k3",
+         .spec = {.op = DeploymentOp::kApply,
+                  .variables = {{"name", "kept"}},
+                  .approval_required = true}},
+        "hello");
+  if (HasFatalFailure()) return;
+  store::Deployment waiting = WaitFor(dispatcher, "k3", [](const store::Deployment& d) {
+    return d.state == S::kWaitingApproval || IsTerminal(d.state);
+  });
+  ASSERT_EQ(waiting.state, S::kWaitingApproval) << waiting.transitions.dump();
+  // The plan's Pod still runs: its runner waits for the apply.
+  ASSERT_TRUE(RunnerRunning("k3"));
+
+  auto approved = dispatcher.Approve("acme", "k3", waiting.result["plan"]["hash"], "tester");
+  ASSERT_TRUE(approved) << approved.error().ToString();
+  store::Deployment done =
+      WaitFor(dispatcher, "k3", [](const store::Deployment& d) { return IsTerminal(d.state); });
+  ASSERT_EQ(done.state, S::kSucceeded) << done.transitions.dump() << done.result.dump();
+  EXPECT_EQ(world_->Agent().PodsStarted(), 1);
+  EXPECT_TRUE(store.DeploymentData().GetArtifact("acme", "k3", "handover:k3-apply"));
+  std::vector<std::string> steps;
+  for (const json& step : done.result["run"]["steps"]) steps.push_back(step["name"]);
+  EXPECT_EQ(std::find(steps.begin(), steps.end(), "init"), steps.end()) << done.result.dump();
+  EXPECT_NE(std::find(steps.begin(), steps.end(), "apply"), steps.end()) << done.result.dump();
+  auto outputs = store.DeploymentData().GetArtifact("acme", "k3", "outputs");
+  ASSERT_TRUE(outputs);
+  EXPECT_EQ(json::parse(outputs->content)["greeting"]["value"], "hello, kept");
+  auto versions = store.States().Versions("acme/web/dev");
+  ASSERT_TRUE(versions);
+  ASSERT_FALSE(versions->empty());
+  EXPECT_EQ(versions->back().run_id, "k3-apply");
+  replica->kubernetes->Stop();
+}
+
+// A plan cancelled while it waits for approval: its kept runner is told so and ends; a
+// berthd that restarts meanwhile removes a kept Pod it no longer knows, and the apply of a
+// plan approved after that runs in a Pod of its own (with its own init).
+TEST_F(KubernetesDispatch, AKeptPlanPodEndsWhenItsDeploymentGoesAnotherWay) {
+  store::Store& store = server_->Store();
+  KeepPlanPods("10m");
+  auto replica = StartReplica("");
+  for (const char* id : {"k4", "k5"}) {
+    Queue({.id = id,
+           .spec = {.op = DeploymentOp::kApply,
+                    .variables = {{"name", id}},
+                    .approval_required = true}},
+          "hello");
+    if (HasFatalFailure()) return;
+    store::Deployment waiting = WaitFor(*replica->dispatcher, id, [](const store::Deployment& d) {
+      return d.state == S::kWaitingApproval || IsTerminal(d.state);
+    });
+    ASSERT_EQ(waiting.state, S::kWaitingApproval) << waiting.transitions.dump();
+    ASSERT_TRUE(RunnerRunning(id));
+    if (std::string(id) == "k4") {
+      ASSERT_TRUE(replica->dispatcher->Cancel("acme", id, "tester"));
+      for (int i = 0; i < 100 && RunnerRunning(id); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      EXPECT_FALSE(RunnerRunning(id));  // told to go by the gateway, within a poll or two
+    }
+  }
+  // berthd restarts: the kept Pod of k5 is no run it tracks, and goes.
+  replica.reset();
+  auto restarted = StartReplica("");
+  ASSERT_TRUE(restarted->dispatcher->Recover());
+  for (int i = 0; i < 100 && RunnerRunning("k5"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(RunnerRunning("k5"));
+  auto k5 = store.Deployments().Get("acme", "k5");
+  ASSERT_TRUE(k5);
+  ASSERT_TRUE(restarted->dispatcher->Approve("acme", "k5", k5->result["plan"]["hash"], "tester"));
+  store::Deployment done = WaitFor(*restarted->dispatcher, "k5",
+                                   [](const store::Deployment& d) { return IsTerminal(d.state); });
+  ASSERT_EQ(done.state, S::kSucceeded) << done.transitions.dump() << done.result.dump();
+  EXPECT_FALSE(store.DeploymentData().GetArtifact("acme", "k5", "handover:k5-apply"));
+  std::vector<std::string> steps;
+  for (const json& step : done.result["run"]["steps"]) steps.push_back(step["name"]);
+  EXPECT_NE(std::find(steps.begin(), steps.end(), "init"), steps.end()) << done.result.dump();
+  EXPECT_EQ(world_->Agent().PodsStarted(), 3);  // two plans, one apply
+  restarted->kubernetes->Stop();
 }
 
 }  // namespace

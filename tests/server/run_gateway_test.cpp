@@ -9,6 +9,7 @@
 #include "core/run_result.h"
 #include "crypto/digest.h"
 #include "net/http_client.h"
+#include "server/approved_apply.h"
 #include "state_server.h"
 #include "sys/files.h"
 
@@ -233,6 +234,79 @@ TEST_F(RunGatewayTest, AResultThatIsNoRunResultIsRefusedAndNothingIsKept) {
   auto kept = server_->Store().DeploymentData().GetArtifact("acme", "d1", "result:run-1");
   ASSERT_TRUE(kept);
   EXPECT_EQ(ParseRunResult(kept->content).value(), planned);
+}
+
+// A plan run's runner kept for the apply asks /next with the plan run's token (its run has
+// ended): it waits while the plan waits, and while a dispatched apply is not yet marked; it is
+// handed the apply run (a token for that run only) once the dispatcher marked it so; and it is
+// told to go once the apply is another runner's or the deployment ended.
+TEST_F(RunGatewayTest, AKeptPlanRunnerIsHandedItsApplyOnlyOnceTheDispatcherMarkedIt) {
+  store::Store& store = server_->Store();
+  auto next = [&](const std::string& token, const std::string& run = "d2") {
+    return Send("GET", "/runs/v1/" + run + "/next", token);
+  };
+  // d1 holds the environment: it ends first.
+  ASSERT_TRUE(store.Deployments().Transition("acme", "d1", S::kDispatched, S::kFailed, "test"));
+  ASSERT_TRUE(store.Deployments().Transition("acme", "d2", S::kQueued, S::kDispatched, "",
+                                             {.run_id = "d2"}));
+  ASSERT_TRUE(store.Deployments().Transition("acme", "d2", S::kDispatched, S::kRunning, ""));
+  const std::string plan_hash = "sha256:" + std::string(64, 'c');
+  ASSERT_TRUE(store.DeploymentData().PutArtifact(
+      "acme", "d2", {.name = "plan", .run_id = "d2", .content = "the plan file"}));
+  auto waiting =
+      store.Deployments().Transition("acme", "d2", S::kRunning, S::kWaitingApproval, "",
+                                     {.result = json{{"plan", json{{"hash", plan_hash}}}}});
+  ASSERT_TRUE(waiting) << waiting.error().ToString();
+  ASSERT_TRUE(
+      MarkRunEnded(store, *waiting, "d2"));  // the plan run's end, as the dispatcher marks it
+
+  auto wait = next(Token("d2"));
+  ASSERT_EQ(wait.status, 200) << wait.body;
+  EXPECT_EQ(json::parse(wait.body), (json{{"wait", true}}));
+  // Another run's token, an expired one, a run that is no deployment's plan: refused.
+  EXPECT_EQ(next(Token("run-1")).status, 403);
+  EXPECT_EQ(next(Token("d2", UnixSecondsNow() - 1)).status, 401);
+  EXPECT_EQ(next(Token("run-1"), "run-1").status, 410);
+  EXPECT_EQ(next(server_->Token("d2", "acme/web/prod", UnixSecondsNow() + 600)).status, 410);
+
+  // Approved: dispatched, not yet marked.
+  auto dispatched = store.Deployments().Transition("acme", "d2", S::kWaitingApproval,
+                                                   S::kDispatched, "", {.run_id = "d2-apply"});
+  ASSERT_TRUE(dispatched);
+  EXPECT_EQ(json::parse(next(Token("d2")).body), (json{{"wait", true}}));
+  ASSERT_TRUE(MarkHandedOver(store, *dispatched, "d2-apply"));
+  auto handed = next(Token("d2"));
+  ASSERT_EQ(handed.status, 200) << handed.body;
+  json handover = json::parse(handed.body);
+  EXPECT_EQ(handover["op"], "apply");
+  EXPECT_EQ(handover["run_id"], "d2-apply");
+  EXPECT_EQ(handover["approved_plan"], plan_hash);
+  EXPECT_EQ(handover["approved_plan_sha256"], crypto::Sha256Hex("the plan file"));
+  // The token opens the apply run's routes, and no other run's.
+  const std::string apply_token = handover["token"];
+  EXPECT_EQ(Send("GET", "/runs/v1/d2-apply/inputs", apply_token).status, 200);
+  EXPECT_EQ(Send("GET", "/runs/v1/d2/inputs", apply_token).status, 403);
+  // The plan run's own routes stay closed to its token: only /next answers it.
+  EXPECT_EQ(Send("GET", "/runs/v1/d2/inputs", Token("d2")).status, 409);
+
+  ASSERT_TRUE(store.Deployments().Transition("acme", "d2", S::kDispatched, S::kRunning, ""));
+  EXPECT_EQ(next(Token("d2")).status, 200);  // handed: a retried ask gets it again
+  ASSERT_TRUE(store.Deployments().Transition("acme", "d2", S::kRunning, S::kSucceeded, ""));
+  auto gone = next(Token("d2"));
+  EXPECT_EQ(gone.status, 410) << gone.body;
+  EXPECT_NE(gone.body.find("succeeded"), std::string::npos) << gone.body;
+}
+
+// An apply launched in a runner of its own (not marked) is never handed to the kept one.
+TEST_F(RunGatewayTest, AKeptPlanRunnerIsToldToGoWhenItsApplyRunsElsewhere) {
+  store::Store& store = server_->Store();
+  ASSERT_TRUE(store.Deployments().Transition("acme", "d1", S::kDispatched, S::kFailed, "test"));
+  ASSERT_TRUE(store.Deployments().Transition("acme", "d2", S::kQueued, S::kDispatched, "",
+                                             {.run_id = "d2-apply"}));
+  ASSERT_TRUE(store.Deployments().Transition("acme", "d2", S::kDispatched, S::kRunning, ""));
+  auto gone = Send("GET", "/runs/v1/d2/next", Token("d2"));
+  EXPECT_EQ(gone.status, 410) << gone.body;
+  EXPECT_NE(gone.body.find("runs in a runner of its own"), std::string::npos) << gone.body;
 }
 
 }  // namespace

@@ -31,8 +31,9 @@ class StateServer {
     server->backend_ = std::make_unique<StateBackend>(*server->store_, server->signer_->PublicKey(),
                                                       SystemClock::Instance());
     server->gateway_ = std::make_unique<RunGateway>(
-        *server->store_,
-        RunGatewayOptions{.public_key = server->signer_->PublicKey(), .feed = &server->feed_});
+        *server->store_, RunGatewayOptions{.public_key = server->signer_->PublicKey(),
+                                           .signer = &*server->signer_,
+                                           .feed = &server->feed_});
     StateServer* raw = server.get();
     auto http = net::StartHttpServer({}, [raw](const net::ServerRequest& request) {
       return RunGateway::Serves(request.target) ? raw->gateway_->Handle(request)

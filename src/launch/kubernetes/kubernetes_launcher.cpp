@@ -68,6 +68,19 @@ std::string RunIdOf(const json& pod) {
   return pod["metadata"].value("labels", json::object()).value(std::string(kRunLabel), "");
 }
 
+// The Pod runs and its runner has not ended: a kept one still waits for its apply.
+bool RunnerRunning(const json& pod) {
+  const json status = pod.value("status", json::object());
+  const json containers = status.value("containerStatuses", json::array());
+  const json* main = FindStatus(containers, kMainContainer);
+  return status.value("phase", "") == "Running" && main != nullptr &&
+         main->value("state", json::object()).contains("running");
+}
+
+// How long before a kept runner's wait ends it is handed no apply: the apply would find it
+// gone.
+constexpr std::chrono::seconds kKeptMargin{60};
+
 }  // namespace
 
 KubernetesLauncher::KubernetesLauncher(kube::KubeApi& api, KubernetesSettings settings,
@@ -158,12 +171,17 @@ Result<kube::Informer*> KubernetesLauncher::InformerFor(const std::string& ns) {
 Result<KubernetesLauncher::Run> KubernetesLauncher::Prepare(const LaunchRequest& request) const {
   auto config = RunnerPodConfig::Parse(request.runner_configuration);
   if (!config) return config.error();
-  RunnerPodRequest pod_request{.run_id = request.run_id,
-                               .revision = request.revision,
-                               .invocation = request.invocation,
-                               .labels = request.labels,
-                               .kind = options_.kind,
-                               .launcher = options_.launcher_id};
+  // An apply continued in its plan run's kept Pod lives in that Pod: its names are the plan
+  // run's.
+  RunnerPodRequest pod_request{
+      .run_id = request.continues_plan_runner ? request.plan_run_id : request.run_id,
+      .revision = request.revision,
+      .invocation = request.invocation,
+      .labels = request.labels,
+      .kind = options_.kind,
+      .launcher = options_.launcher_id};
+  const bool keep = request.approval_follows && config->keep_for_approval.count() > 0;
+  if (keep) pod_request.invocation.await_apply_seconds = config->keep_for_approval.count();
   auto manifests = BuildRunnerManifests(settings_, *config, pod_request);
   if (!manifests) return manifests.error();
   if (!config->always_cleanup)
@@ -173,6 +191,8 @@ Result<KubernetesLauncher::Run> KubernetesLauncher::Prepare(const LaunchRequest&
   run.config = std::move(*config);
   run.manifests = std::move(*manifests);
   run.launched_at = clock_.Now();
+  run.kept_after_result = keep;
+  run.continued = request.continues_plan_runner;
   return run;
 }
 
@@ -205,9 +225,15 @@ Result<void> KubernetesLauncher::Launch(const LaunchRequest& request) {
   }
   auto run = Prepare(request);
   if (!run) return run.error();
+  auto informer = InformerFor(run->manifests.ns);
+  if (!informer) return informer.error();
+  if (run->continued) {
+    Track(std::move(*run), **informer,
+          "the plan's kept runner Pod ended before the apply was handed to it; deploy again");
+    return {};
+  }
   for (const LaunchEvent& event : run->manifests.warnings)
     observer_.OnRunEvent(request.run_id, event);
-  if (auto watched = InformerFor(run->manifests.ns); !watched) return watched.error();
   auto created = Create(*run);
   if (!created && created.error().reason == kube::kReasonQuotaExceeded) {
     run->waiting_for = RunnerEnd::kQuotaExhausted;
@@ -218,22 +244,35 @@ Result<void> KubernetesLauncher::Launch(const LaunchRequest& request) {
   } else if (!created) {
     return created.error();
   }
-  std::string run_id = request.run_id;
-  auto informer = InformerFor(run->manifests.ns);
+  Track(std::move(*run), **informer, nullptr);
+  return {};
+}
+
+void KubernetesLauncher::Track(Run run, kube::Informer& informer, const char* when_gone) {
+  const std::string run_id = run.request.run_id;
+  const std::string label = run.continued ? run.request.plan_run_id : run_id;
   std::vector<Ending> endings;
   {
     MutexLock lock(mutex_);
-    auto [it, inserted] = runs_.try_emplace(request.run_id, std::move(*run));
+    auto [it, inserted] = runs_.try_emplace(run_id, std::move(run));
+    Run& tracked = it->second;
+    if (inserted && tracked.continued) {
+      kept_.erase(label);
+      continued_[label] = run_id;
+      tracked.started = true;
+    }
     // Events of the Pod before it was tracked were passed over: judge where it stands now (an
     // adopted Pod may have finished already).
-    std::optional<json> pod = inserted && informer ? FindRunPod(**informer, run_id) : std::nullopt;
+    std::optional<json> pod = inserted ? FindRunPod(informer, label) : std::nullopt;
     if (pod) {
-      if (auto outcome = Judge(it->second, "MODIFIED", *pod))
-        End(it->second, std::move(*outcome), endings);
+      tracked.created = true;
+      if (auto outcome = Judge(tracked, "MODIFIED", *pod))
+        End(tracked, std::move(*outcome), endings);
+    } else if (inserted && when_gone != nullptr) {
+      End(tracked, RunnerEnded(RunnerEnd::kLost, when_gone), endings);
     }
   }
   Report(endings);
-  return {};
 }
 
 Result<void> KubernetesLauncher::Cancel(const std::string& run_id) {
@@ -271,6 +310,8 @@ void KubernetesLauncher::OnPod(const std::string& type, const json& pod) {
   std::vector<Ending> endings;
   {
     MutexLock lock(mutex_);
+    if (auto continued = continued_.find(run_id); continued != continued_.end())
+      run_id = continued->second;
     auto it = runs_.find(run_id);
     if (it == runs_.end() || it->second.ended) return;
     Run& run = it->second;
@@ -299,6 +340,10 @@ std::optional<RunOutcome> KubernetesLauncher::Judge(Run& run, const std::string&
     if (state.contains("terminated")) {
       RunOutcome outcome = FromTermination(state["terminated"]);
       outcome.image_id = main->value("imageID", "");
+      if (run.continued && outcome.result && outcome.result->op == "plan")
+        return RunnerEnded(RunnerEnd::kFailed,
+                           "the plan's kept runner ended without taking up the apply (its wait "
+                           "ran out, or it was stopped); deploy again");
       if (run.cancelling && !outcome.succeeded && !outcome.result) {
         outcome.failure = RunnerEnd::kCancelled;
         outcome.message = "cancelled";
@@ -349,6 +394,7 @@ std::optional<RunOutcome> KubernetesLauncher::Judge(Run& run, const std::string&
 
 void KubernetesLauncher::End(Run& run, RunOutcome outcome, std::vector<Ending>& endings) {
   run.ended = true;
+  if (run.continued) continued_.erase(run.request.plan_run_id);
   bool keep = !run.config.always_cleanup && run.started;
   if (run.created && !keep) {
     cleanups_.push_back(
@@ -440,6 +486,8 @@ void KubernetesLauncher::Tick() {
   bool reap = false;
   {
     MutexLock lock(mutex_);
+    // Past its wait a kept runner ends by itself; the reaper removes its Pod.
+    std::erase_if(kept_, [now](const auto& kept) { return now >= kept.second.until; });
     if (now - last_reap_ >= settings_.reap_interval) {
       last_reap_ = now;
       reap = true;
@@ -481,7 +529,7 @@ void KubernetesLauncher::Reap() {
     for (const auto& [ns, informer] : informers_) {
       for (const json& pod : informer->List()) {
         std::string run_id = RunIdOf(pod);
-        if (runs_.contains(run_id) || Kept(pod)) continue;
+        if (runs_.contains(run_id) || continued_.contains(run_id) || Kept(pod)) continue;
         std::string phase = pod.value("status", json::object()).value("phase", "");
         if (phase != "Succeeded" && phase != "Failed") continue;
         reaped.push_back({ns, WorkloadName(run_id), TokenSecretName(run_id), false});
@@ -499,27 +547,23 @@ std::optional<std::string> KubernetesLauncher::BerthdUrlForRunners() const {
 
 Result<void> KubernetesLauncher::Recover(const std::vector<LaunchRequest>& adopt,
                                          const RunIsHeld& held) {
-  std::map<std::string, Run> adopted;
+  std::map<std::string, Run> adopted;  // by the run id their Pod is labelled with
   std::set<std::string> namespaces = {settings_.ns};
   for (const LaunchRequest& request : adopt) {
     auto run = Prepare(request);
     if (!run) return run.error();
     namespaces.insert(run->manifests.ns);
-    adopted.emplace(request.run_id, std::move(*run));
+    adopted.emplace(run->continued ? request.plan_run_id : request.run_id, std::move(*run));
   }
-  std::vector<Ending> endings;
+  std::map<std::string, kube::Informer*> informers;
   std::vector<Cleanup> orphans;
   for (const std::string& ns : namespaces) {
     auto informer = InformerFor(ns);
     if (!informer) return informer.error();
+    informers[ns] = *informer;
     for (const json& pod : (*informer)->List()) {
       std::string run_id = RunIdOf(pod);
-      auto it = adopted.find(run_id);
-      if (it != adopted.end()) {
-        it->second.created = true;
-        continue;
-      }
-      if (!Kept(pod) && !held(run_id))
+      if (!adopted.contains(run_id) && !Kept(pod) && !held(run_id))
         orphans.push_back({ns, WorkloadName(run_id), TokenSecretName(run_id), false});
     }
   }
@@ -527,29 +571,42 @@ Result<void> KubernetesLauncher::Recover(const std::vector<LaunchRequest>& adopt
   // went with it too, by its owner reference.
   {
     MutexLock lock(mutex_);
-    for (auto& [run_id, run] : adopted) {
-      if (runs_.contains(run_id)) continue;
-      auto [it, inserted] = runs_.emplace(run_id, std::move(run));
-      Run& tracked = it->second;
-      std::optional<json> pod;
-      if (auto informer = informers_.find(tracked.manifests.ns); informer != informers_.end())
-        pod = FindRunPod(*informer->second, run_id);
-      if (!pod) {
-        // Never started again: the runner may have applied already.
-        End(tracked,
-            RunnerEnded(RunnerEnd::kLost,
-                        "the runner Pod is gone (deleted while berth was "
-                        "down); the run's outcome is unknown"),
-            endings);
-      } else if (auto outcome = Judge(tracked, "MODIFIED", *pod)) {
-        End(tracked, std::move(*outcome), endings);
-      }
-    }
     cleanups_.insert(cleanups_.end(), orphans.begin(), orphans.end());
   }
-  Report(endings);
+  for (auto& [label, run] : adopted) {
+    kube::Informer& informer = *informers.at(run.manifests.ns);
+    // Never started again: the runner may have applied already.
+    Track(std::move(run), informer,
+          "the runner Pod is gone (deleted while berth was down); the run's outcome is unknown");
+  }
   DoCleanups();
   return {};
+}
+
+bool KubernetesLauncher::KeptAfterResult(const std::string& run_id) const {
+  MutexLock lock(mutex_);
+  auto it = runs_.find(run_id);
+  return it != runs_.end() && it->second.kept_after_result;
+}
+
+void KubernetesLauncher::Release(const std::string& run_id) {
+  MutexLock lock(mutex_);
+  auto it = runs_.find(run_id);
+  if (it == runs_.end() || it->second.ended) return;
+  const Run& run = it->second;
+  // Its token Secret stays with its Pod, which owns it; both go when the runner ends.
+  kept_[run_id] = {run.manifests.ns, clock_.Now() + run.config.keep_for_approval - kKeptMargin};
+  runs_.erase(it);
+}
+
+bool KubernetesLauncher::ContinuesIn(const std::string& plan_run_id) const {
+  MutexLock lock(mutex_);
+  auto kept = kept_.find(plan_run_id);
+  if (kept == kept_.end() || clock_.Now() >= kept->second.until) return false;
+  auto informer = informers_.find(kept->second.ns);
+  if (informer == informers_.end()) return false;
+  std::optional<json> pod = FindRunPod(*informer->second, plan_run_id);
+  return pod && RunnerRunning(*pod);
 }
 
 }  // namespace berth::launch

@@ -58,6 +58,11 @@ class KubernetesLauncher final : public Launcher {
   Result<void> Cancel(const std::string& run_id) override;
   Result<void> Recover(const std::vector<LaunchRequest>& adopt, const RunIsHeld& held) override;
   bool SharedAcrossReplicas() const override { return true; }
+  // A plan run of a runner with job.keep_for_approval: its Pod waits for the apply.
+  bool KeptAfterResult(const std::string& run_id) const override EXCLUDES(mutex_);
+  void Release(const std::string& run_id) override EXCLUDES(mutex_);
+  // The plan run's Pod is released, running, and not about to end its wait.
+  bool ContinuesIn(const std::string& plan_run_id) const override EXCLUDES(mutex_);
   // KUBERNETES_CONTAINER_BACKEND_URL, when it is set.
   std::optional<std::string> BerthdUrlForRunners() const override;
 
@@ -81,8 +86,15 @@ class KubernetesLauncher final : public Launcher {
     bool started = false;  // the main container ran: never force-deleted from then on
     bool cancelling = false;
     bool ended = false;
+    bool kept_after_result = false;        // its runner waits for the apply after its result
+    bool continued = false;                // an apply run in its plan run's kept Pod
     std::optional<RunnerEnd> waiting_for;  // why it has not started: unschedulable, quota
     bool told_pending = false;             // the user was told it has not started yet
+  };
+  // A plan run's Pod after its run ended by its result: its runner waits for the apply.
+  struct KeptRunner {
+    std::string ns;
+    std::chrono::steady_clock::time_point until;  // handed no apply from then on
   };
   struct Cleanup {
     std::string ns, workload, secret;
@@ -94,6 +106,11 @@ class KubernetesLauncher final : public Launcher {
   };
 
   Result<Run> Prepare(const LaunchRequest& request) const;
+  // Tracks run on its Pod (for an apply continued in a kept Pod, the plan run's) and judges
+  // where that Pod stands (an adopted one may have finished already).
+  // Its Pod not being there yet is what when_gone says, as RunnerLost; null: it may not have
+  // been seen yet (just created).
+  void Track(Run run, kube::Informer& informer, const char* when_gone) EXCLUDES(mutex_);
   // Creates the workload and its Secret; kResourceExhausted when a quota is full.
   Result<void> Create(Run& run);
   Result<kube::Informer*> InformerFor(const std::string& ns) EXCLUDES(mutex_);
@@ -118,6 +135,9 @@ class KubernetesLauncher final : public Launcher {
 
   mutable Mutex mutex_;
   std::map<std::string, Run> runs_ GUARDED_BY(mutex_);
+  std::map<std::string, KeptRunner> kept_ GUARDED_BY(mutex_);  // by plan run id
+  // The apply run in each plan run's kept Pod, by the plan run id the Pod is labelled with.
+  std::map<std::string, std::string> continued_ GUARDED_BY(mutex_);
   std::vector<Cleanup> cleanups_ GUARDED_BY(mutex_);
   std::map<std::string, std::unique_ptr<kube::Informer>> informers_ GUARDED_BY(mutex_);
   std::chrono::steady_clock::time_point last_reap_ GUARDED_BY(mutex_);

@@ -1,5 +1,6 @@
 #include "launch/kubernetes/runner_pod_config.h"
 
+#include "core/duration.h"
 #include "core/run_labels.h"
 #include "core/runner_config.h"
 #include "core/schema.h"
@@ -182,6 +183,9 @@ Result<RunnerPodConfig> FromRunnerJob(json job, const std::string& path) {
   config.service_account = job.value("service_account", "");
   config.binary = job.value("binary", config.binary);
   config.always_cleanup = job.value("always_cleanup", config.always_cleanup);
+  if (job.contains("keep_for_approval"))  // checked by the schema
+    config.keep_for_approval = std::chrono::duration_cast<std::chrono::seconds>(
+        ParseDuration(job["keep_for_approval"].get<std::string>()).value());
   if (job.contains("termination_grace_period_seconds"))
     config.termination_grace_period_seconds =
         job["termination_grace_period_seconds"].get<int64_t>();

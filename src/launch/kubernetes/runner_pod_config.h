@@ -5,6 +5,7 @@
 // RunOverrides.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -27,6 +28,8 @@ struct RunnerPodConfig {
   std::string service_account;                  // empty: the launcher's
   bool always_cleanup = true;                   // false: keep the Pod and reuse it
   std::optional<int64_t> termination_grace_period_seconds;
+  // A plan's Pod is kept this long for its apply (job.keep_for_approval); 0: not kept.
+  std::chrono::seconds keep_for_approval{0};
   nlohmann::json template_metadata = nlohmann::json::object();  // labels, annotations
   nlohmann::json template_spec = nlohmann::json::object();      // the fields of podTemplate.spec
 

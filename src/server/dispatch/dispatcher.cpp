@@ -7,7 +7,6 @@
 
 #include "core/duration.h"
 #include "core/time_format.h"
-#include "crypto/random.h"
 #include "launch/run_outcome.h"
 #include "server/dispatch/backend_config.h"
 #include "server/dispatch/deployment_events.h"
@@ -75,8 +74,6 @@ json OutcomeJson(const launch::RunOutcome& outcome) {
 
 }  // namespace
 
-std::string ApplyRunId(const std::string& deployment_id) { return deployment_id + "-apply"; }
-
 Dispatcher::Dispatcher(store::Store& store, const Launchers& launchers,
                        const crypto::Ed25519Signer& signer, DispatcherOptions options)
     : store_(store),
@@ -135,13 +132,7 @@ Result<Dispatcher::Launch> Dispatcher::Prepare(const store::Deployment& d) {
                                d.Environment(), url, type != "local");
   if (!backend) return backend.error();
 
-  // The token opens the environment's state and nothing else.
-  std::string scope = d.Environment().Key();
-  int64_t now = clock_.WallSeconds();
-  auto token =
-      crypto::MintRunToken({d.run_id, std::string(crypto::kRunTokenAudience), now,
-                            now + options_.token_lifetime.count(), crypto::RandomToken(16), scope},
-                           signer_);
+  auto token = MintRunTokenOf(d, d.run_id, options_.token_lifetime, signer_, clock_.WallSeconds());
   if (!token) return token.error();
   std::string op = RunOp(d);
   launch::LaunchRequest request{.run_id = d.run_id,
@@ -162,14 +153,16 @@ Result<Dispatcher::Launch> Dispatcher::Prepare(const store::Deployment& d) {
   // An approved plan may delete what its summary showed the approver; a destroy deletes.
   bool approved = d.run_id == ApplyRunId(d.id);
   if (approved) {
-    run.approved_plan = d.result.value("plan", json::object()).value("hash", "");
     // The plan file's bytes as the plan run uploaded them: an apply of exactly those skips its
     // show -json (its provider schemas) and the guard, both done at plan time.
-    auto plan_file = store_.DeploymentData().GetArtifact(d.org_id, d.id, "plan");
-    if (!plan_file) return plan_file.error();
-    run.approved_plan_sha256 = plan_file->sha256;
+    auto plan = ApprovedPlanOf(store_, d);
+    if (!plan) return plan.error();
+    run.approved_plan = plan->hash;
+    run.approved_plan_sha256 = plan->sha256;
     request.plan_run_id = d.id;  // a deployment's first run has its id
+    request.continues_plan_runner = static_cast<bool>(HandedOver(store_, d, d.run_id));
   }
+  request.approval_follows = d.spec.NeedsApproval() && !approved;
   auto env = store_.Get(store::Kind::kEnvironment, d.org_id, d.project_id, d.env_id);
   if (!env) return env.error();
   run.state_encryption = env->body.value("state_encryption", "none") == "berth";
@@ -280,8 +273,14 @@ bool Dispatcher::Start(const store::Deployment& d) {
       MutexLock lock(mutex_);
       runs_[d.run_id] = {d.org_id, launch->launcher, clock_.Now()};
     }
+    launch::LaunchRequest& request = launch->request;
+    if (!request.plan_run_id.empty() && !request.continues_plan_runner &&
+        launch->launcher->ContinuesIn(request.plan_run_id)) {
+      // Marked first: the kept runner is handed the apply only once it is marked.
+      request.continues_plan_runner = static_cast<bool>(MarkHandedOver(store_, d, d.run_id));
+    }
     auto launching = clock_.Now();
-    launched = launch->launcher->Launch(launch->request);
+    launched = launch->launcher->Launch(request);
     if (launched && options_.metrics) {
       options_.metrics->DeploymentStep(
           "launch", std::chrono::duration<double>(clock_.Now() - launching).count());
@@ -370,6 +369,8 @@ void Dispatcher::Reconcile() {
         EndOverdue(d);
       else if (!d.cancel_requested_by.empty())
         CancelAsked(d);
+      else
+        EndByPostedResult(d);
       continue;
     }
     LetGo(d);
@@ -427,6 +428,38 @@ void Dispatcher::CancelAsked(const store::Deployment& d) {
       {{"org", d.org_id}, {"deployment", d.id}, {"run", d.run_id}, {"by", d.cancel_requested_by}});
   if (auto stopping = launcher->Cancel(d.run_id); !stopping)
     log_.Warn("cancel failed", {{"deployment", d.id}, {"why", stopping.error().message}});
+}
+
+void Dispatcher::EndByPostedResult(const store::Deployment& d) {
+  if (d.state != S::kRunning) return;
+  launch::Launcher* launcher = nullptr;
+  {
+    MutexLock lock(mutex_);
+    auto it = runs_.find(d.run_id);
+    if (it == runs_.end()) return;
+    launcher = it->second.launcher;
+  }
+  if (!launcher->KeptAfterResult(d.run_id)) return;
+  auto posted = store_.DeploymentData().GetArtifact(d.org_id, d.id, "result:" + d.run_id);
+  if (!posted) return;
+  launch::RunOutcome outcome = launch::OutcomeFromResult(std::nullopt, posted->content);
+  if (!TakeRun(d.run_id, outcome)) return;
+  launcher->Release(d.run_id);
+  RecordEnd(d, d.run_id, outcome, /*release_lost_locks=*/false);
+}
+
+std::optional<std::string> Dispatcher::TakeRun(const std::string& run_id,
+                                               const launch::RunOutcome& outcome) {
+  MutexLock lock(mutex_);
+  auto it = runs_.find(run_id);
+  if (it == runs_.end()) return std::nullopt;
+  std::string org = it->second.org;
+  if (options_.metrics && it->second.launched) {
+    options_.metrics->RunEnded(outcome.succeeded ? "succeeded" : outcome.FailureName(),
+                               clock_.Now() - *it->second.launched);
+  }
+  runs_.erase(it);
+  return org;
 }
 
 void Dispatcher::LetGo(const store::Deployment& d) {
@@ -552,20 +585,10 @@ Result<store::Deployment> Dispatcher::Approve(const std::string& org, const std:
 }
 
 void Dispatcher::OnRunEnd(const std::string& run_id, const launch::RunOutcome& reported) {
-  std::string org;
-  {
-    MutexLock lock(mutex_);
-    auto it = runs_.find(run_id);
-    if (it == runs_.end()) return;
-    org = it->second.org;
-    if (options_.metrics && it->second.launched) {
-      options_.metrics->RunEnded(reported.succeeded ? "succeeded" : reported.FailureName(),
-                                 clock_.Now() - *it->second.launched);
-    }
-    runs_.erase(it);
-  }
+  auto org = TakeRun(run_id, reported);
+  if (!org) return;
   auto d = store_.Deployments().GetByRun(run_id);
-  if (!d || d->org_id != org) return;
+  if (!d || d->org_id != *org) return;
   if (d->owner != options_.replica) {
     log_.Warn("run ended after another replica took it over: its end is that one's to record",
               {{"deployment", d->id}, {"run", run_id}, {"replica", d->owner}});

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "core/clock.h"
@@ -17,6 +18,7 @@
 #include "crypto/jws.h"
 #include "launch/launcher.h"
 #include "server/api/deployment_control.h"
+#include "server/approved_apply.h"
 #include "server/change_feed.h"
 #include "server/dispatch/kept_states.h"
 #include "server/dispatch/left_state_locks.h"
@@ -119,6 +121,13 @@ class Dispatcher : public launch::RunObserver, public DeploymentControl {
   void EndOverdue(const store::Deployment& d) EXCLUDES(mutex_);
   // Passes on a cancel another replica received for a run of this one.
   void CancelAsked(const store::Deployment& d) EXCLUDES(mutex_);
+  // A plan run whose runner its launcher keeps for the apply ends when its result is posted
+  // (its runner goes on, waiting): that end is recorded here, and the runner released.
+  void EndByPostedResult(const store::Deployment& d) EXCLUDES(mutex_);
+  // The run is no longer this dispatcher's to watch: its org, or nullopt when it was not (its
+  // end was taken already). Counts the run's end.
+  std::optional<std::string> TakeRun(const std::string& run_id, const launch::RunOutcome& outcome)
+      EXCLUDES(mutex_);
   // A run another replica took over while this one was away: its runner is stopped, its end
   // is that replica's to record.
   void LetGo(const store::Deployment& d) EXCLUDES(mutex_);
@@ -157,8 +166,5 @@ class Dispatcher : public launch::RunObserver, public DeploymentControl {
   std::chrono::steady_clock::time_point next_settle_ GUARDED_BY(mutex_);
   KeptStates kept_states_;
 };
-
-// The apply run's id of a deployment whose plan was approved.
-std::string ApplyRunId(const std::string& deployment_id);
 
 }  // namespace berth::server

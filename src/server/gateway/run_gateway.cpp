@@ -9,6 +9,7 @@
 #include "core/run_result.h"
 #include "crypto/jws.h"
 #include "crypto/random.h"
+#include "server/approved_apply.h"
 #include "server/live_run.h"
 #include "server/run_inputs.h"
 #include "server/run_token_header.h"
@@ -57,23 +58,76 @@ RunGateway::RunGateway(store::Store& store, RunGatewayOptions options)
       [this](const RouteRequest& r, const auto& d) { return PutArtifact(r, d); });
   add("POST", run + "/result",
       [this](const RouteRequest& r, const auto& d) { return PostResult(r, d); });
+  router_.Add("GET", run + "/next", [this](const RouteRequest& r) { return Next(r); });
 }
 
-net::ServerResponse RunGateway::ForOwnRun(const RouteRequest& r, const Body& body) const {
+Result<crypto::RunToken> RunGateway::TokenForRun(const RouteRequest& r,
+                                                 net::ServerResponse& refusal) const {
   const std::string& run = r.params.at("run");
   auto token = tokens_.Verify(RunTokenOf(r.http), crypto::kRunTokenAudience, clock_.WallSeconds());
   if (!token) {
-    auto response =
+    refusal =
         ErrorResponse(401, "Unauthenticated", "a run token is required: " + token.error().message);
-    response.headers["WWW-Authenticate"] = "Bearer";
-    return response;
+    refusal.headers["WWW-Authenticate"] = "Bearer";
+    return token.error();
   }
-  if (token->run_id != run)
-    return ErrorResponse(403, "PermissionDenied",
-                         "the token is for run " + token->run_id + ", not " + run);
-  auto d = LiveDeploymentOfRun(store_, run);
+  if (token->run_id != run) {
+    refusal = ErrorResponse(403, "PermissionDenied",
+                            "the token is for run " + token->run_id + ", not " + run);
+    return MakeError(ErrorKind::kPermissionDenied, "another run's token");
+  }
+  return token;
+}
+
+net::ServerResponse RunGateway::ForOwnRun(const RouteRequest& r, const Body& body) const {
+  net::ServerResponse refusal;
+  if (auto token = TokenForRun(r, refusal); !token) return refusal;
+  auto d = LiveDeploymentOfRun(store_, r.params.at("run"));
   if (!d) return ErrorResponse(d.error());
   return body(*d);
+}
+
+net::ServerResponse RunGateway::Next(const RouteRequest& r) const {
+  net::ServerResponse refusal;
+  auto token = TokenForRun(r, refusal);
+  if (!token) return refusal;
+  const std::string& plan_run = token->run_id;
+  auto gone = [&plan_run](const std::string& why) {
+    return ErrorResponse(410, "Gone", "run " + plan_run + " is handed no apply: " + why);
+  };
+  auto where = EnvironmentRef::FromKey(token->scope);
+  // A deployment's first run, its plan, has the deployment's id.
+  auto d = where ? store_.Deployments().Get(where->org, plan_run)
+                 : Result<store::Deployment>(where.error());
+  if (!d || d->Environment().Key() != token->scope) return gone("it is no deployment's plan run");
+  const std::string apply_run = ApplyRunId(d->id);
+  const json wait = {{"wait", true}};
+  // The plan run is still the deployment's until the dispatcher has taken in its result.
+  if (d->run_id == plan_run && !IsTerminal(d->state)) return JsonResponse(200, wait.dump());
+  bool applying = d->run_id == apply_run && (d->state == DeploymentState::kDispatched ||
+                                             d->state == DeploymentState::kRunning);
+  if (!applying)
+    return gone("deployment " + d->id + " is " + std::string(DeploymentStateName(d->state)));
+  auto handed = HandedOver(store_, *d, apply_run);
+  if (!handed && handed.error().kind != ErrorKind::kNotFound) return ErrorResponse(handed.error());
+  if (!handed) {
+    // The dispatcher marks a handover before it launches the apply: a dispatched apply may
+    // still be handed; a running one was given a runner of its own.
+    if (d->state == DeploymentState::kDispatched) return JsonResponse(200, wait.dump());
+    return gone("its apply runs in a runner of its own");
+  }
+  if (options_.signer == nullptr) return gone("this berthd hands over no applies");
+  auto plan = ApprovedPlanOf(store_, *d);
+  if (!plan) return ErrorResponse(plan.error());
+  auto apply_token = MintRunTokenOf(*d, apply_run, options_.token_lifetime, *options_.signer,
+                                    clock_.WallSeconds());
+  if (!apply_token) return ErrorResponse(apply_token.error());
+  return JsonResponse(200, json{{"op", std::string(DeploymentOpName(d->spec.op))},
+                                {"run_id", apply_run},
+                                {"token", *apply_token},
+                                {"approved_plan", plan->hash},
+                                {"approved_plan_sha256", plan->sha256}}
+                               .dump());
 }
 
 net::ServerResponse RunGateway::Bundle(const store::Deployment& d) const {

@@ -5,6 +5,7 @@
 // for another run, an expired token, or a run that has ended is refused.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -21,7 +22,11 @@ namespace berth::server {
 inline constexpr std::string_view kRunGatewayPrefix = "/runs/v1/";
 
 struct RunGatewayOptions {
-  std::string public_key;      // the run tokens' Ed25519 key (32 raw bytes)
+  std::string public_key;  // the run tokens' Ed25519 key (32 raw bytes)
+  // What mints the apply run's token a kept runner is handed (/next), and for how long; null:
+  // no runner is ever handed an apply.
+  const crypto::Ed25519Signer* signer = nullptr;
+  std::chrono::seconds token_lifetime{6 * 3600};
   Clock* clock = nullptr;      // what tokens expire by; null: the system's
   ChangeFeed* feed = nullptr;  // told of every stored chunk; may be null
   size_t max_log_chunk = size_t{1} << 20;
@@ -37,8 +42,15 @@ class RunGateway {
 
  private:
   using Body = std::function<net::ServerResponse(const store::Deployment&)>;
+  // The request's token, if it is one for the run its path names; else the refusal.
+  Result<crypto::RunToken> TokenForRun(const RouteRequest& r, net::ServerResponse& refusal) const;
   // The deployment the request's token may act on, or the refusal.
   net::ServerResponse ForOwnRun(const RouteRequest& r, const Body& body) const;
+  // Asked by a plan run's runner kept for the apply, with the plan run's token (its run has
+  // ended): {"wait": true} while the plan waits for approval (or the dispatcher decides), the
+  // apply run (op, run_id, token, approved plan) once the dispatcher handed it to this runner,
+  // 410 once it never will be.
+  net::ServerResponse Next(const RouteRequest& r) const;
   net::ServerResponse Bundle(const store::Deployment& d) const;
   net::ServerResponse Inputs(const store::Deployment& d) const;
   net::ServerResponse Plan(const store::Deployment& d) const;
