@@ -15,7 +15,7 @@ namespace fs = std::filesystem;
 constexpr std::chrono::milliseconds kLogFlushEvery{500};
 // How often a runner kept for its apply asks whether it came: a short request each time, to
 // whichever replica answers, rather than a request held open on a server thread for long.
-constexpr std::chrono::seconds kAskForApplyEvery{2};
+constexpr std::chrono::seconds kAskForApplyEvery{1};
 
 // The run's token from --token-file or the file BERTH_TOKEN_FILE names; empty when neither
 // gives one.
