@@ -48,8 +48,7 @@ double Median(std::vector<double> values) {
 
 // An environment env on a runner of its own, whose Pods run in ns and whose plans' Pods are
 // kept for their apply or not.
-void AddEnvironment(store::Store& store, const std::string& ns, const std::string& env,
-                    bool keep) {
+void AddEnvironment(store::Store& store, const std::string& ns, const std::string& env, bool keep) {
   store::Record runner{.kind = store::Kind::kRunner, .org_id = "acme", .id = env};
   runner.columns = {{"runner_type", "kubernetes"}, {"storage_type", "berth"}};
   json job = {{"namespace", ns}};
@@ -88,17 +87,17 @@ int main(int argc, char** argv) {
   Must(store.Create({.kind = store::Kind::kEnvType, .org_id = "acme", .id = "dev"}), "env type");
   AddEnvironment(store, world->Namespace(), "fresh", false);
   AddEnvironment(store, world->Namespace(), "kept", true);
-  auto bundle = Must(store.DeploymentData().PutBundle(
-                         "acme", Must(sys::PackModule(testenv::SourceDir() / "examples" / "hello"),
-                                      "module")),
-                     "bundle");
+  auto bundle = Must(
+      store.DeploymentData().PutBundle(
+          "acme", Must(sys::PackModule(testenv::SourceDir() / "examples" / "hello"), "module")),
+      "bundle");
 
   server::Launchers launchers;
   server::Dispatcher dispatcher(store, launchers, server->Signer(), {.url = server->Url()});
   launch::KubernetesSettings settings = world->Settings();
   settings.container_backend_url = server->Url();
-  launch::KubernetesLauncher kubernetes(world->LauncherClient(), settings,
-                                        SystemClock::Instance(), dispatcher);
+  launch::KubernetesLauncher kubernetes(world->LauncherClient(), settings, SystemClock::Instance(),
+                                        dispatcher);
   launchers["kubernetes"] = &kubernetes;
   Must(kubernetes.Start(), "launcher");
 

@@ -569,8 +569,8 @@ Result<RunnerSpec> ParseRunnerSpec(std::string_view id, json body) {
 }
 
 const Schema& KubernetesJobSchema() {
-  static const Schema schema = Job(/*kept_pods=*/true);
-  return schema;
+  static const Schema kSchema = Job(/*kept_pods=*/true);
+  return kSchema;
 }
 
 }  // namespace berth

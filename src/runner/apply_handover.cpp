@@ -43,12 +43,11 @@ Result<std::optional<ApplyHandover>> ParseApplyHandover(std::string_view body) {
   for (const auto* field : {&op, &run, &token, &plan, &bytes}) {
     if (!*field) return field->error();
   }
-  return std::optional<ApplyHandover>(
-      ApplyHandover{.op = *op,
-                    .run_id = *run,
-                    .token = *token,
-                    .approved_plan = *plan,
-                    .approved_plan_sha256 = *bytes});
+  return std::optional<ApplyHandover>(ApplyHandover{.op = *op,
+                                                    .run_id = *run,
+                                                    .token = *token,
+                                                    .approved_plan = *plan,
+                                                    .approved_plan_sha256 = *bytes});
 }
 
 std::optional<ApplyHandover> AwaitApply(GatewayClient& gateway, Duration wait, Duration poll,

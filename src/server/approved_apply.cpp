@@ -9,18 +9,17 @@ std::string ApplyRunId(const std::string& deployment_id) { return deployment_id 
 Result<ApprovedPlan> ApprovedPlanOf(store::Store& store, const store::Deployment& d) {
   auto plan_file = store.DeploymentData().GetArtifact(d.org_id, d.id, "plan");
   if (!plan_file) return plan_file.error();
-  return ApprovedPlan{
-      .hash = d.result.value("plan", nlohmann::json::object()).value("hash", ""),
-      .sha256 = plan_file->sha256};
+  return ApprovedPlan{.hash = d.result.value("plan", nlohmann::json::object()).value("hash", ""),
+                      .sha256 = plan_file->sha256};
 }
 
 Result<std::string> MintRunTokenOf(const store::Deployment& d, const std::string& run_id,
                                    std::chrono::seconds lifetime,
                                    const crypto::Ed25519Signer& signer, int64_t now) {
-  return crypto::MintRunToken({run_id, std::string(crypto::kRunTokenAudience), now,
-                               now + lifetime.count(), crypto::RandomToken(16),
-                               d.Environment().Key()},
-                              signer);
+  return crypto::MintRunToken(
+      {run_id, std::string(crypto::kRunTokenAudience), now, now + lifetime.count(),
+       crypto::RandomToken(16), d.Environment().Key()},
+      signer);
 }
 
 Result<void> MarkHandedOver(store::Store& store, const store::Deployment& d,

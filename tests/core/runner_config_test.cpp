@@ -196,8 +196,7 @@ std::vector<Bad> BadRunners() {
        With(gke, "/runner_configuration/job/keep_for_approval", "a while"),
        "$.runner_configuration.job.keep_for_approval", "must be a duration from 1m to 6h"},
       // An agent keeps no Pods for their apply: the field is refused, not ignored.
-      {"keep_for_approval_agent",
-       With(agent, "/runner_configuration/job/keep_for_approval", "30m"),
+      {"keep_for_approval_agent", With(agent, "/runner_configuration/job/keep_for_approval", "30m"),
        "$.runner_configuration.job.keep_for_approval", "is not a known field"},
       {"agent_key_garbage", With(agent, "/runner_configuration/key", "ssh-ed25519 AAAA"),
        "$.runner_configuration.key", "PEM block"},

@@ -204,7 +204,7 @@ class PodWorker {
   // file, and otherwise the image's folder.
   class PathMap {
    public:
-    PathMap(const PodWorker& worker, const json& container, fs::path termination_host)
+    PathMap(const PodWorker& worker, const json& container, const fs::path& termination_host)
         : image_(worker.ImageRoot(container)) {
       for (const json& mount : container.value("volumeMounts", json::array())) {
         fs::path host = worker.VolumeDir(mount.value("name", ""));

@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   size_t cut = text.find('\n');
   auto document = nlohmann::json::parse(text.substr(0, cut), nullptr, false);
   if (document.is_discarded()) return 0;
-  static const auto settings = berth::launch::KubernetesSettings::FromEnvironment(
+  static const auto kSettings = berth::launch::KubernetesSettings::FromEnvironment(
       {{"KUBERNETES_IMAGE", "berth/runner:1"}, {"KUBERNETES_NAMESPACE", "runners"}});
   auto config = berth::launch::RunnerPodConfig::Parse(std::move(document));
   if (!config) {
@@ -29,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                             "kubernetes_request_memory", "kubernetes_limit_memory"})
       request.labels[std::string(berth::kRunnerSpecLabelPrefix) + key] = value;
   }
-  auto manifests = berth::launch::BuildRunnerManifests(*settings, *config, request);
+  auto manifests = berth::launch::BuildRunnerManifests(*kSettings, *config, request);
   if (manifests) {
     if (manifests->result_max_bytes < 512 || manifests->result_max_bytes > 4096) std::abort();
     if (manifests->workload["spec"]["containers"].size() != 1) std::abort();

@@ -13,7 +13,7 @@ namespace {
 std::vector<std::string> Decode(std::string_view body, size_t piece, std::string& error) {
   berth::kube::WatchStreamDecoder decoder("fuzz");
   std::vector<std::string> events;
-  auto on_event = [&](berth::kube::WatchEvent event) {
+  auto on_event = [&](const berth::kube::WatchEvent& event) {
     events.push_back(event.type + event.object.dump());
     return true;
   };

@@ -9,7 +9,7 @@ namespace {
 
 using nlohmann::json;
 
-KubernetesSettings Settings(kube::Environment extra = {}) {
+KubernetesSettings Settings(const kube::Environment& extra = {}) {
   kube::Environment env = {{"KUBERNETES_IMAGE", "berth/runner:1"},
                            {"KUBERNETES_NAMESPACE", "runners"}};
   for (auto& [k, v] : extra) env[k] = v;

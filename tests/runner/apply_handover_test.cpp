@@ -35,12 +35,41 @@ TEST(ApplyHandover, AWaitIsNoHandoverAndAHandoverIsTakenWhole) {
 TEST(ApplyHandover, AnswersOfAnyOtherShapeAreRefusedNamingTheField) {
   std::vector<std::pair<json, std::string>> forged = {
       {json::array(), "body"},
-      {[] { json h = Handover(); h["op"] = "plan"; return h; }(), "op"},
-      {[] { json h = Handover(); h["run_id"] = "../../etc"; return h; }(), "run_id"},
-      {[] { json h = Handover(); h.erase("token"); return h; }(), "token"},
-      {[] { json h = Handover(); h["token"] = "a b\nc"; return h; }(), "token"},
-      {[] { json h = Handover(); h["approved_plan"] = 7; return h; }(), "approved_plan"},
-      {[] { json h = Handover(); h["approved_plan_sha256"] = "--op=destroy"; return h; }(),
+      {[] {
+         json h = Handover();
+         h["op"] = "plan";
+         return h;
+       }(),
+       "op"},
+      {[] {
+         json h = Handover();
+         h["run_id"] = "../../etc";
+         return h;
+       }(),
+       "run_id"},
+      {[] {
+         json h = Handover();
+         h.erase("token");
+         return h;
+       }(),
+       "token"},
+      {[] {
+         json h = Handover();
+         h["token"] = "a b\nc";
+         return h;
+       }(),
+       "token"},
+      {[] {
+         json h = Handover();
+         h["approved_plan"] = 7;
+         return h;
+       }(),
+       "approved_plan"},
+      {[] {
+         json h = Handover();
+         h["approved_plan_sha256"] = "--op=destroy";
+         return h;
+       }(),
        "approved_plan_sha256"},
   };
   for (const auto& [answer, field] : forged) {
@@ -48,7 +77,7 @@ TEST(ApplyHandover, AnswersOfAnyOtherShapeAreRefusedNamingTheField) {
     ASSERT_FALSE(parsed) << answer.dump();
     EXPECT_NE(parsed.error().message.find(field), std::string::npos) << parsed.error().message;
   }
-  EXPECT_FALSE(ParseApplyHandover("{\"wait\": true"));  // cut short
+  EXPECT_FALSE(ParseApplyHandover("{\"wait\": true"));     // cut short
   EXPECT_FALSE(ParseApplyHandover(std::string(64, '[')));  // deeper than any answer
 }
 

@@ -248,7 +248,7 @@ Result<void> KubernetesLauncher::Launch(const LaunchRequest& request) {
   return {};
 }
 
-void KubernetesLauncher::Track(Run run, kube::Informer& informer, const char* when_gone) {
+void KubernetesLauncher::Track(Run&& run, kube::Informer& informer, const char* when_gone) {
   const std::string run_id = run.request.run_id;
   const std::string label = run.continued ? run.request.plan_run_id : run_id;
   std::vector<Ending> endings;

@@ -110,7 +110,7 @@ class KubernetesLauncher final : public Launcher {
   // where that Pod stands (an adopted one may have finished already).
   // Its Pod not being there yet is what when_gone says, as RunnerLost; null: it may not have
   // been seen yet (just created).
-  void Track(Run run, kube::Informer& informer, const char* when_gone) EXCLUDES(mutex_);
+  void Track(Run&& run, kube::Informer& informer, const char* when_gone) EXCLUDES(mutex_);
   // Creates the workload and its Secret; kResourceExhausted when a quota is full.
   Result<void> Create(Run& run);
   Result<kube::Informer*> InformerFor(const std::string& ns) EXCLUDES(mutex_);
