@@ -113,6 +113,26 @@ class KubernetesDispatch : public ::testing::Test {
     return now;
   }
 
+  // Queues a deployment id of hello (greeting id) that needs approval, and ticks until its plan
+  // waits for approval (or the deployment ended).
+  store::Deployment PlanThatWaits(Dispatcher& dispatcher, const std::string& id) {
+    Queue({.id = id,
+           .spec = {.op = DeploymentOp::kApply,
+                    .variables = {{"name", id}},
+                    .approval_required = true}},
+          "hello");
+    return WaitFor(dispatcher, id, [](const store::Deployment& d) {
+      return d.state == S::kWaitingApproval || IsTerminal(d.state);
+    });
+  }
+
+  // The steps of the run whose result the deployment keeps.
+  static std::vector<std::string> StepNames(const store::Deployment& d) {
+    std::vector<std::string> steps;
+    for (const json& step : d.result["run"]["steps"]) steps.push_back(step["name"]);
+    return steps;
+  }
+
   // The runner container of the run's Pod runs.
   bool RunnerRunning(const std::string& run_id) {
     auto pods = world_->Admin().List(kube::kPods, world_->Namespace(), {});
@@ -240,15 +260,8 @@ TEST_F(KubernetesDispatch, AnApprovedPlanIsAppliedInItsKeptPodWithoutASecondInit
   KeepPlanPods("10m");
   auto replica = StartReplica("");
   Dispatcher& dispatcher = *replica->dispatcher;
-  Queue({.id = "k3",
-         .spec = {.op = DeploymentOp::kApply,
-                  .variables = {{"name", "kept"}},
-                  .approval_required = true}},
-        "hello");
+  store::Deployment waiting = PlanThatWaits(dispatcher, "k3");
   if (HasFatalFailure()) return;
-  store::Deployment waiting = WaitFor(dispatcher, "k3", [](const store::Deployment& d) {
-    return d.state == S::kWaitingApproval || IsTerminal(d.state);
-  });
   ASSERT_EQ(waiting.state, S::kWaitingApproval) << waiting.transitions.dump();
   // The plan's Pod still runs: its runner waits for the apply.
   ASSERT_TRUE(RunnerRunning("k3"));
@@ -260,13 +273,12 @@ TEST_F(KubernetesDispatch, AnApprovedPlanIsAppliedInItsKeptPodWithoutASecondInit
   ASSERT_EQ(done.state, S::kSucceeded) << done.transitions.dump() << done.result.dump();
   EXPECT_EQ(world_->Agent().PodsStarted(), 1);
   EXPECT_TRUE(store.DeploymentData().GetArtifact("acme", "k3", "handover:k3-apply"));
-  std::vector<std::string> steps;
-  for (const json& step : done.result["run"]["steps"]) steps.push_back(step["name"]);
+  std::vector<std::string> steps = StepNames(done);
   EXPECT_EQ(std::find(steps.begin(), steps.end(), "init"), steps.end()) << done.result.dump();
   EXPECT_NE(std::find(steps.begin(), steps.end(), "apply"), steps.end()) << done.result.dump();
   auto outputs = store.DeploymentData().GetArtifact("acme", "k3", "outputs");
   ASSERT_TRUE(outputs);
-  EXPECT_EQ(json::parse(outputs->content)["greeting"]["value"], "hello, kept");
+  EXPECT_EQ(json::parse(outputs->content)["greeting"]["value"], "hello, k3");
   auto versions = store.States().Versions("acme/web/dev");
   ASSERT_TRUE(versions);
   ASSERT_FALSE(versions->empty());
@@ -282,15 +294,8 @@ TEST_F(KubernetesDispatch, AKeptPlanPodEndsWhenItsDeploymentGoesAnotherWay) {
   KeepPlanPods("10m");
   auto replica = StartReplica("");
   for (const char* id : {"k4", "k5"}) {
-    Queue({.id = id,
-           .spec = {.op = DeploymentOp::kApply,
-                    .variables = {{"name", id}},
-                    .approval_required = true}},
-          "hello");
+    store::Deployment waiting = PlanThatWaits(*replica->dispatcher, id);
     if (HasFatalFailure()) return;
-    store::Deployment waiting = WaitFor(*replica->dispatcher, id, [](const store::Deployment& d) {
-      return d.state == S::kWaitingApproval || IsTerminal(d.state);
-    });
     ASSERT_EQ(waiting.state, S::kWaitingApproval) << waiting.transitions.dump();
     ASSERT_TRUE(RunnerRunning(id));
     if (std::string(id) == "k4") {
@@ -314,8 +319,7 @@ TEST_F(KubernetesDispatch, AKeptPlanPodEndsWhenItsDeploymentGoesAnotherWay) {
                                    [](const store::Deployment& d) { return IsTerminal(d.state); });
   ASSERT_EQ(done.state, S::kSucceeded) << done.transitions.dump() << done.result.dump();
   EXPECT_FALSE(store.DeploymentData().GetArtifact("acme", "k5", "handover:k5-apply"));
-  std::vector<std::string> steps;
-  for (const json& step : done.result["run"]["steps"]) steps.push_back(step["name"]);
+  std::vector<std::string> steps = StepNames(done);
   EXPECT_NE(std::find(steps.begin(), steps.end(), "init"), steps.end()) << done.result.dump();
   EXPECT_EQ(world_->Agent().PodsStarted(), 3);  // two plans, one apply
   restarted->kubernetes->Stop();
