@@ -45,17 +45,19 @@ Schema TypeField(std::string_view name) {
   return std::move(Schema::String().OneOf({std::string(name)}).Doc("the type"));
 }
 
-// A duration ("30m", "2h") from min to max, described as range (for errors).
-Schema DurationText(Duration min, Duration max, const std::string& range, std::string doc) {
-  return std::move(
-      Schema::String()
-          .Require([min, max, range](const json& v) -> std::optional<std::string> {
-            auto d = ParseDuration(v.get<std::string>());
-            if (!d || *d < min || *d > max) return "must be a duration " + range;
-            return std::nullopt;
-          })
-          .JsonSchema({{"pattern", "^([0-9]{1,5}(\\.[0-9]{1,3})?(ns|us|ms|s|m|h)){1,4}$"}})
-          .Doc(std::move(doc)));
+// A duration ("30m", "2h") from min to max, described as range (for errors). The document's
+// pattern is a part of what is accepted (whole minutes or hours within the range): a client
+// that follows it is never refused.
+Schema DurationText(Duration min, Duration max, const std::string& range,
+                    const std::string& pattern, std::string doc) {
+  return std::move(Schema::String()
+                       .Require([min, max, range](const json& v) -> std::optional<std::string> {
+                         auto d = ParseDuration(v.get<std::string>());
+                         if (!d || *d < min || *d > max) return "must be a duration " + range;
+                         return std::nullopt;
+                       })
+                       .JsonSchema({{"pattern", pattern}})
+                       .Doc(std::move(doc)));
 }
 
 // A runner's Pods; with kept_pods, the field that keeps a plan's Pod for its apply (berthd's
@@ -89,6 +91,7 @@ Schema Job(bool kept_pods) {
     fields.push_back(Optional(
         "keep_for_approval",
         DurationText(std::chrono::minutes(1), std::chrono::hours(6), "from 1m to 6h (15m, 2h)",
+                     "^(?:[1-5]?[1-9]m|[1-5]0m|[1-6]h)$",
                      "a plan that waits for approval keeps its runner Pod this long: an apply "
                      "approved meanwhile runs there, without a second init (default: not kept)")));
   return Schema::Object(std::move(fields));
@@ -189,6 +192,7 @@ Schema Build(RunnerType type) {
           Optional("command_expiry",
                    DurationText(std::chrono::seconds(10), std::chrono::hours(168),
                                 "from 10s to 168h (30m, 2h)",
+                                "^(?:[1-5]?[1-9]m|[1-5]0m|[1-9][0-9]?h|1[0-5][0-9]h|16[0-8]h)$",
                                 "how long a launch waits in the queue for an agent before its "
                                 "deployment fails with AgentUnavailable (default 1h)")),
           Required("job", Job(/*kept_pods=*/false)),

@@ -229,6 +229,23 @@ std::vector<Bad> BadRunners() {
 INSTANTIATE_TEST_SUITE_P(Rows, RunnerRefused, ::testing::ValuesIn(BadRunners()),
                          [](const auto& row) { return row.param.name; });
 
+// What the document's patterns let a client write is accepted: their bounds are in range.
+TEST(RunnerSpec, DurationsAtTheEdgesOfTheirPatternsAreAccepted) {
+  json gke = {{"runner_configuration", Valid("kubernetes-gke")},
+              {"state_storage_configuration", Storage("kubernetes")}};
+  for (const char* keep : {"1m", "9m", "59m", "6h"}) {
+    auto spec =
+        ParseRunnerSpec("r1", With(gke, "/runner_configuration/job/keep_for_approval", keep));
+    EXPECT_TRUE(spec) << keep << ": " << spec.error().ToString();
+  }
+  json agent = {{"runner_configuration", Valid("kubernetes-agent")},
+                {"state_storage_configuration", Storage("s3")}};
+  for (const char* expiry : {"1m", "59m", "1h", "168h"}) {
+    auto spec = ParseRunnerSpec("r1", With(agent, "/runner_configuration/command_expiry", expiry));
+    EXPECT_TRUE(spec) << expiry << ": " << spec.error().ToString();
+  }
+}
+
 TEST(RunnerSpec, EveryErrorIsReportedAtOnce) {
   json body = {{"runner_configuration", {{"type", "kubernetes-gke"}, {"cluster", json::object()}}},
                {"state_storage_configuration", {{"type", "s3"}}}};

@@ -1,15 +1,22 @@
 // The runner's gateway client and log shipper against a real HTTP server that is down (503)
 // for a while: requests are retried until it answers, every chunk arrives once and in order,
-// and a refusal (403) is final at once.
+// and a refusal (403) is final at once. A runner kept for its apply asks until it is handed it,
+// told to go, stopped, or its wait ends.
 #include "runner/gateway_client.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/mutex.h"
 #include "net/http_server.h"
+#include "runner/apply_handover.h"
 #include "runner/log_shipper.h"
+#include "sys/fd.h"
 
 namespace berth::runner {
 namespace {
@@ -95,6 +102,101 @@ TEST(GatewayClient, ARefusalIsFinalAndAnUnreachableGatewayIsGivenUpAfterTheBudge
   ASSERT_FALSE(fetched);
   EXPECT_EQ(fetched.error().kind, ErrorKind::kUnavailable);
   EXPECT_NE(fetched.error().message.find("unreachable"), std::string::npos);
+}
+
+// A plan run's runner kept for its apply (--await-apply) against a gateway that answers /next
+// with a wait a given number of times, then with its last answer.
+class ApplyGateway {
+ public:
+  ApplyGateway(int waits, net::ServerResponse last) : waits_left_(waits), last_(std::move(last)) {
+    auto server =
+        net::StartHttpServer({}, [this](const net::ServerRequest& r) { return Handle(r); });
+    EXPECT_TRUE(server);
+    server_ = std::move(*server);
+  }
+  std::string Url() const { return "http://127.0.0.1:" + std::to_string(server_->Port()); }
+  int Asks() {
+    MutexLock lock(mutex_);
+    return asks_;
+  }
+
+ private:
+  net::ServerResponse Handle(const net::ServerRequest& r) {
+    MutexLock lock(mutex_);
+    if (r.target != "/runs/v1/r1/next") return {.status = 404, .body = "no such route"};
+    ++asks_;
+    if (waits_left_ != 0) {
+      if (waits_left_ > 0) --waits_left_;
+      return {.status = 200, .body = R"({"wait": true})"};
+    }
+    return last_;
+  }
+
+  Mutex mutex_;
+  int waits_left_ GUARDED_BY(mutex_);  // -1: always
+  net::ServerResponse last_;
+  int asks_ GUARDED_BY(mutex_) = 0;
+  std::unique_ptr<net::HttpServer> server_;
+};
+
+// The answer a kept runner waits for: the apply run it is to be.
+net::ServerResponse Handed() {
+  return {.status = 200,
+          .body = nlohmann::json{{"op", "apply"},
+                                 {"run_id", "r1-apply"},
+                                 {"token", "t2"},
+                                 {"approved_plan", "sha256:" + std::string(64, 'a')},
+                                 {"approved_plan_sha256", std::string(64, 'b')}}
+                      .dump()};
+}
+
+class AwaitApplyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int ends[2];
+    ASSERT_EQ(pipe2(ends, O_CLOEXEC), 0);
+    stop_read_ = sys::Fd(ends[0]);
+    stop_write_ = sys::Fd(ends[1]);
+  }
+  std::optional<ApplyHandover> Await(ApplyGateway& gateway, Duration wait) {
+    GatewayClient client(Options(gateway.Url(), "t"), net::MakeOpenSslHttpClient());
+    return AwaitApply(client, wait, std::chrono::milliseconds(20), stop_read_.Get(), log_);
+  }
+
+  // Readable once a byte is written to its other end: SIGTERM, as the runner's signalfd has it.
+  sys::Fd stop_read_, stop_write_;
+  sys::Fd null_{open("/dev/null", O_WRONLY | O_CLOEXEC)};
+  LogSink log_{null_.Get(), null_.Get(), SystemClock::Instance()};
+};
+
+TEST_F(AwaitApplyTest, ItAsksUntilTheApplyIsHandedToIt) {
+  ApplyGateway gateway(3, Handed());
+  auto handed = Await(gateway, std::chrono::minutes(10));
+  ASSERT_TRUE(handed);
+  EXPECT_EQ(handed->run_id, "r1-apply");
+  EXPECT_EQ(handed->token, "t2");
+  EXPECT_EQ(gateway.Asks(), 4);
+}
+
+TEST_F(AwaitApplyTest, ARefusalAStopOrTheEndOfItsWaitEndsIt) {
+  ApplyGateway gone(1, {.status = 410, .body = R"({"error": {"message": "cancelled"}})"});
+  EXPECT_FALSE(Await(gone, std::chrono::minutes(10)));
+  EXPECT_EQ(gone.Asks(), 2);  // the refusal is final: not asked again
+
+  ApplyGateway waiting(-1, Handed());
+  ASSERT_EQ(write(stop_write_.Get(), "x", 1), 1);
+  EXPECT_FALSE(Await(waiting, std::chrono::minutes(10)));
+  EXPECT_EQ(waiting.Asks(), 1);
+
+  // No stop this time: a gateway that only ever says wait is left when the wait ends.
+  char byte = 0;
+  ASSERT_EQ(read(stop_read_.Get(), &byte, 1), 1);
+  ApplyGateway forever(-1, Handed());
+  EXPECT_FALSE(Await(forever, std::chrono::milliseconds(100)));
+
+  ApplyGateway forged(0, {.status = 200, .body = R"({"op": "apply", "run_id": "../x"})"});
+  EXPECT_FALSE(Await(forged, std::chrono::minutes(10)));
+  EXPECT_EQ(forged.Asks(), 1);
 }
 
 }  // namespace

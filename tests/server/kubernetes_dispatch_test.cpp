@@ -63,7 +63,9 @@ class KubernetesDispatch : public ::testing::Test {
     std::unique_ptr<Dispatcher> dispatcher;
     std::unique_ptr<launch::KubernetesLauncher> kubernetes;
   };
-  std::unique_ptr<Replica> StartReplica(const std::string& id) {
+  // The launcher keeps its time by clock (the Pods' own waits by the system's).
+  std::unique_ptr<Replica> StartReplica(const std::string& id,
+                                        Clock& clock = SystemClock::Instance()) {
     auto replica = std::make_unique<Replica>();
     launch::KubernetesSettings settings = world_->Settings();
     settings.container_backend_url = server_->Url();
@@ -71,7 +73,7 @@ class KubernetesDispatch : public ::testing::Test {
         std::make_unique<Dispatcher>(server_->Store(), replica->launchers, server_->Signer(),
                                      DispatcherOptions{.url = "http://127.0.0.1:1", .replica = id});
     replica->kubernetes = std::make_unique<launch::KubernetesLauncher>(
-        world_->LauncherClient(), settings, SystemClock::Instance(), *replica->dispatcher);
+        world_->LauncherClient(), settings, clock, *replica->dispatcher);
     replica->launchers["kubernetes"] = replica->kubernetes.get();
     EXPECT_TRUE(replica->kubernetes->Start());
     return replica;
@@ -323,6 +325,32 @@ TEST_F(KubernetesDispatch, AKeptPlanPodEndsWhenItsDeploymentGoesAnotherWay) {
   EXPECT_NE(std::find(steps.begin(), steps.end(), "init"), steps.end()) << done.result.dump();
   EXPECT_EQ(world_->Agent().PodsStarted(), 3);  // two plans, one apply
   restarted->kubernetes->Stop();
+}
+
+// An approval in the kept runner's last minute of waiting is not handed to it (it could end
+// before it asked): the apply gets a Pod of its own, and the kept runner is told to go.
+TEST_F(KubernetesDispatch, AnApprovalInAKeptRunnersLastMinuteGetsAPodOfItsOwn) {
+  store::Store& store = server_->Store();
+  KeepPlanPods("10m");
+  ManualClock clock;  // the launcher's: how long it believes the kept runner has waited
+  auto replica = StartReplica("", clock);
+  store::Deployment waiting = PlanThatWaits(*replica->dispatcher, "k6");
+  if (HasFatalFailure()) return;
+  ASSERT_EQ(waiting.state, S::kWaitingApproval) << waiting.transitions.dump();
+  ASSERT_TRUE(RunnerRunning("k6"));
+  clock.Advance(std::chrono::minutes(9) + std::chrono::seconds(30));
+  ASSERT_TRUE(replica->dispatcher->Approve("acme", "k6", waiting.result["plan"]["hash"], "t"));
+  store::Deployment done = WaitFor(*replica->dispatcher, "k6",
+                                   [](const store::Deployment& d) { return IsTerminal(d.state); });
+  ASSERT_EQ(done.state, S::kSucceeded) << done.transitions.dump() << done.result.dump();
+  EXPECT_FALSE(store.DeploymentData().GetArtifact("acme", "k6", "handover:k6-apply"));
+  EXPECT_EQ(world_->Agent().PodsStarted(), 2);
+  std::vector<std::string> steps = StepNames(done);
+  EXPECT_NE(std::find(steps.begin(), steps.end(), "init"), steps.end()) << done.result.dump();
+  for (int i = 0; i < 100 && RunnerRunning("k6"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(RunnerRunning("k6"));  // the kept runner, told its apply runs elsewhere
+  replica->kubernetes->Stop();
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/duration.h"
 #include "launch/run_outcome.h"
 
@@ -77,9 +79,11 @@ bool RunnerRunning(const json& pod) {
          main->value("state", json::object()).contains("running");
 }
 
-// How long before a kept runner's wait ends it is handed no apply: the apply would find it
-// gone.
-constexpr std::chrono::seconds kKeptMargin{60};
+// How long before a kept runner's wait ends it is handed no apply (the apply would find it
+// gone): a minute, or a quarter of a shorter wait.
+std::chrono::seconds KeptMargin(std::chrono::seconds wait) {
+  return std::min(std::chrono::seconds(60), wait / 4);
+}
 
 }  // namespace
 
@@ -595,7 +599,8 @@ void KubernetesLauncher::Release(const std::string& run_id) {
   if (it == runs_.end() || it->second.ended) return;
   const Run& run = it->second;
   // Its token Secret stays with its Pod, which owns it; both go when the runner ends.
-  kept_[run_id] = {run.manifests.ns, clock_.Now() + run.config.keep_for_approval - kKeptMargin};
+  const std::chrono::seconds wait = run.config.keep_for_approval;
+  kept_[run_id] = {run.manifests.ns, clock_.Now() + wait - KeptMargin(wait)};
   runs_.erase(it);
 }
 
