@@ -57,13 +57,13 @@ int StopSignals() {
   return signalfd(-1, &set, SFD_CLOEXEC);
 }
 
-// One run from its inputs to its result, delivered and written. A plan run kept for its apply
-// (--await-apply) then waits for it: handed is set when berthd handed it to this runner.
-int RunOnce(RunOptions options, RunContext& context, LogSink& log,
+// One run from its inputs to its result, delivered and written; prepared is what went before
+// it (the relay to berthd). A plan run kept for its apply (--await-apply) then waits for it:
+// handed is set when berthd handed it to this runner.
+int RunOnce(RunOptions options, berth::Result<void> prepared, RunContext& context, LogSink& log,
             std::optional<ApplyHandover>* handed) {
   std::optional<GatewayRun> gateway;
-  berth::Result<void> prepared;
-  if (!options.gateway.empty()) {
+  if (!options.gateway.empty() && prepared) {
     gateway.emplace(options, context.environment);
     prepared = gateway->Prepare(options, log);
     context.keep_state = [&gateway](const std::filesystem::path& errored) {
@@ -96,6 +96,7 @@ int RunOnce(RunOptions options, RunContext& context, LogSink& log,
   }
   log.Flush();
   if (gateway) gateway->Deliver(options, result);
+  context.keep_state = nullptr;  // it reaches this run's gateway, which ends here
   if (!WriteResult(options.result, result, options.result_max_bytes)) {
     std::fprintf(stderr, "runner: cannot write the result to %s\n", options.result.c_str());
     return kRunnerResultUnwritten;
@@ -116,23 +117,17 @@ int Run(const RunCommand& run, const LoggingOptions& logging) {
   context.signal_fd = StopSignals();
   // Started first, so that it outlives the gateway runs, whose last log lines go through it.
   std::unique_ptr<berth::sys::StreamRelay> relay;
+  berth::Result<void> prepared;
   if (!run.options.berthd_relay.empty()) {
     auto started = RelayToBerthd(run.options);
-    if (!started) {
-      berth::RunResult result;
-      result.op = run.options.op;
-      result.error = berth::RunError{berth::RunErrorKind::kSourceUnavailable, "gateway",
-                                     started.error().message, 0, ""};
-      log.Line("gateway", started.error().message);
-      log.Flush();
-      if (!WriteResult(run.options.result, result, run.options.result_max_bytes))
-        return kRunnerResultUnwritten;
-      return berth::RunnerExitCode(result);
+    if (started) {
+      relay = std::move(*started);
+    } else {
+      prepared = started.error();
     }
-    relay = std::move(*started);
   }
   std::optional<ApplyHandover> handed;
-  int code = RunOnce(run.options, context, log, &handed);
+  int code = RunOnce(run.options, prepared, context, log, &handed);
   if (!handed) return code;
   // The apply run's token, for its gateway requests and tofu's state backend alike.
   auto token = KeepHandedToken(handed->token);
@@ -143,8 +138,8 @@ int Run(const RunCommand& run, const LoggingOptions& logging) {
   std::erase_if(context.environment,
                 [](const std::string& e) { return e.starts_with("BERTH_TOKEN_FILE="); });
   context.environment.push_back("BERTH_TOKEN_FILE=" + token->path.string());
-  return RunOnce(ContinuedApplyOptions(run.options, *handed, token->path.string()), context, log,
-                 nullptr);
+  return RunOnce(ContinuedApplyOptions(run.options, *handed, token->path.string()), prepared,
+                 context, log, nullptr);
 }
 
 // Invalid flags for `run` still owe a result document, of kind InvalidFlags.

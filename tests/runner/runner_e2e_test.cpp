@@ -8,6 +8,7 @@
 #include "crypto/digest.h"
 #include "runner_harness.h"
 #include "sys/files.h"
+#include "sys/stream_relay.h"
 #include "tar_builder.h"
 #include "test_tools.h"
 
@@ -467,6 +468,32 @@ TEST_F(RunnerE2E, ASharedProviderCacheWithoutAPluginCacheToLinkIntoIsRefusedNami
   const std::string message = doc["error"]["message"].get<std::string>();
   EXPECT_NE(message.find("BERTH_SHARED_PROVIDERS"), std::string::npos) << message;
   EXPECT_NE(message.find("TF_PLUGIN_CACHE_DIR"), std::string::npos) << message;
+}
+
+// A relay to berthd that cannot start (its port is taken) is the run's failure to reach its
+// source: a result says so, and nothing runs.
+TEST_F(RunnerE2E, ARelayThatCannotStartIsSourceUnavailable) {
+  int port = 0;
+  auto taken = sys::ListenLoopback(port);
+  ASSERT_TRUE(taken) << taken.error().ToString();
+  std::string result = (h_->Root() / "relay-result.json").string();
+  sys::SpawnOptions options;
+  options.argv = {RunnerBinary().string(),
+                  "run",
+                  "--op=plan",
+                  "--gateway=http://127.0.0.1:" + std::to_string(port),
+                  "--run-id=r1",
+                  "--berthd-relay=" + (h_->Root() / "nowhere.sock").string(),
+                  "--result=" + result};
+  options.env = h_->Environment({});
+  auto done = sys::RunToCompletion(options);
+  ASSERT_TRUE(done);
+  auto text = sys::ReadFile(result);
+  ASSERT_TRUE(text) << done->output;
+  auto doc = json::parse(*text);
+  EXPECT_EQ(doc["error"]["kind"], "SourceUnavailable") << *text;
+  EXPECT_EQ(doc["error"]["step"], "gateway") << *text;
+  EXPECT_EQ(doc["op"], "plan") << *text;
 }
 
 TEST_F(RunnerE2E, ABadGlobalFlagBeforeRunStillWritesItsResultWhereAsked) {
