@@ -32,13 +32,15 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 // One namespace with the test node agent for the whole binary; berth-agent's kubeconfig there.
+// It ends with the binary, before the cluster it was made in (made after it), and takes the
+// agent's Pod folders with it.
 struct Cluster {
   std::unique_ptr<launch::LauncherWorld> world;
   std::string kubeconfig;
 };
 Cluster& SharedCluster() {
-  static Cluster* cluster = [] {
-    auto* c = new Cluster();
+  static const std::unique_ptr<Cluster> cluster = [] {
+    auto c = std::make_unique<Cluster>();
     auto world = launch::LauncherWorld::Create("agent-e2e");
     EXPECT_TRUE(world) << world.error().ToString();
     if (!world) return c;

@@ -134,6 +134,9 @@ std::string CniConfig(const fs::path& dir) {
   return json{{"cniVersion", "0.4.0"}, {"name", "berth-pods"}, {"plugins", {bridge}}}.dump(1);
 }
 
+// The node shares the machine's disk with the builds and the other tests: a percentage of a
+// large disk (1% of 250 GiB) can be more than a busy CI machine has free, and a node under disk
+// pressure taints itself and evicts every Pod. Only a disk that is truly full stops it.
 std::string KubeletConfig(const fs::path& dir) {
   return fmt::format(R"(apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -161,8 +164,8 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard:
   memory.available: "50Mi"
-  nodefs.available: "1%"
-  imagefs.available: "1%"
+  nodefs.available: "256Mi"
+  imagefs.available: "256Mi"
   nodefs.inodesFree: "1%"
 serializeImagePulls: false
 registerNode: true
