@@ -1,10 +1,13 @@
 // deploy/helm/berth installed for real on the test cluster's real node (tests/env/real_node.h):
 // berthd starts from scripts/images' berthd image, `berth deploy` against it applies a module in
-// a runner Pod from the runner image, an upgrade rolls berthd and keeps what it was doing, and
-// an uninstall leaves nothing behind but the data's claim.
+// a runner Pod from the runner image (an approved apply in its plan's kept Pod), an upgrade rolls
+// berthd and keeps what it was doing, and an uninstall leaves nothing behind but the data's
+// claim.
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -189,6 +192,29 @@ class HelmInstall : public ::testing::Test {
     }
   }
 
+  // The deployment `berth deploy` printed, as `berth deployment ID -o json` shows it.
+  static json Shown(const std::string& deploy_output) {
+    size_t at = deploy_output.find("deployment d-");
+    if (at == std::string::npos) return json();
+    std::string id = deploy_output.substr(at + 11, 12);
+    sys::Completed shown = Berth({"deployment", id, "-o", "json"});
+    EXPECT_EQ(shown.exit_code, 0) << shown.output;
+    return json::parse(shown.output, nullptr, false);
+  }
+
+  // The steps of the run whose result the deployment keeps.
+  static std::vector<std::string> StepNames(const json& deployment) {
+    std::vector<std::string> steps;
+    if (!deployment.is_object()) return steps;
+    for (const json& step : deployment["result"]["run"].value("steps", json::array()))
+      steps.push_back(step.value("name", ""));
+    return steps;
+  }
+
+  static bool Contains(const std::vector<std::string>& names, const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  }
+
   static std::string BerthdPodName() {
     auto pods = TheSuite().admin->List(kube::kPods, kNamespace,
                                        {.label_selector = "app.kubernetes.io/component=berthd"});
@@ -214,7 +240,8 @@ TEST_F(HelmInstall, InstallDeployUpgradeAndUninstallOnARealNode) {
 
   for (const std::vector<std::string>& create : std::vector<std::vector<std::string>>{
            {"create", "runner", "pods", "--set-json",
-            R"({"runner_configuration": {"type": "kubernetes", "job": {"namespace": "berth"}},
+            R"({"runner_configuration": {"type": "kubernetes",
+                                         "job": {"namespace": "berth", "keep_for_approval": "10m"}},
                 "state_storage_configuration": {"type": "berth"}})"},
            {"create", "runner-rule", "--set=runner_id=pods"},
            {"create", "project", "web"},
@@ -229,6 +256,9 @@ TEST_F(HelmInstall, InstallDeployUpgradeAndUninstallOnARealNode) {
                                    "--var", "name=helm", "--require-approval", "--auto-approve"});
   ASSERT_EQ(deployed.exit_code, 0) << deployed.output;
   EXPECT_NE(deployed.output.find("hello, helm"), std::string::npos) << deployed.output;
+  // The approved apply ran in its plan's kept Pod, on the real kubelet: no second init.
+  std::vector<std::string> steps = StepNames(Shown(deployed.output));
+  EXPECT_TRUE(Contains(steps, "apply") && !Contains(steps, "init")) << fmt::format("{}", steps);
 
   // berth-agent from deploy/kubernetes: both replicas poll; a deployment to web/edge runs as a
   // Job the agents created in their namespace.
@@ -280,13 +310,13 @@ TEST_F(HelmInstall, InstallDeployUpgradeAndUninstallOnARealNode) {
   ASSERT_EQ(queued.exit_code, 0) << queued.output;
   std::string in_flight = queued.output.substr(queued.output.find("d-"), 14);
   in_flight = in_flight.substr(0, in_flight.find_first_of(" \n"));
-  // Its run (plan and apply in one, no approval asked) is under way in its Pod: the only
-  // runner Pod, since the other deployment waits without one.
+  // Its run (plan and apply in one, no approval asked) is under way in its Pod (the other
+  // deployment's plan Pod is kept, waiting for its approval).
   bool running = false;
   for (int i = 0; i < 1800 && !running; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     auto pods = TheSuite().admin->List(kube::kPods, kNamespace,
-                                       {.label_selector = "app.kubernetes.io/name=tf-runner"});
+                                       {.label_selector = "berth.dev/run=" + in_flight});
     running =
         pods && !pods->items.empty() && pods->items[0]["status"].value("phase", "") == "Running";
   }
@@ -319,6 +349,9 @@ TEST_F(HelmInstall, InstallDeployUpgradeAndUninstallOnARealNode) {
   sys::Completed shown = Berth({"deployment", approval_id, "-o", "json"});
   ASSERT_EQ(shown.exit_code, 0) << shown.output;
   EXPECT_EQ(json::parse(shown.output)["state"], "succeeded") << shown.output;
+  // The new berthd removed the plan's kept Pod, which it did not track: the apply had a Pod
+  // of its own, with its own init.
+  EXPECT_TRUE(Contains(StepNames(json::parse(shown.output)), "init")) << shown.output;
 
   sys::Completed uninstalled = Helm({"uninstall", "berth", "--namespace", kNamespace, "--wait"});
   ASSERT_EQ(uninstalled.exit_code, 0) << uninstalled.output;
