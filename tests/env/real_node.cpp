@@ -498,19 +498,32 @@ Result<void> RealNode::StartKubelet() {
 
 Result<void> RealNode::WaitUntilNodeReady() {
   auto http = net::MakeCurlHttpClient(cluster_->AdminTls());
-  return WaitUntilReady(
+  // What kept it from ready, last seen: a node under disk or memory pressure says so here.
+  json taints, conditions;
+  auto ready = WaitUntilReady(
       "the node's Ready condition and no taint", *kubelet_,
       [&] {
         auto r = http->Send({.url = cluster_->Url() + "/api/v1/nodes/" + kName});
         if (!r || r->status != 200) return false;
         json node = json::parse(r->body);
-        if (!node["spec"].value("taints", json::array()).empty()) return false;
-        for (const json& c : node["status"].value("conditions", json::array())) {
+        taints = node["spec"].value("taints", json::array());
+        conditions = node["status"].value("conditions", json::array());
+        if (!taints.empty()) return false;
+        for (const json& c : conditions) {
           if (c["type"] == "Ready") return c["status"] == "True";
         }
         return false;
       },
       kStartTimeout, (dir_.Path() / "kubelet.log").string());
+  if (!ready) {
+    Error error = ready.error();
+    error.message += "\n--- the node's taints: " + taints.dump() + "\n--- its conditions: ";
+    for (const json& c : conditions)
+      error.message +=
+          c.value("type", "") + "=" + c.value("status", "") + " (" + c.value("message", "") + ") ";
+    return error;
+  }
+  return {};
 }
 
 Result<void> RealNode::PrepareNamespace(kube::KubeApi& admin, const std::string& ns) const {
