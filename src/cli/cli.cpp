@@ -125,9 +125,7 @@ void PrintTable(const Kind& kind, const std::vector<json>& items) {
 void Print(const Globals& g, const Kind* kind, const json& doc, bool list) {
   if (g.output == "json") {
     std::printf("%s\n", doc.dump(2).c_str());
-  } else if (g.output == "yaml") {
-    std::printf("%s", JsonToYaml(doc).c_str());
-  } else if (kind != nullptr) {
+  } else if (g.output != "yaml" && kind != nullptr) {
     std::vector<json> items;
     if (list) {
       for (const auto& i : doc["items"]) items.push_back(i);
@@ -136,7 +134,7 @@ void Print(const Globals& g, const Kind* kind, const json& doc, bool list) {
     }
     PrintTable(*kind, items);
   } else {
-    std::printf("%s", JsonToYaml(doc).c_str());
+    std::printf("%s", JsonToYaml(doc).c_str());  // -o yaml, and a document no table shows
   }
 }
 

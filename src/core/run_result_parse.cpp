@@ -72,7 +72,7 @@ class Fields {
   void Adopt(const std::optional<FieldError>& inner) {
     if (!error_ && inner) error_ = inner;
   }
-  const std::optional<FieldError>& error() const { return error_; }
+  const std::optional<FieldError>& FirstError() const { return error_; }
 
  private:
   const json& object_;
@@ -93,7 +93,7 @@ void EachObject(Fields& parent, const char* key, Read read) {
     }
     Fields item((*items)[i], path);
     read(item);
-    parent.Adopt(item.error());
+    parent.Adopt(item.FirstError());
   }
 }
 
@@ -106,7 +106,7 @@ void Optional(Fields& parent, const char* key, std::optional<T>& out, Read read)
   Fields inner(*v, parent.Path(key));
   out.emplace();
   read(inner, *out);
-  parent.Adopt(inner.error());
+  parent.Adopt(inner.FirstError());
 }
 
 void ReadPlan(Fields& f, PlanSummary& p) {
@@ -148,7 +148,7 @@ Result<RunResult> ParseRunResult(std::string_view text) {
   std::string api_version, kind;
   f.Text("apiVersion", api_version, true);
   f.Text("kind", kind, true);
-  if (!f.error() && (api_version != "berth.dev/v1" || kind != "RunResult"))
+  if (!f.FirstError() && (api_version != "berth.dev/v1" || kind != "RunResult"))
     f.Fail("kind", "must be RunResult of apiVersion berth.dev/v1");
   if (!doc.contains("error")) f.Fail("error", "is required (null on success)");
   RunResult r;
@@ -188,7 +188,7 @@ Result<RunResult> ParseRunResult(std::string_view text) {
     }
   });
   Optional(f, "error", r.error, ReadError);
-  if (f.error()) return InvalidFields("the run result is not valid", {*f.error()});
+  if (f.FirstError()) return InvalidFields("the run result is not valid", {*f.FirstError()});
   return r;
 }
 

@@ -39,7 +39,7 @@ struct Cluster {
   std::string kubeconfig;
 };
 Cluster& SharedCluster() {
-  static const std::unique_ptr<Cluster> cluster = [] {
+  static const std::unique_ptr<Cluster> kCluster = [] {
     auto c = std::make_unique<Cluster>();
     auto world = launch::LauncherWorld::Create("agent-e2e");
     EXPECT_TRUE(world) << world.error().ToString();
@@ -52,7 +52,7 @@ Cluster& SharedCluster() {
     c->world = std::move(*world);
     return c;
   }();
-  return *cluster;
+  return *kCluster;
 }
 
 class AgentE2e : public ::testing::Test {

@@ -7,9 +7,9 @@
 #include "crypto/jws.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const auto signer = berth::crypto::Ed25519Signer::FromSeed(std::string(32, '\x07'));
+  static const auto kSigner = berth::crypto::Ed25519Signer::FromSeed(std::string(32, '\x07'));
   std::string_view text(reinterpret_cast<const char*>(data), size);
-  auto token = berth::crypto::VerifyRunToken(text, signer->PublicKey(), "berth-gateway", 1500);
+  auto token = berth::crypto::VerifyRunToken(text, kSigner->PublicKey(), "berth-gateway", 1500);
   if (!token && token.error().kind != berth::ErrorKind::kUnauthenticated) std::abort();
   return 0;
 }

@@ -24,7 +24,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (analysis) {
     const auto& s = analysis->summary;
     if (s.add < 0 || s.change < 0 || s.destroy < 0 || s.replace < 0) std::abort();
-    if (analysis->destructive.size() != static_cast<size_t>(s.destroy + s.replace)) std::abort();
+    if (analysis->destructive.size() !=
+        static_cast<size_t>(s.destroy) + static_cast<size_t>(s.replace))
+      std::abort();
   }
   auto changes =
       berth::tf::ReadPlanChanges(file, [](std::string_view t) { return std::string(t); });
