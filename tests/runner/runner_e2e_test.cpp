@@ -50,6 +50,30 @@ class RunnerE2E : public ::testing::Test {
     return a;
   }
 
+  // The runner started with exactly these arguments and environment (no flag of the harness's
+  // own), and the result it wrote at --result=RESULT, with its exit code.
+  struct Spawned {
+    int exit_code = -1;
+    std::string output;
+    json result;  // null when it wrote none (a test failure, said)
+  };
+  Spawned SpawnForResult(std::vector<std::string> args, std::vector<std::string> env,
+                         const std::string& result) {
+    sys::SpawnOptions options;
+    options.argv = {RunnerBinary().string()};
+    options.argv.insert(options.argv.end(), args.begin(), args.end());
+    options.argv.push_back("--result=" + result);
+    options.env = std::move(env);
+    auto done = sys::RunToCompletion(options);
+    EXPECT_TRUE(done) << (done ? "" : done.error().ToString());
+    if (!done) return {};
+    auto text = sys::ReadFile(result);
+    EXPECT_TRUE(text) << "no result at --result: " << done->output;
+    return {.exit_code = done->exit_code,
+            .output = done->output,
+            .result = text ? json::parse(*text, nullptr, false) : json()};
+  }
+
   std::optional<RunnerHarness> h_;
   std::string state_;
   std::string target_;
@@ -446,25 +470,16 @@ TEST_F(RunnerE2E, InvalidFlagsStillWriteAResultAndExitTwo) {
 }
 
 TEST_F(RunnerE2E, ASharedProviderCacheWithoutAPluginCacheToLinkIntoIsRefusedNamingBoth) {
-  std::string result = (h_->Root() / "shared-providers-result.json").string();
-  sys::SpawnOptions options;
-  options.argv = {RunnerBinary().string(),
-                  "run",
-                  "--op=plan",
-                  "--module=" + h_->Module("hello").string(),
-                  "--result=" + result,
-                  "--workdir=" + (h_->Root() / "work-shared").string()};
   std::vector<std::string> env;
   for (const std::string& entry : h_->Environment({"BERTH_SHARED_PROVIDERS=/shared"})) {
     if (!entry.starts_with("TF_PLUGIN_CACHE_DIR=")) env.push_back(entry);
   }
-  options.env = env;
-  auto done = sys::RunToCompletion(options);
-  ASSERT_TRUE(done);
-  auto text = sys::ReadFile(result);
-  ASSERT_TRUE(text) << done->output;
-  auto doc = json::parse(*text);
-  EXPECT_EQ(doc["error"]["kind"], "InvalidFlags") << *text;
+  json doc = SpawnForResult({"run", "--op=plan", "--module=" + h_->Module("hello").string(),
+                             "--workdir=" + (h_->Root() / "work-shared").string()},
+                            env, (h_->Root() / "shared-providers-result.json").string())
+                 .result;
+  ASSERT_TRUE(doc.is_object());
+  EXPECT_EQ(doc["error"]["kind"], "InvalidFlags") << doc;
   const std::string message = doc["error"]["message"].get<std::string>();
   EXPECT_NE(message.find("BERTH_SHARED_PROVIDERS"), std::string::npos) << message;
   EXPECT_NE(message.find("TF_PLUGIN_CACHE_DIR"), std::string::npos) << message;
@@ -476,39 +491,24 @@ TEST_F(RunnerE2E, ARelayThatCannotStartIsSourceUnavailable) {
   int port = 0;
   auto taken = sys::ListenLoopback(port);
   ASSERT_TRUE(taken) << taken.error().ToString();
-  std::string result = (h_->Root() / "relay-result.json").string();
-  sys::SpawnOptions options;
-  options.argv = {RunnerBinary().string(),
-                  "run",
-                  "--op=plan",
-                  "--gateway=http://127.0.0.1:" + std::to_string(port),
-                  "--run-id=r1",
-                  "--berthd-relay=" + (h_->Root() / "nowhere.sock").string(),
-                  "--result=" + result};
-  options.env = h_->Environment({});
-  auto done = sys::RunToCompletion(options);
-  ASSERT_TRUE(done);
-  auto text = sys::ReadFile(result);
-  ASSERT_TRUE(text) << done->output;
-  auto doc = json::parse(*text);
-  EXPECT_EQ(doc["error"]["kind"], "SourceUnavailable") << *text;
-  EXPECT_EQ(doc["error"]["step"], "gateway") << *text;
-  EXPECT_EQ(doc["op"], "plan") << *text;
+  json doc =
+      SpawnForResult({"run", "--op=plan", "--gateway=http://127.0.0.1:" + std::to_string(port),
+                      "--run-id=r1", "--berthd-relay=" + (h_->Root() / "nowhere.sock").string()},
+                     h_->Environment({}), (h_->Root() / "relay-result.json").string())
+          .result;
+  ASSERT_TRUE(doc.is_object());
+  EXPECT_EQ(doc["error"]["kind"], "SourceUnavailable") << doc;
+  EXPECT_EQ(doc["error"]["step"], "gateway") << doc;
+  EXPECT_EQ(doc["op"], "plan") << doc;
 }
 
 TEST_F(RunnerE2E, ABadGlobalFlagBeforeRunStillWritesItsResultWhereAsked) {
-  std::string result = (h_->Root() / "global-flag-result.json").string();
-  sys::SpawnOptions options;
-  options.argv = {RunnerBinary().string(), "--vmodule=plan", "run", "--op=plan",
-                  "--result=" + result};
-  options.env = h_->Environment({});
-  auto done = sys::RunToCompletion(options);
-  ASSERT_TRUE(done);
-  EXPECT_EQ(done->exit_code, 2) << done->output;
-  auto text = sys::ReadFile(result);
-  ASSERT_TRUE(text) << "no result at --result: " << done->output;
-  auto doc = json::parse(*text);
-  EXPECT_EQ(doc["error"]["kind"], "InvalidFlags") << *text;
+  Spawned run = SpawnForResult({"--vmodule=plan", "run", "--op=plan"}, h_->Environment({}),
+                               (h_->Root() / "global-flag-result.json").string());
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  const json& doc = run.result;
+  ASSERT_TRUE(doc.is_object());
+  EXPECT_EQ(doc["error"]["kind"], "InvalidFlags") << doc;
   EXPECT_NE(doc["error"]["message"].get<std::string>().find("pattern=N"), std::string::npos);
 }
 
