@@ -1,0 +1,71 @@
+// The local sandbox's bwrap command line, run for real: what a run sees, and no bind bwrap
+// need not make.
+#include "launch/local/sandbox.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "sys/files.h"
+#include "sys/subprocess.h"
+
+namespace berth::launch {
+namespace {
+
+namespace fs = std::filesystem;
+
+// How often path follows a bind option in args (each bind names it twice: source, target).
+long Binds(const std::vector<std::string>& args, const std::string& path) {
+  long binds = 0;
+  for (size_t i = 1; i + 1 < args.size(); ++i) {
+    if (args[i - 1].find("bind") != std::string::npos && args[i] == path && args[i + 1] == path)
+      ++binds;
+  }
+  return binds;
+}
+
+TEST(SandboxTest, FoldersInsideTheSystemsReadOnlyOnesAreSeenWithoutBindsOfTheirOwn) {
+  auto dir = sys::TempDir::Create("sandbox");
+  ASSERT_TRUE(dir);
+  const fs::path root = dir->Path();
+  for (const char* sub : {"ro", "rw", "tmp"}) fs::create_directories(root / sub);
+  ASSERT_TRUE(sys::WriteFileAtomic(root / "ro/file", "x"));
+  // The run's user (nobody, when the test is root) must reach and write them.
+  for (const fs::path& p : {root, root / "ro", root / "ro/file", root / "rw", root / "tmp"})
+    fs::permissions(p, fs::perms::all, fs::perm_options::add);
+  auto sandbox = Sandbox::Probe(65534);
+  ASSERT_TRUE(sandbox) << sandbox.error().ToString();
+  auto filter = DangerousCallsFilter();
+  ASSERT_TRUE(filter) << filter.error().ToString();
+
+  SandboxMounts mounts{.read_write = {root / "rw"},
+                       // PATH's folders as a launcher gives them: system ones among the run's own.
+                       .read_only = {"/usr/bin", "/usr/local/bin", "/bin", "/sbin", root / "ro"},
+                       .tmp = root / "tmp",
+                       .working_dir = root / "rw"};
+  auto args =
+      sandbox->Wrap(mounts,
+                    {"/bin/sh", "-c",
+                     "test -x /usr/bin/env && test -d /usr/local/bin && test -f ../ro/file && "
+                     "! touch ../ro/new 2>/dev/null && ! touch /usr/bin/new 2>/dev/null && "
+                     "touch made"},
+                    filter->Get());
+
+  EXPECT_EQ(Binds(args, "/usr/bin"), 0);
+  EXPECT_EQ(Binds(args, "/usr/local/bin"), 0);
+  EXPECT_EQ(Binds(args, "/bin"), 1);  // the system folder's own bind, once
+  EXPECT_EQ(Binds(args, "/sbin"), 1);
+  EXPECT_EQ(Binds(args, (root / "ro").string()), 1);
+  EXPECT_EQ(Binds(args, (root / "rw").string()), 1);
+
+  sys::SpawnOptions spawn{.argv = args, .env = std::vector<std::string>{}};
+  spawn.inherited_fds = {filter->Get()};
+  auto done = sys::RunToCompletion(std::move(spawn));
+  ASSERT_TRUE(done) << done.error().ToString();
+  EXPECT_EQ(done->exit_code, 0) << done->output;
+  EXPECT_TRUE(fs::exists(root / "rw/made"));
+  EXPECT_FALSE(fs::exists(root / "ro/new"));
+}
+
+}  // namespace
+}  // namespace berth::launch
