@@ -1,12 +1,15 @@
-// fork/exec with the few async-signal-safe steps a child needs before exec.
+// vfork/exec with the few async-signal-safe steps a child needs before exec. vfork, not fork:
+// a fork copies the parent's page tables (berthd's grow with its caches) and leaves its other
+// threads copy-on-write faults, at every runner and TF step started; a vfork child borrows the
+// parent's memory until its exec, so it only reads it and makes raw system calls.
 #include "sys/subprocess.h"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <linux/close_range.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,7 +36,22 @@ int DecodeStatus(int status) {
   _exit(127);
 }
 
-// Only async-signal-safe calls from here to exec; failures are reported through error_fd.
+// The handlers of ours go: one run in the child would run on the memory it shares with us.
+// Ignored signals stay ignored, as exec keeps them.
+void DefaultCaughtSignals() {
+  for (int sig = 1; sig < NSIG; ++sig) {
+    struct sigaction action {};
+    if (sigaction(sig, nullptr, &action) != 0) continue;  // one the C library keeps
+    if (action.sa_handler == SIG_IGN || action.sa_handler == SIG_DFL) continue;
+    action = {};
+    action.sa_handler = SIG_DFL;
+    sigaction(sig, &action, nullptr);
+  }
+}
+
+// Only async-signal-safe calls from here to exec, in a vfork child: nothing written to memory
+// but the stack below the parent's, failures reported through error_fd. The credentials change
+// by raw system calls: the C library's wrappers would change every thread of the parent's too.
 [[noreturn]] void ExecChild(const SpawnOptions& options, char* const* argv, char* const* envp,
                             int output_fd, int stdout_fd, int error_fd, pid_t parent) {
   auto fail = [error_fd]() { ReportAndExit(error_fd); };
@@ -51,17 +69,20 @@ int DecodeStatus(int status) {
     if (dup2(output_fd, STDOUT_FILENO) < 0 || dup2(output_fd, STDERR_FILENO) < 0) fail();
   }
   if (stdout_fd >= 0 && dup2(stdout_fd, STDOUT_FILENO) < 0) fail();
-  // Signals the parent blocked (to read them from a signalfd) must reach the child.
+  // Signals the parent blocked (to read them from a signalfd, or all of them around vfork) must
+  // reach the program.
+  DefaultCaughtSignals();
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
   int devnull = open("/dev/null", O_RDONLY);
   if (devnull >= 0) dup2(devnull, STDIN_FILENO);
   if (!options.working_dir.empty() && chdir(options.working_dir.c_str()) != 0) fail();
-  if (options.run_as_gid && (setgroups(0, nullptr) != 0 || setgid(*options.run_as_gid) != 0)) {
+  if (options.run_as_gid &&
+      (syscall(SYS_setgroups, 0, nullptr) != 0 || syscall(SYS_setgid, *options.run_as_gid) != 0)) {
     fail();
   }
-  if (options.run_as_uid && setuid(*options.run_as_uid) != 0) fail();
+  if (options.run_as_uid && syscall(SYS_setuid, *options.run_as_uid) != 0) fail();
   for (const auto& [resource, value] : options.limits) {
     rlimit limit{value, value};
     if (setrlimit(resource, &limit) != 0) fail();
@@ -82,6 +103,35 @@ int DecodeStatus(int status) {
   }
   execve(argv[0], argv, envp);
   ReportAndExit(error_fd);
+}
+
+// What the child needs, gathered before the vfork.
+struct ChildSetup {
+  const SpawnOptions* options;
+  char* const* argv;
+  char* const* envp;
+  int output_fd;
+  int stdout_fd;
+  int error_fd;
+  pid_t parent;
+};
+
+// A function of its own, so that no local of Spawn's lives across the vfork. Every signal is
+// blocked around it: no handler of ours may run in the child before it sets its own.
+[[gnu::noinline]] pid_t VforkAndExec(const ChildSetup& setup) {
+  sigset_t all;
+  sigset_t previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  pid_t pid = vfork();
+  if (pid == 0) {
+    ExecChild(*setup.options, setup.argv, setup.envp, setup.output_fd, setup.stdout_fd,
+              setup.error_fd, setup.parent);
+  }
+  int vfork_errno = errno;
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  errno = vfork_errno;
+  return pid;
 }
 
 std::vector<char*> CStrings(const std::vector<std::string>& strings) {
@@ -137,14 +187,10 @@ Result<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
   static const std::vector<std::string> kNoEnvironment;
   std::vector<char*> envp = CStrings(options.env ? *options.env : kNoEnvironment);
   char* const* env = options.env ? envp.data() : environ;
-  pid_t parent = getpid();
-  pid_t pid = fork();
+  pid_t pid = VforkAndExec(
+      {&options, argv.data(), env, output.Get(), stdout_file.Get(), error_write.Get(), getpid()});
   if (pid < 0) {
-    return MakeError(ErrorKind::kInternal, std::string("fork: ") + std::strerror(errno), program);
-  }
-  if (pid == 0) {
-    ExecChild(options, argv.data(), env, output.Get(), stdout_file.Get(), error_write.Get(),
-              parent);
+    return MakeError(ErrorKind::kInternal, std::string("vfork: ") + std::strerror(errno), program);
   }
 
   if (options.new_process_group) setpgid(pid, pid);  // closes the race with the child's own call

@@ -4,7 +4,11 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <thread>
 
 #include "sys/files.h"
 
@@ -118,6 +122,61 @@ TEST(Subprocess, DestroyingARunningChildKillsIt) {
     pid = child->Pid();
   }
   EXPECT_NE(kill(pid, 0), 0);  // killed and reaped, so the pid no longer exists
+}
+
+// Every signal is blocked around the child's start (it begins in our memory): the program gets
+// none of that mask, and what we ignore it ignores too, as exec keeps.
+TEST(Subprocess, TheProgramStartsWithNoSignalBlockedAndOurIgnoredOnesIgnored) {
+  struct sigaction handler {};
+  handler.sa_handler = [](int) {};
+  struct sigaction old_usr1 {};
+  struct sigaction old_usr2 {};
+  ASSERT_EQ(sigaction(SIGUSR1, &handler, &old_usr1), 0);
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(sigaction(SIGUSR2, &ignore, &old_usr2), 0);
+  // The shell signals itself: SIGUSR2 is ignored (it goes on), SIGUSR1 at its default kills it.
+  auto done = RunToCompletion(Shell("kill -USR2 $$; echo alive; kill -USR1 $$; echo not reached"));
+  sigaction(SIGUSR1, &old_usr1, nullptr);
+  sigaction(SIGUSR2, &old_usr2, nullptr);
+  ASSERT_TRUE(done) << done.error().ToString();
+  EXPECT_EQ(done->output, "alive\n");
+  EXPECT_EQ(done->exit_code, 128 + SIGUSR1);
+}
+
+// The uid of a thread of ours, from /proc.
+std::string ThreadUid(pid_t tid) {
+  auto status = ReadFile("/proc/self/task/" + std::to_string(tid) + "/status");
+  if (!status) return "?";
+  auto at = status->find("\nUid:");
+  return at == std::string::npos ? "?"
+                                 : status->substr(at + 5, status->find('\n', at + 1) - at - 5);
+}
+
+// The child drops to another user; its parent's threads, which it shares memory with until its
+// exec, keep theirs.
+TEST(Subprocess, AChildDropsToItsUserWhileWeAndEveryThreadOfOursStayOurs) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to change users";
+  std::atomic<pid_t> other_tid{0};
+  std::atomic<bool> stop{false};
+  std::thread other([&] {
+    other_tid = static_cast<pid_t>(syscall(SYS_gettid));
+    while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  while (other_tid == 0) std::this_thread::yield();
+  const std::string before = ThreadUid(other_tid);
+  SpawnOptions options = Shell("id -u; id -g");
+  options.run_as_uid = 65534;
+  options.run_as_gid = 65534;
+  auto done = RunToCompletion(options);
+  const std::string after = ThreadUid(other_tid);
+  stop = true;
+  other.join();
+  ASSERT_TRUE(done) << done.error().ToString();
+  EXPECT_EQ(done->output, "65534\n65534\n");
+  EXPECT_EQ(geteuid(), 0u);
+  EXPECT_EQ(getegid(), 0u);
+  EXPECT_EQ(after, before);
 }
 
 }  // namespace
