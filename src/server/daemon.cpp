@@ -236,7 +236,8 @@ void LogRequest(sys::Logger& log, const net::ServerRequest& r, const net::Server
     log.V(1, "request",
           {{"method", r.method},
            {"route", response.route},
-           {"status", std::to_string(response.status)}});
+           {"status", std::to_string(response.status)},
+           {"ms", std::to_string(static_cast<int64_t>(took.count() * 1000))}});
     return;
   }
   std::string org;
