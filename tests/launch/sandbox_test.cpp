@@ -4,8 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
-
 #include "sys/files.h"
 #include "sys/subprocess.h"
 

@@ -110,7 +110,8 @@ std::vector<std::string> Sandbox::Wrap(const SandboxMounts& mounts,
   for (const fs::path& p : mounts.read_only) {
     // A system folder is bound read-only with all beneath it already: each bind costs bwrap a
     // read of the mount table, on every run.
-    if (!InSystemFolder(p.lexically_normal())) writable[p.lexically_normal()] = false;
+    fs::path path = p.lexically_normal();
+    if (!InSystemFolder(path)) writable[path] = false;
   }
   for (const fs::path& p : mounts.read_write) writable[p.lexically_normal()] = true;
   std::vector<fs::path> all;
