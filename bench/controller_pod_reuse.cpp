@@ -44,7 +44,7 @@ double TimedReconcile(ControllerWorld& world, Reconciler& reconciler, const std:
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int runs = argc > 1 ? std::max(1, std::atoi(argv[1])) : 7;
+  const int runs = argc > 1 ? std::max(1, std::stoi(argv[1])) : 7;
   auto world = ControllerWorld::Create(kNamespace);
   if (!world) {
     std::fprintf(stderr, "%s\n", world.error().ToString().c_str());

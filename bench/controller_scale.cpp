@@ -47,7 +47,7 @@ double Metric(const std::string& text, const std::string& prefix) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int objects = argc > 1 ? std::max(1, std::atoi(argv[1])) : 10000;
+  const int objects = argc > 1 ? std::max(1, std::stoi(argv[1])) : 10000;
   auto world = controller::ControllerWorld::Create(kNamespace);
   if (!world) {
     std::fprintf(stderr, "%s\n", world.error().ToString().c_str());

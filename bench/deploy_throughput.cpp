@@ -118,8 +118,8 @@ int Main(int argc, char** argv) {
   const std::string berth = argv[1];
   const std::string tofu = argv[2];
   const fs::path module = argv[3];
-  const int n = argc > 4 ? std::atoi(argv[4]) : 100;
-  const int envs = argc > 5 ? std::atoi(argv[5]) : 10;
+  const int n = argc > 4 ? std::stoi(argv[4]) : 100;
+  const int envs = argc > 5 ? std::stoi(argv[5]) : 10;
   auto dir = sys::TempDir::Create("deploy-throughput");
   fs::path data = dir->Path() / "data";
   sys::SpawnOptions up_options;

@@ -77,7 +77,7 @@ store::Deployment WaitFor(store::Store& store, server::Dispatcher& dispatcher,
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int runs = argc > 1 ? std::max(1, std::atoi(argv[1])) : 7;
+  const int runs = argc > 1 ? std::max(1, std::stoi(argv[1])) : 7;
   auto world = Must(launch::LauncherWorld::Create("bench-approval"), "cluster");
   auto dir = Must(sys::TempDir::Create("kube-approval"), "folder");
   auto server = Must(server::StateServer::Start(dir.Path()), "berthd's runner side");

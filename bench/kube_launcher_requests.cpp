@@ -63,7 +63,7 @@ void Print(const char* title, const std::map<std::string, uint64_t>& delta, doub
 }
 
 int Main(int argc, char** argv) {
-  int concurrent = argc > 1 ? std::atoi(argv[1]) : 100;
+  int concurrent = argc > 1 ? std::stoi(argv[1]) : 100;
   auto world = LauncherWorld::Create("bench-launcher");
   if (!world) {
     std::fprintf(stderr, "%s\n", world.error().ToString().c_str());

@@ -28,11 +28,14 @@ if(BERTH_TSAN)
 endif()
 
 if(BERTH_CLANG_TIDY)
-  find_program(CLANG_TIDY_PROGRAM clang-tidy REQUIRED)
-  # Under g++ the flags say -std=c++23, which clang 14 calls c++2b.
-  # GCC-only warning flags are not clang's business. The wrapper reuses a clean result for a
-  # file whose preprocessed text, options and config are unchanged (scripts/clang-tidy-cached).
+  # clang-tidy 22 (Debian 12's security updates carry it), not 14: it leaves system headers out
+  # of its matching, and takes 40% of 14's time here (6.0 against 14.7 s of CPU for
+  # deployment_routes.cpp, same checks). .clang-tidy is curated for it.
+  find_program(CLANG_TIDY_PROGRAM clang-tidy-22 REQUIRED)
+  # Under g++ the flags say -std=c++23, which clang 14 calls c++2b. -w: the compiler's own
+  # warnings are the compiler's business (clang 22 has new ones for code clang 14 builds).
+  # The wrapper reuses a clean result for a file whose preprocessed text, options and config
+  # are unchanged (scripts/clang-tidy-cached).
   set(CMAKE_CXX_CLANG_TIDY ${CMAKE_SOURCE_DIR}/scripts/clang-tidy-cached ${CLANG_TIDY_PROGRAM}
-                           --extra-arg=-std=c++2b
-                           --extra-arg=-Wno-unknown-warning-option --quiet)
+                           --extra-arg=-std=c++2b --extra-arg=-w --quiet)
 endif()

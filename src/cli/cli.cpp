@@ -99,6 +99,7 @@ std::string Cell(const json& item, const std::string& pointer) {
 
 void PrintTable(const Kind& kind, const std::vector<json>& items) {
   std::vector<size_t> widths;
+  widths.reserve(kind.columns.size());
   for (const auto& [header, _] : kind.columns) widths.push_back(header.size());
   for (const auto& item : items) {
     for (size_t i = 0; i < kind.columns.size(); ++i)
@@ -113,10 +114,12 @@ void PrintTable(const Kind& kind, const std::vector<json>& items) {
     std::printf("%s\n", line.c_str());
   };
   std::vector<std::string> headers;
+  headers.reserve(kind.columns.size());
   for (const auto& [header, _] : kind.columns) headers.push_back(header);
   row(headers);
   for (const auto& item : items) {
     std::vector<std::string> cells;
+    cells.reserve(kind.columns.size());
     for (const auto& [_, pointer] : kind.columns) cells.push_back(Cell(item, pointer));
     row(cells);
   }

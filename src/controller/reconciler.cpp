@@ -419,7 +419,7 @@ Result<std::string> Pass::WriteOutputs(const std::string& outputs_json) {
     const json value = output.value("value", json());
     data[name] = Base64Encode(value.is_string() ? value.get<std::string>() : value.dump());
   }
-  const std::string name = target.value("name", "");
+  std::string name = target.value("name", "");
   json metadata = {{"name", name},
                    {"namespace", object_.ns},
                    {"labels", target.value("labels", json::object())},

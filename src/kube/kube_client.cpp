@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "core/clock.h"
+#include "core/decimal.h"
 #include "core/mutex.h"
 #include "core/token_bucket.h"
 #include "kube/kube_api.h"
@@ -250,7 +251,7 @@ class CurlKubeClient final : public KubeClient {
     if (response) {
       auto after = response->headers.find("retry-after");
       if (after != response->headers.end()) {
-        int seconds = std::atoi(after->second.c_str());
+        int seconds = ParseDecimal<int>(after->second).value_or(0);
         if (seconds > 0) return std::chrono::seconds(std::min(seconds, 10));
       }
     }

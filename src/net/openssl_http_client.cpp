@@ -11,6 +11,7 @@
 #include <cctype>
 #include <memory>
 
+#include "core/decimal.h"
 #include "core/http_url.h"
 #include "net/http_client.h"
 
@@ -59,7 +60,10 @@ Result<HttpResponse> ParseResponse(const std::string& raw, const std::string& co
     return MakeError(ErrorKind::kUnavailable, "malformed HTTP response", context);
   }
   HttpResponse response;
-  response.status = std::atoi(raw.c_str() + raw.find(' ') + 1);
+  // "HTTP/1.1 200 OK": the three digits after the first space.
+  auto status = ParseDecimal<int>(std::string_view(raw).substr(raw.find(' ') + 1, 3));
+  if (!status) return MakeError(ErrorKind::kUnavailable, "malformed HTTP status line", context);
+  response.status = *status;
   size_t line_start = raw.find("\r\n") + 2;
   while (line_start < end) {
     size_t line_end = raw.find("\r\n", line_start);

@@ -79,9 +79,12 @@ void KubeRunEvents::Loop() {
     mutex_.lock();
     if (posted) {
       failures_ = 0;
-    } else if (failures_ < kMaxConsecutiveFailures && ++failures_ == kMaxConsecutiveFailures) {
-      warn_("events: giving up after " + std::to_string(kMaxConsecutiveFailures) +
-            " failed posts (last: " + last_failure_ + "); the run goes on without them");
+    } else if (failures_ < kMaxConsecutiveFailures) {
+      ++failures_;
+      if (failures_ == kMaxConsecutiveFailures) {
+        warn_("events: giving up after " + std::to_string(kMaxConsecutiveFailures) +
+              " failed posts (last: " + last_failure_ + "); the run goes on without them");
+      }
     }
   }
   mutex_.unlock();

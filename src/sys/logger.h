@@ -12,7 +12,7 @@
 #include <vector>
 
 namespace spdlog {
-class logger;
+class logger;  // NOLINT(readability-identifier-naming): spdlog's name
 }
 
 namespace berth::sys {

@@ -123,7 +123,7 @@ struct ChildSetup {
   sigset_t previous;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &previous);
-  pid_t pid = vfork();
+  pid_t pid = vfork();  // NOLINT(bugprone-unsafe-functions): the child only sets up and execs
   if (pid == 0) {
     ExecChild(*setup.options, setup.argv, setup.envp, setup.output_fd, setup.stdout_fd,
               setup.error_fd, setup.parent);

@@ -3,8 +3,9 @@
 
 #include <unistd.h>
 
-#include <cstdio>
 #include <string>
+
+#include "core/decimal.h"
 
 namespace berth::tf {
 namespace {
@@ -61,9 +62,16 @@ Result<Binary> ChooseBinary(std::string_view choice, const std::string& explicit
 
 bool WritesJsonInto(const Binary& binary, std::string_view version) {
   if (binary.name != "tofu") return false;
-  int major = 0, minor = 0;
-  if (std::sscanf(std::string(version).c_str(), "%d.%d", &major, &minor) != 2) return false;
-  return major > 1 || (major == 1 && minor >= 12);
+  // MAJOR.MINOR[.PATCH[-PRE]]: the first two numbers decide.
+  const size_t first_dot = version.find('.');
+  if (first_dot == std::string_view::npos) return false;
+  const size_t second_dot = version.find('.', first_dot + 1);
+  auto major = ParseDecimal<int>(version.substr(0, first_dot));
+  auto minor = ParseDecimal<int>(version.substr(first_dot + 1, second_dot == std::string_view::npos
+                                                                   ? std::string_view::npos
+                                                                   : second_dot - first_dot - 1));
+  if (!major || !minor) return false;
+  return *major > 1 || (*major == 1 && *minor >= 12);
 }
 
 }  // namespace berth::tf

@@ -299,7 +299,7 @@ TEST_F(ReconcilerTest, AnOciRepositoryAndABucketArtifactAreRunAsAGitRepositorysI
   const fs::path crds = testenv::TestTool("BERTH_TEST_FLUX_SOURCE_CRDS").value();
   auto artifact = sys::PackModule(testenv::SourceDir() / "examples/file");
   ASSERT_TRUE(artifact);
-  const std::string served = *artifact;
+  const std::string& served = *artifact;
   auto server = net::StartHttpServer({}, [&served](const net::ServerRequest& request) {
     if (!request.target.ends_with("/latest.tar.gz")) return net::ServerResponse{.status = 404};
     return net::ServerResponse{.body = served};

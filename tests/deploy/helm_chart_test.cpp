@@ -86,7 +86,7 @@ std::string EnvValue(const json& container, const std::string& name) {
 TEST(HelmChart, LintsCleanAndItsSchemaRefusesWhatItWouldIgnore) {
   sys::Completed lint = Helm({"lint", "--strict", Chart().string()});
   EXPECT_EQ(lint.exit_code, 0) << lint.output;
-  for (auto [set, named] : std::vector<std::pair<std::string, std::string>>{
+  for (const auto& [set, named] : std::vector<std::pair<std::string, std::string>>{
            {"unknownValue=1", "unknownValue"},
            {"ephemeralRunner.memory=lots", "/ephemeralRunner/memory"},
            {"ephemeralRunner.pullPolicy=Sometimes", "/ephemeralRunner/pullPolicy"},

@@ -79,7 +79,7 @@ std::string GitSshServer::Url(const fs::path& repository) const {
 }
 
 Result<fs::path> GitSshServer::ForeignKey() const {
-  const fs::path other = dir_.Path() / "foreign";
+  fs::path other = dir_.Path() / "foreign";
   if (!fs::exists(other))
     if (auto made = KeyPair(other); !made) return made.error();
   return other;

@@ -120,13 +120,13 @@ Result<void> KubeTestCluster::StartApiserver() {
   auto sa_public = sa_key->PublicKeyPem();
   if (!sa_public) return sa_public.error();
 
-  for (auto [name, content] : {std::pair{"ca.crt", ca_.certificate_pem},
-                               {"apiserver.crt", serving_cert->certificate_pem},
-                               {"apiserver.key", serving_cert->key.pem},
-                               {"sa.key", sa_key->pem},
-                               {"sa.pub", *sa_public},
-                               {"kubelet-client.crt", kubelet_client_cert->certificate_pem},
-                               {"kubelet-client.key", kubelet_client_cert->key.pem}}) {
+  for (const auto& [name, content] : {std::pair{"ca.crt", ca_.certificate_pem},
+                                      {"apiserver.crt", serving_cert->certificate_pem},
+                                      {"apiserver.key", serving_cert->key.pem},
+                                      {"sa.key", sa_key->pem},
+                                      {"sa.pub", *sa_public},
+                                      {"kubelet-client.crt", kubelet_client_cert->certificate_pem},
+                                      {"kubelet-client.key", kubelet_client_cert->key.pem}}) {
     if (auto r = Write(dir / name, content); !r) return r.error();
   }
 

@@ -35,7 +35,7 @@ Result<std::string> BindRole(kube::KubeApi& admin, const std::filesystem::path& 
   auto binding = cli::YamlToJson(text->substr(split + 5));
   if (!binding) return binding.error();
   (*binding)["subjects"][0]["namespace"] = ns;
-  const std::string account = (*binding)["subjects"][0]["name"];
+  std::string account = (*binding)["subjects"][0]["name"];
   json service_account = {
       {"apiVersion", "v1"}, {"kind", "ServiceAccount"}, {"metadata", {{"name", account}}}};
   if (auto r = Ensure(admin, kube::kServiceAccounts, ns, service_account); !r) return r.error();

@@ -137,7 +137,8 @@ TEST_F(Images, TheRunnerImageIsTheHardenedBaseThePodBuilderExpects) {
   ASSERT_TRUE(files.contains("/usr/local/bin/tofu"));
   EXPECT_NE(files["/usr/local/bin/tofu"]["origin"].get<std::string>().find("OpenTofu v"),
             std::string::npos);
-  EXPECT_EQ(Tag(ImagesDir() / "runner"), labels["org.opencontainers.image.version"]);
+  EXPECT_EQ(Tag(ImagesDir() / "runner"),
+            labels["org.opencontainers.image.version"].get<std::string>());
 }
 
 TEST_F(Images, TheBerthdImageHoldsEveryLibraryBerthdLoadsAndRunsAsNonRoot) {

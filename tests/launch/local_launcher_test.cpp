@@ -187,7 +187,7 @@ TEST_F(LocalLauncherTest, ARunnerThatDiesIsAFailureWithoutAResult) {
   ASSERT_TRUE(WaitUntilLogSays("d1", "berth-slow-started"));
   auto pid = sys::ReadFile(dir_->Path() / "runs/d1/pid");
   ASSERT_TRUE(pid);
-  kill(-std::atoi(pid->c_str()), SIGKILL);
+  kill(-std::stoi(*pid), SIGKILL);
   auto outcome = outcomes_.WaitFor("d1");
   ASSERT_TRUE(outcome);
   EXPECT_TRUE(outcome->EndedAs(RunnerEnd::kFailed));
@@ -273,8 +273,7 @@ TEST_F(LocalLauncherTest, ARecoveryStopsUntrackedRunnersButNotHeldOnes) {
   Start(Options());
   ASSERT_TRUE(launcher_->Recover({}, [](const std::string& run) { return run == "held"; }));
   auto pid_of = [&](const char* run) {
-    return static_cast<pid_t>(
-        std::atoi(sys::ReadFile(dir_->Path() / "runs" / run / "pid")->c_str()));
+    return static_cast<pid_t>(std::stoi(*sys::ReadFile(dir_->Path() / "runs" / run / "pid")));
   };
   // The first launcher started them from this process: their ends are reaped here.
   auto alive = [](pid_t pid) {
@@ -369,7 +368,7 @@ TEST_F(LocalLauncherTest, AForkBombStopsAtTheProcessLimitAndDiesWithItsRun) {
   ASSERT_TRUE(log);
   size_t refused = log->find("(local-exec): fork refused after ");
   ASSERT_NE(refused, std::string::npos) << *log;
-  EXPECT_LT(std::atoi(log->c_str() + refused + 33), 256) << *log;
+  EXPECT_LT(std::stoi(log->substr(refused + 33)), 256) << *log;
   // Its sleeping children ended with the run's sandbox: none is left anywhere.
   int left = 0;
   for (int i = 0; i < 100; ++i) {

@@ -4,13 +4,18 @@
 // told to go, stopped, or its wait ends.
 #include "runner/gateway_client.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <thread>
 
 #include "core/mutex.h"
 #include "net/http_server.h"
@@ -197,6 +202,41 @@ TEST_F(AwaitApplyTest, ARefusalAStopOrTheEndOfItsWaitEndsIt) {
   ApplyGateway forged(0, {.status = 200, .body = R"({"op": "apply", "run_id": "../x"})"});
   EXPECT_FALSE(Await(forged, std::chrono::minutes(10)));
   EXPECT_EQ(forged.Asks(), 1);
+}
+
+// The runner's own HTTP client against a peer that answers one request with status_line.
+Result<net::HttpResponse> AnsweredWith(const std::string& status_line) {
+  sys::Fd listener(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in address{.sin_family = AF_INET};
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  EXPECT_EQ(bind(listener.Get(), reinterpret_cast<sockaddr*>(&address), length), 0);
+  EXPECT_EQ(listen(listener.Get(), 1), 0);
+  EXPECT_EQ(getsockname(listener.Get(), reinterpret_cast<sockaddr*>(&address), &length), 0);
+  std::thread peer([&] {
+    sys::Fd connection(accept4(listener.Get(), nullptr, nullptr, SOCK_CLOEXEC));
+    std::array<char, 4096> request{};
+    EXPECT_GT(read(connection.Get(), request.data(), request.size()), 0);
+    const std::string answer = status_line + "\r\nContent-Length: 2\r\n\r\nok";
+    EXPECT_EQ(write(connection.Get(), answer.data(), answer.size()),
+              static_cast<ssize_t>(answer.size()));
+  });
+  auto response = net::MakeOpenSslHttpClient()->Send(
+      {.url = "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port)) + "/"});
+  peer.join();
+  return response;
+}
+
+TEST(OpenSslHttpClient, AStatusThatIsNotThreeDigitsIsNoResponse) {
+  auto fine = AnsweredWith("HTTP/1.1 204 No Content");
+  ASSERT_TRUE(fine) << fine.error().ToString();
+  EXPECT_EQ(fine->status, 204);
+  for (const char* hostile : {"HTTP/1.1 2x0 OK", "HTTP/1.1 OK", "HTTP/1.1  200 OK"}) {
+    auto refused = AnsweredWith(hostile);
+    ASSERT_FALSE(refused) << hostile << " read as " << refused->status;
+    EXPECT_NE(refused.error().message.find("malformed HTTP status line"), std::string::npos)
+        << refused.error().ToString();
+  }
 }
 
 }  // namespace

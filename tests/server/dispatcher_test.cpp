@@ -264,7 +264,7 @@ TEST_F(DispatcherTest, AStateLockARunnerDiedHoldingIsReleasedForTheNextDeploymen
   EXPECT_EQ(holder->run_id, "k1");
   auto pid = sys::ReadFile(dir_->Path() / "runs/k1/pid");
   ASSERT_TRUE(pid);
-  ASSERT_EQ(kill(-std::atoi(pid->c_str()), SIGKILL), 0);  // the runner and tofu, at once
+  ASSERT_EQ(kill(-std::stoi(*pid), SIGKILL), 0);  // the runner and tofu, at once
 
   ASSERT_TRUE(RunUntilEnded({"k1", "k2"}));
   auto k1 = store_->Deployments().Get("acme", "k1");
@@ -330,7 +330,7 @@ TEST_F(DispatcherTest, AKubernetesStorageLeaseARunnerDiedHoldingIsBrokenForTheNe
   EXPECT_TRUE(info.value("Who", "").ends_with("@l1")) << held->dump(2);
   auto pid = sys::ReadFile(dir_->Path() / "runs/l1/pid");
   ASSERT_TRUE(pid);
-  ASSERT_EQ(kill(-std::atoi(pid->c_str()), SIGKILL), 0);  // the runner and tofu, at once
+  ASSERT_EQ(kill(-std::stoi(*pid), SIGKILL), 0);  // the runner and tofu, at once
 
   ASSERT_TRUE(RunUntilEnded({"l1", "l2"}));
   auto l2 = store_->Deployments().Get("acme", "l2");

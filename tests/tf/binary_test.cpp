@@ -74,6 +74,9 @@ TEST(WritesJsonInto, OnlyTofuFrom1Point12) {
   EXPECT_FALSE(WritesJsonInto(tofu, "0.99.0"));
   EXPECT_FALSE(WritesJsonInto(tofu, ""));
   EXPECT_FALSE(WritesJsonInto(tofu, "dev"));
+  EXPECT_TRUE(WritesJsonInto(tofu, "1.12"));
+  EXPECT_FALSE(WritesJsonInto(tofu, "1x.12.0"));
+  EXPECT_FALSE(WritesJsonInto(tofu, "1.1x2.0"));
   EXPECT_FALSE(WritesJsonInto(terraform, "1.14.0"));
 }
 

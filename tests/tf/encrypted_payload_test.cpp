@@ -44,10 +44,10 @@ TEST(EncryptedPayload, APayloadThatDoesNotOpenIsAnError) {
   std::string sealed = crypto::AesGcmSeal(kKey, "plan", {});
   std::string tampered = sealed;
   tampered[14] = static_cast<char>(tampered[14] ^ 1);
-  for (auto [data, key] : {std::pair{Envelope(Base64Encode(sealed)), std::string(32, 'L')},
-                           std::pair{Envelope(Base64Encode(tampered)), kKey},
-                           std::pair{Envelope(Base64Encode("short")), kKey},
-                           std::pair{Envelope("not base64!"), kKey}}) {
+  for (const auto& [data, key] : {std::pair{Envelope(Base64Encode(sealed)), std::string(32, 'L')},
+                                  std::pair{Envelope(Base64Encode(tampered)), kKey},
+                                  std::pair{Envelope(Base64Encode("short")), kKey},
+                                  std::pair{Envelope("not base64!"), kKey}}) {
     auto opened = OpenAesGcmPayload(data, key);
     ASSERT_FALSE(opened);
     EXPECT_EQ(opened.error().kind, ErrorKind::kInvalidArgument) << opened.error().ToString();

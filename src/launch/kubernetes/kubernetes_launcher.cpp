@@ -138,6 +138,7 @@ void KubernetesLauncher::Loop() {
 std::vector<kube::InformerStats> KubernetesLauncher::WatchStats() const {
   MutexLock lock(mutex_);
   std::vector<kube::InformerStats> stats;
+  stats.reserve(informers_.size());
   for (const auto& [ns, informer] : informers_) stats.push_back(informer->Stats());
   return stats;
 }

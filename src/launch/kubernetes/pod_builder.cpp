@@ -109,7 +109,7 @@ Result<json> BuildResources(const KubernetesSettings& settings, const RunnerPodC
   return resources.Build();
 }
 
-json Mount(const char* name, const char* path, bool read_only = false) {
+json Mount(std::string_view name, std::string_view path, bool read_only = false) {
   json mount = {{"name", name}, {"mountPath", path}};
   if (read_only) mount["readOnly"] = true;
   return mount;
@@ -245,7 +245,7 @@ Result<RunnerManifests> BuildRunnerManifests(const KubernetesSettings& settings,
   const char* secret_volume = served ? "berth-tls" : "berth-token";
   json mounts = {Mount("home", "/home/runner"), Mount("tmp", "/tmp"),
                  Mount("berth-bin", kSharedBinaryDir, true),
-                 Mount(secret_volume, (served ? kTlsMountPath : kTokenMountPath).data(), true)};
+                 Mount(secret_volume, served ? kTlsMountPath : kTokenMountPath, true)};
   for (const json& mount : Array(spec, "volumeMounts")) mounts.push_back(mount);
   json main = berth_container({{"name", kMainContainer},
                                {"image", image},

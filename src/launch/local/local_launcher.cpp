@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "core/decimal.h"
 #include "core/http_url.h"
 #include "launch/run_outcome.h"
 #include "sys/files.h"
@@ -54,11 +55,11 @@ bool IsRunnerOf(pid_t pid, const fs::path& dir) {
 // starting it and writing the pid, the process group leader whose command line names the
 // folder. -1 when there is none.
 pid_t RunnerPid(const fs::path& dir, const std::string& pid_text) {
-  pid_t pid = static_cast<pid_t>(std::atoi(pid_text.c_str()));
+  pid_t pid = ParseDecimal<pid_t>(pid_text).value_or(0);
   if (pid > 0) return Alive(pid) && IsRunnerOf(pid, dir) ? pid : -1;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator("/proc", ec)) {
-    pid_t candidate = static_cast<pid_t>(std::atoi(entry.path().filename().c_str()));
+    pid_t candidate = ParseDecimal<pid_t>(entry.path().filename().native()).value_or(0);
     if (candidate > 0 && getpgid(candidate) == candidate && IsRunnerOf(candidate, dir) &&
         Alive(candidate))
       return candidate;
@@ -72,7 +73,7 @@ fs::path ResultPath(const fs::path& dir) { return dir / "out" / "result.json"; }
 
 // A field of the runner's configuration (validated when the runner was saved), or fallback.
 template <class T>
-T RunnerSetting(const LaunchRequest& request, const char* field, T fallback) {
+T RunnerSetting(const LaunchRequest& request, const char* field, const T& fallback) {
   const nlohmann::json& config = request.runner_configuration;
   return config.is_object() ? config.value(field, fallback) : fallback;
 }

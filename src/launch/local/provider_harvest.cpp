@@ -85,8 +85,11 @@ class PackageWalk {
       if (S_ISDIR(entry.st_mode)) {
         sys::Fd from = OpenDir(src, name);
         sys::Fd to;
-        if (dest >= 0 && (mkdirat(dest, name.c_str(), 0755) != 0 || !(to = OpenDir(dest, name))))
-          return false;
+        if (dest >= 0) {
+          if (mkdirat(dest, name.c_str(), 0755) != 0) return false;
+          to = OpenDir(dest, name);
+          if (!to) return false;
+        }
         if (!from || !Walk(from.Get(), dest >= 0 ? to.Get() : -1, path, depth + 1)) return false;
       } else if (S_ISREG(entry.st_mode) && !File(src, dest, name, path)) {
         return false;

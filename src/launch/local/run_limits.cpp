@@ -75,6 +75,7 @@ std::string RunLimits::NeedingCgroup() const {
 
 std::vector<fs::path> RunCgroup::ProcsFiles() const {
   std::vector<fs::path> out;
+  out.reserve(dirs_.size());
   for (const auto& [controller, dir] : dirs_) out.push_back(dir / "cgroup.procs");
   return out;
 }

@@ -48,6 +48,7 @@ void Router::Add(std::string method, std::string pattern, RouteHandler handler) 
 
 std::vector<std::string> Router::Routes() const {
   std::vector<std::string> out;
+  out.reserve(routes_.size());
   for (const auto& r : routes_) out.push_back(r.method + " " + r.pattern);
   return out;
 }
