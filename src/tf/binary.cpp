@@ -67,9 +67,8 @@ bool WritesJsonInto(const Binary& binary, std::string_view version) {
   if (first_dot == std::string_view::npos) return false;
   const size_t second_dot = version.find('.', first_dot + 1);
   auto major = ParseDecimal<int>(version.substr(0, first_dot));
-  auto minor = ParseDecimal<int>(version.substr(first_dot + 1, second_dot == std::string_view::npos
-                                                                   ? std::string_view::npos
-                                                                   : second_dot - first_dot - 1));
+  // With no second dot the length is past the end, which substr clamps.
+  auto minor = ParseDecimal<int>(version.substr(first_dot + 1, second_dot - first_dot - 1));
   if (!major || !minor) return false;
   return *major > 1 || (*major == 1 && *minor >= 12);
 }
