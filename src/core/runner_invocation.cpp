@@ -13,6 +13,7 @@ std::vector<std::string> RunnerInvocation::Args() const {
   value("inputs-hash", inputs_hash);
   value("state-backend", state_backend);
   for (const std::string& entry : backend_config) value("backend-config", entry);
+  if (!lock) args.emplace_back("--lock=false");
   value("providers", providers);
   value("module", module);
   value("config", config);

@@ -19,6 +19,8 @@ struct RunnerInvocation {
   std::string inputs_hash;
   std::string state_backend;  // http | kubernetes | s3 | gcs | azurerm
   std::vector<std::string> backend_config;
+  // false: TF runs with -lock=false, berthd holding the state's lock for the whole run
+  bool lock = true;
   std::string providers;  // a provider mirror folder
   std::string module;     // a folder or archive; empty: the gateway's bundle (or the default)
   std::string config;     // a tfvars JSON file; empty: the gateway's inputs

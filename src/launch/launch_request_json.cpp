@@ -6,10 +6,10 @@ namespace berth {
 
 // What the run is (core/runner_invocation.h); where it runs is the agent's.
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RunnerInvocation, op, gateway, run_id, inputs_hash,
-                                                state_backend, backend_config, providers, module,
-                                                config, bin, approved_plan, approved_plan_sha256,
-                                                plan_destroy, allow_destroy, state_encryption,
-                                                log_recipient)
+                                                state_backend, backend_config, lock, providers,
+                                                module, config, bin, approved_plan,
+                                                approved_plan_sha256, plan_destroy, allow_destroy,
+                                                state_encryption, log_recipient)
 
 namespace launch {
 namespace {
@@ -47,9 +47,9 @@ Result<LaunchRequest> LaunchRequestFromJson(const json& doc) {
     return known.error();
   if (auto known = OnlyKnownKeys(
           doc.value("invocation", json::object()),
-          {"op", "gateway", "run_id", "inputs_hash", "state_backend", "backend_config", "providers",
-           "module", "config", "bin", "approved_plan", "approved_plan_sha256", "plan_destroy",
-           "allow_destroy", "state_encryption", "log_recipient"},
+          {"op", "gateway", "run_id", "inputs_hash", "state_backend", "backend_config", "lock",
+           "providers", "module", "config", "bin", "approved_plan", "approved_plan_sha256",
+           "plan_destroy", "allow_destroy", "state_encryption", "log_recipient"},
           "request.invocation");
       !known)
     return known.error();

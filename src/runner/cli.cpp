@@ -187,6 +187,7 @@ void AddRunFlags(FlagSet& flags, RunOptions& o) {
     o.file_mappings.push_back(std::move(*mapping));
     return {};
   });
+  flags.Bool("lock", &o.lock);
   flags.Value("lock-timeout", DurationFlag(&o.lock_timeout));
   flags.Value("stop-timeout", DurationFlag(&o.stop_timeout));
   flags.Value("await-apply", DurationFlag(&o.await_apply));
@@ -451,6 +452,8 @@ CommandLine ParseFlags(const std::vector<std::string>& args) {
       line.error = Usage(
           "run: --await-apply waits for the apply of a plan berthd keeps: it needs --op=plan and "
           "--gateway");
+    } else if (!run.options.lock && flags.Changed("lock-timeout")) {
+      line.error = Usage("run: --lock-timeout waits for a lock that --lock=false does not take");
     } else if (run.options.prepared) {
       line.error = PreparedProblem(run.options);
     } else if (!run.options.changes_file.empty() && run.options.op != "plan" &&

@@ -54,6 +54,8 @@ struct RunOptions {
   std::string cli_config;
   std::vector<FileMapping> file_mappings;
   // runtime
+  // false: TF takes no state lock (-lock=false): the one who launched the run holds it.
+  bool lock = true;
   Duration lock_timeout = std::chrono::minutes(5);
   Duration stop_timeout = std::chrono::minutes(1);
   std::optional<Duration> timeout;

@@ -39,9 +39,13 @@ using nlohmann::json;
 
 std::string Now() { return FormatRfc3339(std::chrono::system_clock::now()); }
 
-std::string LockTimeoutFlag(Duration d) {
+// How a command that takes the state lock treats it: waits for it up to --lock-timeout, or
+// takes none when the run holds it already (--lock=false).
+std::string LockFlag(const RunOptions& o) {
+  if (!o.lock) return "-lock=false";
   return "-lock-timeout=" +
-         std::to_string(std::chrono::duration_cast<std::chrono::seconds>(d).count()) + "s";
+         std::to_string(std::chrono::duration_cast<std::chrono::seconds>(o.lock_timeout).count()) +
+         "s";
 }
 
 // "a, b, c and 4 more": destructive addresses, bounded.
@@ -293,8 +297,7 @@ class Run {
 
   bool Init() {
     if (!LendProviders()) return false;
-    std::vector<std::string> args{"init", "-input=false", "-no-color",
-                                  LockTimeoutFlag(o_.lock_timeout)};
+    std::vector<std::string> args{"init", "-input=false", "-no-color", LockFlag(o_)};
     for (const auto& value : o_.backend_config) {
       // KEY=VALUE passes as is; anything else names a file, which TF reads itself.
       args.push_back("-backend-config=" + value);
@@ -413,8 +416,8 @@ class Run {
   // TF process, another load of every provider's schema). Only when plan fails does validate
   // say whose fault it was: the configuration's (Validate), or the plan's (Plan).
   bool MakePlan(const std::vector<std::string>& extra, const fs::path& path) {
-    std::vector<std::string> args{"plan", "-input=false", "-no-color",
-                                  LockTimeoutFlag(o_.lock_timeout), "-out=" + path.string()};
+    std::vector<std::string> args{"plan", "-input=false", "-no-color", LockFlag(o_),
+                                  "-out=" + path.string()};
     args.insert(args.end(), extra.begin(), extra.end());
     auto vars = VarFileArgs();
     args.insert(args.end(), vars.begin(), vars.end());
@@ -489,7 +492,7 @@ class Run {
       if (!analysis || !Approved(*analysis) || !Guard(*analysis)) return false;
     }
     std::vector<std::string> args{"apply", "-input=false", "-no-color", "-auto-approve",
-                                  LockTimeoutFlag(o_.lock_timeout)};
+                                  LockFlag(o_)};
     AddEventsFile(args);
     args.push_back(path.string());
     bool applied = Step("apply", args, RunErrorKind::kApply);
@@ -501,9 +504,8 @@ class Run {
   }
 
   bool OpRefresh() {
-    std::vector<std::string> args{"apply",         "-refresh-only",
-                                  "-auto-approve", "-input=false",
-                                  "-no-color",     LockTimeoutFlag(o_.lock_timeout)};
+    std::vector<std::string> args{"apply",        "-refresh-only", "-auto-approve",
+                                  "-input=false", "-no-color",     LockFlag(o_)};
     auto vars = VarFileArgs();
     args.insert(args.end(), vars.begin(), vars.end());
     AddEventsFile(args);
@@ -547,8 +549,7 @@ class Run {
     if (auto w = sys::WriteFileAtomicUnsynced(file, state); !w)
       return Fail(RunErrorKind::kRestore, "restore", w.error().ToString());
     bool pushed =
-        Step("restore", {"state", "push", LockTimeoutFlag(o_.lock_timeout), file.string()},
-             RunErrorKind::kRestore);
+        Step("restore", {"state", "push", LockFlag(o_), file.string()}, RunErrorKind::kRestore);
     fs::remove(file);
     return pushed && Step("state-list", {"state", "list"}, RunErrorKind::kRestore);
   }
@@ -603,8 +604,8 @@ class Run {
     if (!fs::exists(errored, ec)) return;
     steps_->Log("rescue", "state was not persisted; pushing errored.tfstate again");
     StepOutcome out;
-    std::vector<std::string> args{binary_.path.string(), "state", "push",
-                                  LockTimeoutFlag(o_.lock_timeout), errored.string()};
+    std::vector<std::string> args{binary_.path.string(), "state", "push", LockFlag(o_),
+                                  errored.string()};
     out = steps_->Run("rescue", args);
     result_.steps.push_back({"rescue", out.exit_code, out.seconds});
     if (out.exit_code == 0) {

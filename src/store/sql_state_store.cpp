@@ -152,14 +152,16 @@ class SqlStateStore final : public StateStore {
     return entries;
   }
 
-  Result<std::vector<std::string>> ReleaseLocksOf(const std::string& run_id) override {
-    if (run_id.empty()) return std::vector<std::string>{};  // nobody's: never all of them
+  Result<std::vector<ReleasedLock>> ReleaseLocksOf(const std::string& run_id) override {
+    if (run_id.empty()) return std::vector<ReleasedLock>{};  // nobody's: never all of them
     auto c = pool_.Borrow();
-    auto rows = c->Query("DELETE FROM state_locks WHERE run_id = $1 RETURNING state_key", {run_id});
+    auto rows = c->Query("DELETE FROM state_locks WHERE run_id = $1 RETURNING state_key, lock_id",
+                         {run_id});
     if (!rows) return rows.error();
-    std::vector<std::string> keys;
-    for (const auto& r : *rows) keys.push_back(r.Text(0));
-    return keys;
+    std::vector<ReleasedLock> released;
+    released.reserve(rows->size());
+    for (const auto& r : *rows) released.push_back({r.Text(0), r.Text(1)});
+    return released;
   }
 
  private:

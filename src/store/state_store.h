@@ -26,6 +26,12 @@ struct StateLock {
   std::string run_id;  // the run whose token took it ("" for one taken otherwise)
 };
 
+// A lock released because its run ended.
+struct ReleasedLock {
+  std::string key;
+  std::string id;
+};
+
 // Something done to a state by hand, kept with it.
 struct StateHistoryEntry {
   std::string action;  // "unlock", "rollback"
@@ -67,8 +73,8 @@ class StateStore {
                                         int64_t before) = 0;
   // The keys with more than one version: those a pruning may shorten.
   virtual Result<std::vector<std::string>> KeysWithHistory() = 0;
-  // Releases every lock the run holds; the keys it held.
-  virtual Result<std::vector<std::string>> ReleaseLocksOf(const std::string& run_id) = 0;
+  // Releases every lock the run holds.
+  virtual Result<std::vector<ReleasedLock>> ReleaseLocksOf(const std::string& run_id) = 0;
 };
 
 }  // namespace berth::store

@@ -23,6 +23,7 @@ LaunchRequest Example() {
                         .inputs_hash = "sha256:ab",
                         .state_backend = "http",
                         .backend_config = {"address=https://berth.example.com/state/x"},
+                        .lock = false,
                         .allow_destroy = true,
                         .ns = "placement-is-the-agents"};
   request.labels = {{"team", "web"}};
@@ -43,6 +44,7 @@ TEST(LaunchRequestJson, RoundTripsWhatTheRunIsAndNeverItsTokenOrPlacement) {
     expected.ns.clear();
     return expected.Args();
   }());
+  EXPECT_FALSE(back->invocation.lock) << "berthd holds the lock: the agent's runner must not wait";
   EXPECT_EQ(back->labels.at("team"), "web");
   EXPECT_EQ(back->runner_configuration["job"]["namespace"], "b");
 }

@@ -103,6 +103,7 @@ TEST(RunnerCli, RunTakesEveryFlagOfTheContract) {
   EXPECT_EQ(o.path, "envs/dev");
   EXPECT_EQ(o.backend_config, (Args{"a=b", "/b.hcl"}));
   EXPECT_EQ(o.lock_timeout, std::chrono::seconds(30));
+  EXPECT_TRUE(o.lock) << "the default";
   EXPECT_EQ(o.timeout, std::chrono::hours(1));
   EXPECT_TRUE(o.allow_destroy);
   EXPECT_EQ(o.result_max_bytes, 2048u);
@@ -332,6 +333,10 @@ INSTANTIATE_TEST_SUITE_P(
         Refused{{"run", "--op=plan", "extra"}, "takes no arguments", true},
         Refused{{"run", "--op=plan", "--nope"}, "unknown flag: --nope", true},
         Refused{{"run", "--op=plan", "--lock-timeout=5"}, "--lock-timeout", true},
+        Refused{{"run", "--op=plan", "--lock=false", "--lock-timeout=5s"},
+                "--lock-timeout waits for a lock that --lock=false does not take",
+                true},
+        Refused{{"run", "--op=plan", "--lock=maybe"}, "--lock", true},
         Refused{{"run", "--op=plan", "--result-max-bytes=100"}, "--result-max-bytes", true},
         Refused{{"run", "--op=plan", "--inputs-hash=md5:x"}, "--inputs-hash", true},
         Refused{{"run", "--op=apply", "--approved-plan-sha256=sha256:ab"},

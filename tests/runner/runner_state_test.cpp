@@ -65,6 +65,9 @@ TEST_F(RunnerKubernetesBackend, AHeldLockIsStateLockedAndForceUnlockFreesIt) {
   std::string message = blocked.result["error"]["message"];
   std::smatch id;
   ASSERT_TRUE(std::regex_search(message, id, std::regex("ID ([0-9a-f-]{36})"))) << message;
+  // --lock=false: the caller holds the lock for the run, so tofu takes none and is not stopped.
+  auto unlocking = h_->Run(Flags("plan", "locked", "unlocking", {"--lock=false"}));
+  EXPECT_EQ(unlocking.exit_code, 0) << Describe(unlocking);
 
   // The holder dies without unlocking (as a deleted Pod would): the Lease stays held.
   holder.Signal(SIGKILL);

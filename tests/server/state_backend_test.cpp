@@ -161,6 +161,28 @@ TEST_F(StateBackendTest, TofusForceUnlockReleasesALockByItsIdAndNoOther) {
             0);
 }
 
+// berthd holds its state's lock for a whole run (the lock's ID is the run's), and the run's tofu
+// takes none: its writes, with no lock ID, land under that lock, and once an operator breaks it
+// they are refused.
+TEST_F(StateBackendTest, ARunsWritesWithoutALockOfTheirOwnLandUnderTheLockBerthdHoldsForIt) {
+  Dispatch("run-4");
+  std::string token = Token("run-4");
+  ASSERT_EQ(Init(token).exit_code, 0);
+  ASSERT_TRUE(store_->States().Lock(
+      "acme/web/dev", {"run-4", R"({"ID":"run-4","Who":"berthd@run-4"})", 0, "run-4"}));
+  auto apply = Tofu({"apply", "-auto-approve", "-input=false", "-lock=false"}, token);
+  ASSERT_EQ(apply.exit_code, 0) << apply.output;
+  EXPECT_NE(store_->States().Current("acme/web/dev")->find("\"hello\""), std::string::npos);
+  EXPECT_EQ(store_->States().Holder("acme/web/dev")->id, "run-4") << "still the run's";
+
+  ASSERT_TRUE(store_->States().Unlock("acme/web/dev", ""));  // an operator breaks it
+  auto late =
+      Tofu({"apply", "-auto-approve", "-input=false", "-lock=false", "-var=greeting=hi"}, token);
+  EXPECT_NE(late.exit_code, 0) << late.output;
+  EXPECT_EQ(store_->States().Current("acme/web/dev")->find("\"hi\""), std::string::npos)
+      << "the late write did not land";
+}
+
 TEST_F(StateBackendTest, RefusesTokensOfAnotherEnvironmentExpiredOrMissing) {
   auto http = net::MakeCurlHttpClient();
   auto get = [&](const std::string& authorization) {

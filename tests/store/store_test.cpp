@@ -419,8 +419,12 @@ TEST_P(StoreTest, LocksKnowTheirRunAndAStatesHistoryIsKeptNewestFirst) {
   ASSERT_TRUE(states.Lock("acme/web/dev", {"lock-a", R"({"Who":"x"})", 0, "run-7"}));
   ASSERT_TRUE(states.Lock("acme/web/prod", {"lock-b", R"({"Who":"y"})", 0, "run-8"}));
   EXPECT_EQ(states.Holder("acme/web/dev")->run_id, "run-7");
-  EXPECT_EQ(*states.ReleaseLocksOf(""), std::vector<std::string>{}) << "nobody's is not all";
-  EXPECT_EQ(*states.ReleaseLocksOf("run-7"), std::vector<std::string>{"acme/web/dev"});
+  EXPECT_TRUE(states.ReleaseLocksOf("")->empty()) << "nobody's is not all";
+  auto released = states.ReleaseLocksOf("run-7");
+  ASSERT_TRUE(released);
+  ASSERT_EQ(released->size(), 1u);
+  EXPECT_EQ(released->front().key, "acme/web/dev");
+  EXPECT_EQ(released->front().id, "lock-a");
   EXPECT_EQ(states.Holder("acme/web/dev").error().kind, ErrorKind::kNotFound);
   EXPECT_TRUE(states.Holder("acme/web/prod"));  // another run's
 

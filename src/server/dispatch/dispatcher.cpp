@@ -128,8 +128,8 @@ Result<Dispatcher::Launch> Dispatcher::Prepare(const store::Deployment& d) {
                      "a folder on the server runs on local runners only; runner " + *runner_id +
                          " is " + type + ": deploy a bundle");
   std::string url = launcher->second->BerthdUrlForRunners().value_or(options_.url);
-  auto backend = RenderBackend(runner->body.value("state_storage_configuration", json::object()),
-                               d.Environment(), url, type != "local");
+  const json storage = runner->body.value("state_storage_configuration", json::object());
+  auto backend = RenderBackend(storage, d.Environment(), url, type != "local");
   if (!backend) return backend.error();
 
   auto token = MintRunTokenOf(d, d.run_id, options_.token_lifetime, signer_, clock_.WallSeconds());
@@ -147,6 +147,7 @@ Result<Dispatcher::Launch> Dispatcher::Prepare(const store::Deployment& d) {
   run.inputs_hash = InputsHash(RenderInputs(d));
   run.state_backend = backend->type;
   run.backend_config = backend->config;
+  run.lock = storage.value("type", "") != "berth";  // berthd's own: HoldStateLock holds it
   run.providers = options_.providers;
   // A folder on the server (embedded berthd) is read in place; a bundle comes from the gateway.
   run.module = path;
@@ -199,9 +200,10 @@ void Dispatcher::ReleaseStateLocks(const store::Deployment& d, const std::string
     log_.Error("state locks not released", {{"run", run_id}, {"why", released.error().message}});
     return;
   }
-  for (const std::string& key : *released) {
+  for (const store::ReleasedLock& lock : *released) {
+    if (lock.id == run_id) continue;  // HoldStateLock's: every run ends holding it
     OnRunEvent(run_id, {.reason = "StateLockReleased",
-                        .message = "the run ended holding the state lock of " + key +
+                        .message = "the run ended holding the state lock of " + lock.key +
                                    "; berth released it so that the next deployment can run",
                         .warning = false});
   }
@@ -264,10 +266,34 @@ bool Dispatcher::Held(const std::string& run_id) {
   return owner->state == S::kDispatched || owner->state == S::kRunning;
 }
 
+Result<void> Dispatcher::HoldStateLock(const store::Deployment& d) {
+  const std::string key = d.Environment().Key();
+  const std::string created = FormatRfc3339(
+      std::chrono::system_clock::time_point(std::chrono::milliseconds(clock_.WallMillis())));
+  // TF's LockInfo, as a TF of another run that finds it locked prints it.
+  const json info = {{"ID", d.run_id},
+                     {"Operation", RunOp(d) == "plan" ? "OperationTypePlan" : "OperationTypeApply"},
+                     {"Info", "held by berthd for run " + d.run_id + " of deployment " + d.id},
+                     {"Who", "berthd@" + d.run_id},
+                     {"Version", ""},
+                     {"Created", created},
+                     {"Path", ""}};
+  auto locked = store_.States().Lock(key, {d.run_id, info.dump(), 0, d.run_id});
+  if (locked || locked.error().reason != "Locked") return locked;
+  json holder = json::parse(locked.error().context, nullptr, false);
+  std::string who = holder.is_object() ? holder.value("Who", "") : "";
+  return MakeError(ErrorKind::kFailedPrecondition,
+                   "the state of " + key + " is locked" + (who.empty() ? "" : " by " + who) +
+                       " (a runner that was lost may still be writing it): once it is surely "
+                       "stopped, `berth state unlock " +
+                       d.env_id + " --project " + d.project_id + " --reason ...` frees it");
+}
+
 bool Dispatcher::Start(const store::Deployment& d) {
   auto launch = Prepare(d);
   Result<void> launched = launch.has_error() ? Result<void>(launch.error()) : Result<void>();
-  if (launch) {
+  if (launch && !launch->request.invocation.lock) launched = HoldStateLock(d);
+  if (launched) {
     // Known before the launch: a run may end before Launch returns.
     {
       MutexLock lock(mutex_);
@@ -293,6 +319,9 @@ bool Dispatcher::Start(const store::Deployment& d) {
     }
     log_.Warn("launch failed",
               {{"org", d.org_id}, {"deployment", d.id}, {"why", launched.error().message}});
+    // A lock HoldStateLock took for a run that never started.
+    if (auto released = store_.States().ReleaseLocksOf(d.run_id); !released)
+      log_.Error("state lock not released", {{"run", d.run_id}, {"why", released.error().message}});
     Move(d, S::kDispatched, S::kFailed, launched.error().message);
     return false;
   }

@@ -108,6 +108,10 @@ class Dispatcher : public launch::RunObserver, public DeploymentControl {
   Result<Launch> Prepare(const store::Deployment& deployment);
   // Launches a dispatched deployment's run and marks it running, or fails it.
   bool Start(const store::Deployment& deployment) EXCLUDES(mutex_);
+  // berthd's own state is locked for the whole of a run (its TF runs with -lock=false): one
+  // lock and one release a run instead of TF's lock and unlock around each command. Taken
+  // again, it is this run's already. kFailedPrecondition, naming the holder, when another has it.
+  Result<void> HoldStateLock(const store::Deployment& deployment);
   // The newest version of the deployment's state in berth's backend (0: none, or the state
   // lives elsewhere): what a plan waiting for approval was made against.
   Result<int64_t> StateVersion(const store::Deployment& deployment);
@@ -141,9 +145,10 @@ class Dispatcher : public launch::RunObserver, public DeploymentControl {
   // needs it).
   void RecordEnd(const store::Deployment& d, const std::string& run_id,
                  const launch::RunOutcome& reported, bool release_lost_locks);
-  // The state locks a run that has ended still holds (its runner was killed mid-apply, say)
-  // are released, each with an event on its deployment. A lost runner's are kept unless
-  // release_lost: it may still be running, with a token that is still good.
+  // The state locks a run that has ended still holds are released: the one berthd took for it,
+  // and any its TF left (its runner was killed mid-apply, say), each of those with an event on
+  // its deployment. A lost runner's are kept unless release_lost: it may still be running,
+  // with a token that is still good.
   void ReleaseStateLocks(const store::Deployment& d, const std::string& run_id,
                          const launch::RunOutcome& outcome, bool release_lost);
   // Moves a deployment from one state to another; a refusal (another berthd moved it first,

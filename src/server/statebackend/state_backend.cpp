@@ -67,6 +67,11 @@ net::ServerResponse StateBackend::Handle(const net::ServerRequest& request) cons
     return Problem(StatusOf(live.error()), live.error().message);
 
   const std::string& method = request.method;
+  // A write with no lock ID comes from TF run with -lock=false: berthd holds the lock for the
+  // whole run, with the run's id as its ID, so the write is under that lock (and refused once an
+  // operator broke it: a run cut off cannot write over what came after).
+  std::string lock_id = QueryValue(request.target, "ID");
+  if (lock_id.empty()) lock_id = token->run_id;
   if (method == "GET") {
     auto state = states_.Current(key);
     if (!state && state.error().kind == ErrorKind::kNotFound) return Reply(204);
@@ -76,7 +81,7 @@ net::ServerResponse StateBackend::Handle(const net::ServerRequest& request) cons
   if (method == "POST") {
     if (auto state = ParseBoundedJson(request.body, kMaxTfDocumentDepth); !state)
       return Problem(400, "the state is refused: " + state.error().message);
-    auto stored = states_.Put(key, request.body, QueryValue(request.target, "ID"), token->run_id);
+    auto stored = states_.Put(key, request.body, lock_id, token->run_id);
     if (!stored) {
       if (stored.error().reason == "Locked") return Reply(423, stored.error().context);
       return Problem(StatusOf(stored.error()), stored.error().message);
@@ -84,7 +89,7 @@ net::ServerResponse StateBackend::Handle(const net::ServerRequest& request) cons
     return Reply(200);
   }
   if (method == "DELETE") {
-    auto deleted = states_.Delete(key, QueryValue(request.target, "ID"), token->run_id);
+    auto deleted = states_.Delete(key, lock_id, token->run_id);
     if (!deleted) {
       if (deleted.error().reason == "Locked") return Reply(423, deleted.error().context);
       return Problem(StatusOf(deleted.error()), deleted.error().message);
