@@ -1,6 +1,6 @@
 #include "core/http_url.h"
 
-#include <charconv>
+#include "core/decimal.h"
 
 namespace berth {
 
@@ -37,9 +37,10 @@ Result<HttpUrl> HttpUrl::Parse(std::string_view text) {
   if (url.host.empty()) return invalid("no host");
   url.port = url.scheme == "https" ? 443 : 80;
   if (!port.empty()) {
-    auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), url.port);
-    if (ec != std::errc() || end != port.data() + port.size() || url.port < 1 || url.port > 65535)
+    auto number = ParseDecimal<int>(port);
+    if (!number || *number < 1 || *number > 65535)
       return invalid("the port is not a number from 1 to 65535");
+    url.port = *number;
   }
   return url;
 }

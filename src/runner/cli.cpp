@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <filesystem>
 
+#include "core/decimal.h"
 #include "core/pattern.h"
 #include "core/quantity.h"
 #include "core/run_result.h"
@@ -50,12 +50,9 @@ FlagSet::Setter DurationFlag(Duration* target) {
 
 template <class Int>
 Result<Int> ParseInt(std::string_view v) {
-  Int n{};
-  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-  if (ec != std::errc() || end != v.data() + v.size()) {
-    return MakeError(ErrorKind::kInvalidArgument, "must be a whole number");
-  }
-  return n;
+  auto n = ParseDecimal<Int>(v);
+  if (!n) return MakeError(ErrorKind::kInvalidArgument, "must be a whole number");
+  return *n;
 }
 
 // A Kubernetes quantity of bytes, as the logging buffer sizes take ("0", "512Ki", "1Mi").

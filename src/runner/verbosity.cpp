@@ -1,7 +1,7 @@
 // -v and --vmodule.
 #include "runner/verbosity.h"
 
-#include <charconv>
+#include "core/decimal.h"
 
 namespace berth::runner {
 namespace {
@@ -24,11 +24,10 @@ Result<std::vector<std::pair<std::string, int>>> Verbosity::ParseVmodule(std::st
     std::string_view pattern = entry.substr(0, eq), level = entry.substr(eq + 1);
     if (pattern.size() > kMaxPatternBytes)
       return Invalid("a pattern has at most " + std::to_string(kMaxPatternBytes) + " bytes");
-    int n = 0;
-    auto [end, ec] = std::from_chars(level.data(), level.data() + level.size(), n);
-    if (ec != std::errc() || end != level.data() + level.size() || n < 0)
+    auto n = ParseDecimal<int>(level);
+    if (!n || *n < 0)
       return Invalid("each entry must be pattern=N with N a whole number of at least 0");
-    modules.emplace_back(std::string(pattern), n);
+    modules.emplace_back(std::string(pattern), *n);
     if (comma != std::string_view::npos && value.empty()) return Invalid("a trailing comma");
   }
   return modules;

@@ -1,8 +1,7 @@
 #include "server/api/request_support.h"
 
-#include <charconv>
-
 #include "core/bounded_json.h"
+#include "core/decimal.h"
 #include "core/time_format.h"
 #include "crypto/digest.h"
 #include "server/api/api.h"
@@ -89,11 +88,8 @@ net::ServerResponse ScopeDenied(const Caller& caller, Scope needed, const std::s
 }
 
 std::optional<int64_t> WholeNumber(std::string_view text) {
-  int64_t n = 0;
-  if (text.empty() || text.front() < '0' || text.front() > '9') return std::nullopt;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return n;
+  if (text.empty() || text.front() < '0' || text.front() > '9') return std::nullopt;  // no sign
+  return ParseDecimal<int64_t>(text);
 }
 
 Result<bool> QueryBool(const RouteRequest& r, const std::string& name) {

@@ -1,11 +1,11 @@
 #include "server/gateway/run_gateway.h"
 
-#include <charconv>
 #include <nlohmann/json.hpp>
 
 #include "core/base64.h"
 #include "core/bounded_json.h"
 #include "core/change_list.h"
+#include "core/decimal.h"
 #include "core/run_result.h"
 #include "crypto/jws.h"
 #include "crypto/random.h"
@@ -162,12 +162,7 @@ net::ServerResponse RunGateway::PlanKey(const store::Deployment& d) const {
 
 net::ServerResponse RunGateway::AppendLog(const RouteRequest& r, const store::Deployment& d) const {
   auto it = r.query.find("seq");
-  int64_t seq = 0;
-  if (it != r.query.end()) {
-    const std::string& v = it->second;
-    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), seq);
-    if (ec != std::errc() || end != v.data() + v.size()) seq = 0;
-  }
+  int64_t seq = it == r.query.end() ? 0 : ParseDecimal<int64_t>(it->second).value_or(0);
   if (seq < 1)
     return ErrorResponse(
         InvalidFields("invalid log chunk", {{"seq", "must be a whole number of at least 1"}}));
