@@ -14,6 +14,7 @@ template <class T>
 std::optional<T> ParseDecimal(std::string_view text) {
   T value{};
   const char* end = text.data() + text.size();
+  // NOLINTNEXTLINE(bugprone-suspicious-stringview-data-usage): the end goes with it
   auto [stop, ec] = std::from_chars(text.data(), end, value);
   if (ec != std::errc() || stop != end || text.empty()) return std::nullopt;
   return value;
