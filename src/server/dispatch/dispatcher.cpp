@@ -615,7 +615,14 @@ Result<store::Deployment> Dispatcher::Approve(const std::string& org, const std:
 
 void Dispatcher::OnRunEnd(const std::string& run_id, const launch::RunOutcome& reported) {
   auto org = TakeRun(run_id, reported);
-  if (!org) return;
+  if (!org) {
+    // A run this replica stopped after failing its deployment (its deadline): only now that
+    // its runner is gone can nothing write under its locks any more.
+    auto ended = store_.Deployments().GetByRun(run_id);
+    if (ended && IsTerminal(ended->state) && ended->owner == options_.replica)
+      ReleaseStateLocks(*ended, run_id, reported, /*release_lost=*/false);
+    return;
+  }
   auto d = store_.Deployments().GetByRun(run_id);
   if (!d || d->org_id != *org) return;
   if (d->owner != options_.replica) {
