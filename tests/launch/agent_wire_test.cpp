@@ -68,6 +68,9 @@ TEST(LaunchRequestJson, RefusesWhatItDoesNotKnowOrCannotTrust) {
   json wrong_type = doc;
   wrong_type["invocation"]["allow_destroy"] = "yes";
   refused(wrong_type, "request:");
+  json lock_as_text = doc;  // a runner must never be told to skip the lock by a string
+  lock_as_text["invocation"]["lock"] = "false";
+  refused(lock_as_text, "request:");
   refused(json::array(), "must be an object");
 }
 
