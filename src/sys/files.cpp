@@ -2,11 +2,13 @@
 #include "sys/files.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "sys/fd.h"
 
@@ -16,6 +18,16 @@ namespace {
 Error Errno(std::string_view what, const std::filesystem::path& path) {
   return MakeError(ErrorKind::kInternal, std::string(what) + ": " + std::strerror(errno),
                    path.string());
+}
+
+// What a file that is not a regular one is, for an error that says why it was not read.
+std::string_view KindOf(mode_t mode) {
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISDIR(mode)) return "a folder";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  return "not a regular file";
 }
 
 }  // namespace
@@ -41,6 +53,66 @@ Result<std::string> ReadFile(const std::filesystem::path& path) {
     if (n < 0) return Errno("cannot read", path);
     if (n == 0) break;
     content.append(buffer, static_cast<size_t>(n));
+  }
+  return content;
+}
+
+Result<std::string> ReadFileBeneath(const std::filesystem::path& dir,
+                                    const std::filesystem::path& relative, size_t max_bytes) {
+  const std::filesystem::path shown = dir / relative;
+  Fd at(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!at) return Errno("cannot open", dir);
+  std::vector<std::string> parts;
+  for (const auto& part : relative) {
+    if (part.empty() || part == "." || part == ".." || part == "/")
+      return MakeError(ErrorKind::kInvalidArgument, "a path beneath a folder names no . or ..",
+                       shown.string());
+    parts.push_back(part.string());
+  }
+  if (parts.empty()) return MakeError(ErrorKind::kInvalidArgument, "no file named", shown.string());
+  Fd file;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const bool last = i + 1 == parts.size();
+    const int flags =
+        O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (last ? O_NONBLOCK | O_NOCTTY : O_DIRECTORY);
+    Fd next(openat(at.Get(), parts[i].c_str(), flags));
+    if (!next) {
+      if (errno == ENOENT) return MakeError(ErrorKind::kNotFound, "no such file", shown.string());
+      // O_NOFOLLOW's refusal of a link, or O_DIRECTORY's of anything else: say what is there.
+      struct stat there {};
+      if ((errno == ELOOP || errno == ENOTDIR) &&
+          fstatat(at.Get(), parts[i].c_str(), &there, AT_SYMLINK_NOFOLLOW) == 0)
+        return MakeError(ErrorKind::kFailedPrecondition,
+                         std::string("not read: ") + std::string(KindOf(there.st_mode)) +
+                             " where a " + (last ? "file" : "folder") + " was expected",
+                         shown.string());
+      return Errno("cannot open", shown);
+    }
+    if (last)
+      file = std::move(next);
+    else
+      at = std::move(next);
+  }
+  struct stat opened {};
+  if (fstat(file.Get(), &opened) != 0) return Errno("cannot stat", shown);
+  if (!S_ISREG(opened.st_mode))
+    return MakeError(ErrorKind::kFailedPrecondition,
+                     std::string("not read: ") + std::string(KindOf(opened.st_mode)) +
+                         " where a file was expected",
+                     shown.string());
+  std::string content;
+  char buffer[65536];
+  for (;;) {
+    ssize_t n = read(file.Get(), buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Errno("cannot read", shown);
+    if (n == 0) break;
+    content.append(buffer, static_cast<size_t>(n));
+    // The file can grow while it is read: the cap holds whatever its size said.
+    if (content.size() > max_bytes)
+      return MakeError(ErrorKind::kFailedPrecondition,
+                       "not read: larger than " + std::to_string(max_bytes) + " bytes",
+                       shown.string());
   }
   return content;
 }

@@ -12,6 +12,13 @@ namespace berth::sys {
 
 Result<std::string> ReadFile(const std::filesystem::path& path);
 
+// A file that a less trusted process could have replaced (what a run leaves in its folder):
+// relative is opened under dir one part at a time, never through a link, without blocking (a
+// FIFO) and without taking a terminal; only a regular file of at most max_bytes is read.
+// kNotFound when it is absent; kFailedPrecondition, naming what it is, when it is anything else.
+Result<std::string> ReadFileBeneath(const std::filesystem::path& dir,
+                                    const std::filesystem::path& relative, size_t max_bytes);
+
 // The file this process runs (/proc/self/exe), whatever argv[0] said.
 Result<std::filesystem::path> SelfExecutable();
 

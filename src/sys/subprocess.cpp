@@ -64,7 +64,12 @@ void DefaultCaughtSignals() {
     if (fd < 0 || write(fd, "0", 1) != 1) fail();
     close(fd);
   }
-  if (options.new_process_group && setpgid(0, 0) != 0) fail();
+  // A session leader leads its own process group too.
+  if (options.new_session) {
+    if (setsid() < 0) fail();
+  } else if (options.new_process_group && setpgid(0, 0) != 0) {
+    fail();
+  }
   if (output_fd >= 0) {
     if (dup2(output_fd, STDOUT_FILENO) < 0 || dup2(output_fd, STDERR_FILENO) < 0) fail();
   }
@@ -193,7 +198,8 @@ Result<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
     return MakeError(ErrorKind::kInternal, std::string("vfork: ") + std::strerror(errno), program);
   }
 
-  if (options.new_process_group) setpgid(pid, pid);  // closes the race with the child's own call
+  // Closes the race with the child's own call (a session leader's group is set already).
+  if (options.new_process_group && !options.new_session) setpgid(pid, pid);
   error_write.Reset();
   output.Reset();
   stdout_file.Reset();
@@ -208,7 +214,7 @@ Result<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
     return MakeError(ErrorKind::kFailedPrecondition,
                      std::string("cannot start program: ") + std::strerror(child_errno), program);
   }
-  return Subprocess(pid, pipe_read.Release(), options.new_process_group);
+  return Subprocess(pid, pipe_read.Release(), options.new_process_group || options.new_session);
 }
 
 Subprocess::Subprocess(Subprocess&& other) noexcept

@@ -19,9 +19,12 @@ struct SpawnOptions {
   std::optional<std::vector<std::string>> env;  // "NAME=value"; nullopt inherits ours
   std::string working_dir;                      // empty: ours
   std::string output_path;                      // stdout and stderr appended here; empty: ours
-  std::string stdout_path;          // stdout alone, truncated into this file (stderr as above)
-  bool pipe_output = false;         // stdout and stderr to a pipe: OutputFd()
-  bool new_process_group = true;    // so that a signal reaches its children too
+  std::string stdout_path;        // stdout alone, truncated into this file (stderr as above)
+  bool pipe_output = false;       // stdout and stderr to a pipe: OutputFd()
+  bool new_process_group = true;  // so that a signal reaches its children too
+  // A session of its own as well (setsid): no controlling terminal, so that nothing it runs can
+  // open /dev/tty or push keystrokes (TIOCSTI) into the shell that started us.
+  bool new_session = false;
   bool die_with_parent = true;      // PR_SET_PDEATHSIG: no orphan outlives a crash
   std::optional<uid_t> run_as_uid;  // drop to this user (and its gid) first
   std::optional<gid_t> run_as_gid;

@@ -605,6 +605,8 @@ resource "terraform_data" "probe" {
   provisioner "local-exec" {
     command = <<-EOT
       echo "interfaces: $(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | paste -sd,)"
+      relay=$(dirname $BERTH_TOKEN_FILE)/relay
+      ln -sf /etc/shadow $relay/planted 2>/dev/null && echo "relay: writable" || echo "relay: read-only"
       python3 -c 'import socket
 try:
     socket.create_connection(("127.0.0.1", ${var.listener}), timeout=5); print("outside: reached")
@@ -638,10 +640,36 @@ TEST_F(BerthCli, ARunnerThatCutsTheNetworkReachesBerthdAndNothingElse) {
   EXPECT_NE(logs.output.find("(local-exec): interfaces: lo\n"), std::string::npos) << logs.output;
   EXPECT_NE(logs.output.find("(local-exec): outside: unreachable"), std::string::npos)
       << logs.output;
+  // Nothing the run could put where berthd's socket goes for a root berthd to chown.
+  EXPECT_NE(logs.output.find("(local-exec): relay: read-only"), std::string::npos) << logs.output;
   pollfd waiting{.fd = listener->Get(), .events = POLLIN, .revents = 0};
   EXPECT_EQ(poll(&waiting, 1, 0), 0) << "the run connected out";
   auto versions = Berth({"state", "show", "dev", "--project", "default"});
   EXPECT_EQ(versions.exit_code, 0) << versions.output;
+}
+
+// The run's result file is the module's to replace: a link to an endless device made berthd
+// read until the kernel killed it. berthd refuses it, says so, and serves the next deployment.
+TEST_F(BerthCli, AModuleThatLinksItsResultToAnEndlessDeviceLeavesBerthdServing) {
+  fs::path module = dir_->Path() / "endless";
+  fs::create_directories(module);
+  ASSERT_TRUE(sys::WriteFileAtomic(module / "main.tf", R"tf(
+resource "terraform_data" "x" {
+  provisioner "local-exec" {
+    command = "ln -sf /dev/zero $(dirname $BERTH_TOKEN_FILE)/out/result.json"
+  }
+}
+)tf"));
+  fs::permissions(module / "main.tf", fs::perms::others_read, fs::perm_options::add);
+  auto deployed = Berth({"deploy", module.string(), "--env", "dev", "--auto-approve"});
+  EXPECT_NE(deployed.exit_code, 0) << deployed.output;
+  EXPECT_NE(deployed.output.find("its result file was refused: not read: a symbolic link"),
+            std::string::npos)
+      << deployed.output << Log();
+  ASSERT_TRUE(up_->Running());
+  auto next = Berth({"deploy", (testenv::SourceDir() / "examples/hello").string(), "--env", "dev",
+                     "--auto-approve", "--var", "name=after"});
+  EXPECT_EQ(next.exit_code, 0) << next.output << Log();
 }
 
 TEST_F(BerthCli, AHostileModuleFindsNothingOfBerthdInItsSandbox) {

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -31,6 +32,15 @@ constexpr const char* kEnvModule = R"(resource "terraform_data" "env" {
   }
 }
 )";
+
+// A module whose one local-exec runs what it is told (var.take): a greedy or hostile one.
+constexpr const char* kGreedyModule = R"tf(variable "take" { type = string }
+resource "terraform_data" "greedy" {
+  provisioner "local-exec" {
+    command = var.take
+  }
+}
+)tf";
 
 // Recovery where no other berthd tracks a run.
 const RunIsHeld kNoneHeld = [](const std::string&) { return false; };
@@ -79,6 +89,25 @@ class LocalLauncherTest : public ::testing::Test {
     return request;
   }
   fs::path Example(const char* name) { return testenv::SourceDir() / "examples" / name; }
+
+  // Launches an apply of kGreedyModule that runs take, for runner, configured so.
+  void LaunchTaking(const std::string& run_id, const std::string& take, const std::string& runner,
+                    const nlohmann::json& runner_configuration) {
+    if (!fs::exists(dir_->Path() / "greedy/main.tf")) {
+      fs::create_directories(dir_->Path() / "greedy");
+      ASSERT_TRUE(sys::WriteFileAtomic(dir_->Path() / "greedy/main.tf", kGreedyModule));
+      fs::permissions(dir_->Path() / "greedy/main.tf", fs::perms::others_read,
+                      fs::perm_options::add);
+    }
+    fs::path vars = dir_->Path() / (run_id + ".json");
+    ASSERT_TRUE(sys::WriteFileAtomic(vars, nlohmann::json{{"take", take}}.dump()));
+    fs::permissions(vars, fs::perms::others_read, fs::perm_options::add);
+    LaunchRequest request = Request(run_id, "apply", dir_->Path() / "greedy");
+    request.invocation.config = vars.string();
+    request.runner_id = runner;
+    request.runner_configuration = runner_configuration;
+    ASSERT_TRUE(launcher_->Launch(request));
+  }
 
   bool WaitUntilLogSays(const std::string& run_id, const std::string& text) {
     for (int i = 0; i < 1200; ++i) {
@@ -383,23 +412,51 @@ TEST_F(LocalLauncherTest, AForkBombStopsAtTheProcessLimitAndDiesWithItsRun) {
   EXPECT_EQ(left, 0) << "processes of the fork bomb outlived its run";
 }
 
-// A module that takes what it can: memory, CPU time or disk, as its local-exec is told.
-constexpr const char* kGreedyModule = R"tf(variable "take" { type = string }
-resource "terraform_data" "greedy" {
-  provisioner "local-exec" {
-    command = var.take
+// What a run leaves as its result is the module's to replace: with a link to an endless device,
+// a FIFO no one will write, or a link to another run's result. berthd follows, waits on and
+// takes none of them (it used to read /dev/zero until the kernel killed it, hang its launcher
+// on the FIFO, and take the other run's result as this one's), neither when the run ends nor
+// when a restarted berthd finds the ended run again.
+TEST_F(LocalLauncherTest, AResultFileTheModuleReplacedIsRefusedNeverFollowedOrWaitedOn) {
+  Start(Options());
+  ASSERT_TRUE(launcher_->Launch(Request("honest", "plan", Example("hello"))));
+  ASSERT_TRUE(outcomes_.WaitFor("honest"));
+  const std::string result = "$(dirname $BERTH_TOKEN_FILE)/out/result.json";
+  const std::map<std::string, std::string> attacks = {
+      {"to-zero", "ln -sf /dev/zero " + result},
+      // Someone reads it while the runner writes, so that the runner itself goes on.
+      {"fifo", "mkfifo " + result + " && (cat " + result + " >/dev/null 2>&1 &)"},
+      {"to-other",
+       "ln -sf " + (dir_->Path() / "runs/honest/out/result.json").string() + " " + result}};
+  for (const auto& [run, attack] : attacks) LaunchTaking(run, attack, "hostile", {});
+  auto refused = [&](const std::string& run, const std::optional<RunOutcome>& outcome) {
+    ASSERT_TRUE(outcome) << run;
+    EXPECT_FALSE(outcome->succeeded) << run;
+    EXPECT_FALSE(outcome->result) << run << " was given a result that is not its own";
+    EXPECT_NE(outcome->message.find("its result file was refused"), std::string::npos)
+        << run << ": " << outcome->message;
+  };
+  for (const auto& [run, attack] : attacks) refused(run, outcomes_.WaitFor(run));
+  EXPECT_NE(outcomes_.Last("to-zero")->message.find("a symbolic link"), std::string::npos);
+  EXPECT_NE(outcomes_.Last("fifo")->message.find("a FIFO"), std::string::npos);
+
+  // A berthd that stopped before it recorded their ends finds them again, as safely.
+  launcher_.reset();
+  Start(Options());
+  std::vector<LaunchRequest> ended;
+  for (const auto& [run, attack] : attacks)
+    ended.push_back(Request(run, "apply", dir_->Path() / "greedy"));
+  ASSERT_TRUE(launcher_->Recover(ended, kNoneHeld));
+  for (const auto& [run, attack] : attacks) {
+    for (int i = 0; i < 200 && outcomes_.Count(run) < 2; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ASSERT_EQ(outcomes_.Count(run), 2u) << run;
+    refused(run, outcomes_.Last(run));
   }
 }
-)tf";
 
 class LocalRunLimitsTest : public LocalLauncherTest {
  protected:
-  void SetUp() override {
-    LocalLauncherTest::SetUp();
-    fs::create_directories(dir_->Path() / "greedy");
-    ASSERT_TRUE(sys::WriteFileAtomic(dir_->Path() / "greedy/main.tf", kGreedyModule));
-    fs::permissions(dir_->Path() / "greedy/main.tf", fs::perms::others_read, fs::perm_options::add);
-  }
   // Runs the greedy module with take as its command, under limits; its outcome.
   std::optional<RunOutcome> Take(const std::string& run_id, const std::string& take,
                                  const nlohmann::json& limits, bool with_cgroups = true) {
@@ -412,14 +469,7 @@ class LocalRunLimitsTest : public LocalLauncherTest {
       options.cgroups_refusal = "no control groups in this test";
     }
     Start(options);
-    fs::path vars = dir_->Path() / (run_id + ".json");
-    EXPECT_TRUE(sys::WriteFileAtomic(vars, nlohmann::json{{"take", take}}.dump()));
-    fs::permissions(vars, fs::perms::others_read, fs::perm_options::add);
-    LaunchRequest request = Request(run_id, "apply", dir_->Path() / "greedy");
-    request.invocation.config = vars.string();
-    request.runner_id = "greedy";
-    request.runner_configuration = {{"type", "local"}, {"limits", limits}};
-    EXPECT_TRUE(launcher_->Launch(request));
+    LaunchTaking(run_id, take, "greedy", {{"type", "local"}, {"limits", limits}});
     return outcomes_.WaitFor(run_id);
   }
   void SkipUnlessRoot() {

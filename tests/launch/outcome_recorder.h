@@ -35,6 +35,12 @@ class OutcomeRecorder : public RunObserver {
     if (!outcomes_.contains(run_id)) return std::nullopt;
     return outcomes_[run_id].front();
   }
+  // The run's latest outcome (a run recovered after its end is reported again); nullopt if none.
+  std::optional<RunOutcome> Last(const std::string& run_id) {
+    MutexLock lock(mutex_);
+    if (!outcomes_.contains(run_id)) return std::nullopt;
+    return outcomes_[run_id].back();
+  }
   size_t Count(const std::string& run_id) {
     MutexLock lock(mutex_);
     return outcomes_.contains(run_id) ? outcomes_[run_id].size() : 0;

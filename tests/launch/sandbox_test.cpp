@@ -65,5 +65,40 @@ TEST(SandboxTest, FoldersInsideTheSystemsReadOnlyOnesAreSeenWithoutBindsOfTheirO
   EXPECT_FALSE(fs::exists(root / "ro/new"));
 }
 
+// The seccomp filter refuses pushing keystrokes into a terminal and console commands, also
+// with the high bits of the request set; other ioctls reach the kernel (which says ENOTTY, as
+// for any request on /dev/null).
+TEST(SandboxTest, KeystrokeInjectionIsRefusedWhateverTheRequestsHighBits) {
+  auto sandbox = Sandbox::Probe(65534);
+  ASSERT_TRUE(sandbox) << sandbox.error().ToString();
+  auto filter = DangerousCallsFilter();
+  ASSERT_TRUE(filter) << filter.error().ToString();
+  auto dir = sys::TempDir::Create("sandbox");
+  ASSERT_TRUE(dir);
+  fs::create_directories(dir->Path() / "tmp");
+  fs::permissions(dir->Path(), fs::perms::all, fs::perm_options::add);
+  fs::permissions(dir->Path() / "tmp", fs::perms::all, fs::perm_options::add);
+  // errno of each request on stdin (/dev/null): TIOCSTI, TIOCLINUX, TIOCSTI | 1 << 32,
+  // TIOCGWINSZ.
+  const std::string probe = R"py(
+import ctypes, errno, termios
+libc = ctypes.CDLL(None, use_errno=True)
+buffer = ctypes.create_string_buffer(8)
+out = []
+for request in (termios.TIOCSTI, 0x541C, termios.TIOCSTI | (1 << 32), termios.TIOCGWINSZ):
+    failed = libc.ioctl(0, ctypes.c_ulong(request), buffer) != 0
+    out.append(errno.errorcode[ctypes.get_errno()] if failed else "ok")
+print(" ".join(out))
+)py";
+  SandboxMounts mounts{.tmp = dir->Path() / "tmp", .working_dir = "/"};
+  auto args = sandbox->Wrap(mounts, {"/usr/bin/python3", "-c", probe}, filter->Get());
+  sys::SpawnOptions spawn{.argv = args, .env = std::vector<std::string>{}};
+  spawn.inherited_fds = {filter->Get()};
+  auto done = sys::RunToCompletion(std::move(spawn));
+  ASSERT_TRUE(done) << done.error().ToString();
+  ASSERT_EQ(done->exit_code, 0) << done->output;
+  EXPECT_EQ(done->output, "EPERM EPERM EPERM ENOTTY\n");
+}
+
 }  // namespace
 }  // namespace berth::launch

@@ -4,7 +4,10 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -98,6 +101,38 @@ TEST(Subprocess, ASignalReachesTheWholeProcessGroup) {
   for (int i = 0; i < 100 && kill(-child->Pid(), 0) == 0; ++i) usleep(20000);
   EXPECT_NE(kill(-child->Pid(), 0), 0);
   EXPECT_FALSE(std::filesystem::exists(marker));
+}
+
+// A child in a session of its own has no terminal of ours: nothing it runs can open /dev/tty and
+// push keystrokes into the shell that started berthd (`berth up` in a terminal).
+TEST(Subprocess, AChildInASessionOfItsOwnCannotReachOurTerminal) {
+  int master = posix_openpt(O_RDWR | O_NOCTTY);
+  ASSERT_GE(master, 0);
+  ASSERT_EQ(grantpt(master), 0);
+  ASSERT_EQ(unlockpt(master), 0);
+  const std::string terminal = ptsname(master);
+  // From a process whose controlling terminal is the pty, as a shell's: the child's exit code
+  // says whether it opened /dev/tty.
+  auto child_of_a_terminal = [&](bool new_session) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      if (setsid() < 0) _exit(90);
+      int fd = open(terminal.c_str(), O_RDWR);  // a session leader's first terminal is its own
+      if (fd < 0 || ioctl(fd, TIOCSCTTY, 0) != 0) _exit(91);
+      SpawnOptions options = Shell("exec 3</dev/tty");
+      options.new_session = new_session;
+      auto child = Subprocess::Spawn(options);
+      _exit(child ? child->Wait() : 92);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  EXPECT_EQ(child_of_a_terminal(false), 0);  // the terminal is there to be taken
+  const int isolated = child_of_a_terminal(true);
+  EXPECT_NE(isolated, 0);
+  EXPECT_LT(isolated, 90) << "the test's own set-up failed";
+  close(master);
 }
 
 TEST(Subprocess, OutputCanBeAppendedToAFile) {

@@ -1,7 +1,9 @@
 #include "launch/local/local_launcher.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -11,6 +13,7 @@
 #include "core/decimal.h"
 #include "core/http_url.h"
 #include "launch/run_outcome.h"
+#include "sys/fd.h"
 #include "sys/files.h"
 
 namespace berth::launch {
@@ -69,7 +72,17 @@ pid_t RunnerPid(const fs::path& dir, const std::string& pid_text) {
 
 // Where the runner writes its result: in the one folder of the run's own that it may write
 // besides its work folder, home and tmp.
-fs::path ResultPath(const fs::path& dir) { return dir / "out" / "result.json"; }
+constexpr const char* kResultFile = "out/result.json";
+fs::path ResultPath(const fs::path& dir) { return dir / kResultFile; }
+// The runner cuts its result to 4 KiB (--result-max-bytes); what the run leaves there is the
+// module's as much as the runner's, so berthd reads no more than this of it.
+constexpr size_t kMaxResultFileBytes = 64 * 1024;
+
+// What the run left as its result: read beneath its folder, never through a link, a FIFO or a
+// device (the module can replace the file), and bounded. NotFound when there is none.
+Result<std::string> ReadRunResult(const fs::path& dir) {
+  return sys::ReadFileBeneath(dir, kResultFile, kMaxResultFileBytes);
+}
 
 // A field of the runner's configuration (validated when the runner was saved), or fallback.
 template <class T>
@@ -234,7 +247,7 @@ Result<void> LocalLauncher::MakeRunFolder(const Run& run) const {
   std::optional<uid_t> owner = options_.sandbox ? options_.sandbox->RunUid() : std::nullopt;
   for (const char* sub : {"work", "home", "tmp", "out"}) {
     fs::create_directories(dir / sub, ec);
-    if (!ec && owner && chown((dir / sub).c_str(), *owner, *owner) != 0)
+    if (!ec && owner && lchown((dir / sub).c_str(), *owner, *owner) != 0)
       ec = std::error_code(errno, std::generic_category());
     if (ec)
       return MakeError(ErrorKind::kUnavailable, "cannot make the run folder: " + ec.message(),
@@ -278,7 +291,7 @@ SandboxMounts LocalLauncher::MountsOf(const Run& run, const RunnerInvocation& in
   if (CutsNetwork(run.request)) {
     mounts.own_network = true;
     mounts.hosts = dir / "hosts";
-    mounts.read_write.push_back(dir / "relay");
+    mounts.read_only.push_back(dir / "relay");  // a socket connects on a read-only mount
   }
   return mounts;
 }
@@ -339,6 +352,7 @@ Result<void> LocalLauncher::Start(Run& run) {
   spawn.working_dir = dir.string();
   spawn.output_path = (dir / "runner.log").string();
   spawn.new_process_group = true;
+  spawn.new_session = true;       // no terminal of berthd's (`berth up` in a shell) reaches the run
   spawn.die_with_parent = false;  // a berthd restart must not kill a running apply
   run.limits = RunLimits::FromRunner(run.request.runner_configuration);
   rlim_t file_bytes = options_.max_file_bytes;
@@ -412,10 +426,11 @@ Result<void> LocalLauncher::Cancel(const std::string& run_id) {
 }
 
 RunOutcome LocalLauncher::Finish(const fs::path& dir, std::optional<int> exit_code) const {
-  auto result = sys::ReadFile(ResultPath(dir));
-  std::string text = result ? *result : std::string();
+  auto result = ReadRunResult(dir);
   // A re-attached run's exit status is not ours to read: its result says how it ended.
-  RunOutcome outcome = OutcomeFromResult(exit_code, text);
+  RunOutcome outcome = OutcomeFromResult(exit_code, result ? *result : std::string());
+  if (!result && result.error().kind != ErrorKind::kNotFound)
+    outcome.message += "; its result file was refused: " + result.error().ToString();
   std::error_code ec;
   fs::remove(dir / "token", ec);  // the token is not needed once the run is over
   return outcome;
@@ -477,13 +492,18 @@ Result<void> LocalLauncher::StartRelay(Run& run) const {
   std::error_code ec;
   fs::permissions(dir / "hosts",
                   fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read, ec);
+  // The folder is berthd's and the run sees it read-only, so the run cannot put a link where
+  // the socket goes for a root berthd to chown (a berthd before this one gave the folder to the
+  // run: it is taken back first). Only the run's user may connect: the socket is its own.
   fs::create_directories(dir / "relay", ec);
-  // Only the run's user may connect: the socket is its own, in a folder of its own.
-  std::optional<uid_t> owner = options_.sandbox->RunUid();
+  sys::Fd folder(open((dir / "relay").c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!folder || fchown(folder.Get(), geteuid(), getegid()) != 0 || fchmod(folder.Get(), 0755) != 0)
+    return MakeError(ErrorKind::kUnavailable, "cannot make the run's relay folder", dir / "relay");
   auto listener = sys::ListenUnix(RelaySocket(dir).string());
   if (!listener) return listener.error();
-  if (owner && (chown((dir / "relay").c_str(), *owner, *owner) != 0 ||
-                chown(RelaySocket(dir).c_str(), *owner, *owner) != 0))
+  std::optional<uid_t> owner = options_.sandbox->RunUid();
+  if (owner && fchownat(folder.Get(), RelaySocket(dir).filename().c_str(), *owner, *owner,
+                        AT_SYMLINK_NOFOLLOW) != 0)
     return MakeError(ErrorKind::kUnavailable, "cannot give the run its relay socket", dir);
   auto relay = sys::StreamRelay::Start(
       std::move(*listener),
@@ -604,7 +624,7 @@ Result<void> LocalLauncher::Recover(const std::vector<LaunchRequest>& adopt,
       continue;
     }
     std::error_code ec;
-    if (launched && fs::exists(ResultPath(dir), ec)) {
+    if (launched && fs::symlink_status(ResultPath(dir), ec).type() != fs::file_type::not_found) {
       ended_.push_back({request.run_id, Finish(dir, std::nullopt)});
     } else if (launched) {
       ended_.push_back({request.run_id,

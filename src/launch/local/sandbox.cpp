@@ -4,6 +4,7 @@
 #include <re2/re2.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -191,6 +192,14 @@ Result<sys::Fd> DangerousCallsFilter() {
     if (nr == __NR_SCMP_ERROR) continue;  // not on this architecture
     if (seccomp_rule_add(ctx.get(), refuse, nr, 0) != 0)
       return MakeError(ErrorKind::kInternal, std::string("seccomp rule for ") + name);
+  }
+  // No keystrokes pushed into a terminal (TIOCSTI) and no console commands (TIOCLINUX), should
+  // the run ever hold one. The kernel reads the request as 32 bits: so does the rule, or a
+  // value with its high bits set would pass it (CVE-2019-10063).
+  for (unsigned long request : {TIOCSTI, TIOCLINUX}) {
+    const scmp_arg_cmp is_request{1, SCMP_CMP_MASKED_EQ, 0xFFFFFFFFU, request};
+    if (seccomp_rule_add_array(ctx.get(), refuse, SCMP_SYS(ioctl), 1, &is_request) != 0)
+      return MakeError(ErrorKind::kInternal, "seccomp rule for ioctl");
   }
   // No new namespaces by clone either; clone3 hides its flags in memory, so it is refused as
   // unknown and callers (glibc) fall back to clone.
