@@ -428,6 +428,11 @@ std::string RunnerSchemasMarkdown() {
   for (auto t : AllRunnerTypes()) {
     out += "\n### `" + std::string(RunnerTypeName(t)) + "`\n" + header +
            DescribeFields(RunnerConfigurationSchema(t));
+    // What of the type berthd refuses for now (409 when saved), with every field it may set.
+    FieldErrors refused = NotHonouredYet(t, {{"cluster", nlohmann::json::object()}});
+    if (!refused.empty())
+      out += "\nNot honoured yet, so refused when saved (409, naming the field):\n";
+    for (const FieldError& field : refused) out += "- `" + field.path + "` " + field.rule + "\n";
   }
   out += "\n## State storage types\n";
   for (auto t : AllStateStorageTypes()) {
@@ -570,6 +575,43 @@ Result<RunnerSpec> ParseRunnerSpec(std::string_view id, json body) {
   spec.runner_configuration = std::move(body["runner_configuration"]);
   spec.state_storage_configuration = std::move(body["state_storage_configuration"]);
   return spec;
+}
+
+FieldErrors NotHonouredYet(RunnerType type, const nlohmann::json& runner_configuration) {
+  const std::string name(RunnerTypeName(type));
+  constexpr const char* kNoFederation =
+      "is not honoured yet: berthd does not obtain cloud credentials for runners yet";
+  const std::string elsewhere =
+      "; a kubernetes runner without cluster runs in berthd's own cluster, and a "
+      "kubernetes-agent runner in the cluster its agent runs in";
+  switch (type) {
+    case RunnerType::kKubernetes: {
+      auto cluster = runner_configuration.find("cluster");
+      if (cluster == runner_configuration.end() || cluster->is_null()) return {};
+      return {{"$.runner_configuration.cluster",
+               "is not honoured yet: berthd runs a kubernetes runner's runs in the cluster it "
+               "reaches itself (in-cluster or KUBECONFIG), not the one named here; leave it out "
+               "to run there"}};
+    }
+    case RunnerType::kKubernetesGke:
+    case RunnerType::kKubernetesEks:
+    case RunnerType::kKubernetesAks:
+      return {{"$.runner_configuration.cluster",
+               "is not honoured yet: berthd cannot reach a " + name +
+                   " cluster yet, and would run its runs in its own" + elsewhere},
+              {"$.runner_configuration.cluster.auth", kNoFederation}};
+    case RunnerType::kServerlessEcs:
+      return {{"$.runner_configuration.type",
+               "is not honoured yet: berthd has no " + name + " launcher yet" + elsewhere},
+              {"$.runner_configuration.auth", kNoFederation}};
+    case RunnerType::kVm:
+      return {{"$.runner_configuration.type",
+               "is not honoured yet: berthd has no " + name + " launcher yet" + elsewhere}};
+    case RunnerType::kKubernetesAgent:
+    case RunnerType::kLocal:
+      return {};
+  }
+  return {};
 }
 
 const Schema& KubernetesJobSchema() {

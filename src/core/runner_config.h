@@ -50,6 +50,13 @@ const Schema& StateStorageSchema(StateStorageType type);
 // and the fields only berthd's own Kubernetes launcher honours (keep_for_approval).
 const Schema& KubernetesJobSchema();
 
+// What a runner's configuration names that this berthd does not honour yet (issue 44): a
+// cluster other than the one berthd reaches itself, cloud credentials to obtain, a type no
+// launcher here runs. Each with its field's path and why. A runner that sets one is refused
+// when saved, and a deployment routed to one saved before fails at its launch, rather than run
+// in berthd's own cluster with berthd's own credentials.
+FieldErrors NotHonouredYet(RunnerType type, const nlohmann::json& runner_configuration);
+
 struct RunnerSpec {
   std::string id;
   std::string description;

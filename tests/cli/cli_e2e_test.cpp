@@ -134,31 +134,55 @@ class BerthCli : public ::testing::Test {
   int starts_ = 0;
 };
 
+// The seed's GKE runner names a cluster and credentials berthd cannot use yet: refused, naming
+// them, rather than saved and run in berthd's own cluster. The same runner for berthd's own
+// cluster goes in from YAML and comes back in every format.
 TEST_F(BerthCli, TheSeedRunnerGoesInFromYamlAndComesBackInEveryFormat) {
   std::string yaml = (dir_->Path() / "gke-runner-config.yaml").string();
   ASSERT_TRUE(sys::WriteFileAtomic(yaml, kGkeRunner));
-  auto created = Berth({"create", "runner", "my-gke-runner", "--set-yaml=@" + yaml});
+  auto refused = Berth({"create", "runner", "my-gke-runner", "--set-yaml=@" + yaml});
+  EXPECT_NE(refused.exit_code, 0) << refused.output;
+  EXPECT_NE(refused.output.find("$.runner_configuration.cluster: is not honoured yet"),
+            std::string::npos)
+      << refused.output;
+  EXPECT_NE(refused.output.find("$.runner_configuration.cluster.auth"), std::string::npos)
+      << refused.output;
+  EXPECT_NE(Berth({"get", "runner", "my-gke-runner"}).exit_code, 0) << "a refused runner was kept";
+
+  std::string own = kGkeRunner;
+  own.replace(own.find("kubernetes-gke"), 14, "kubernetes");
+  own.erase(own.find("  cluster:"), own.find("  job:") - own.find("  cluster:"));
+  ASSERT_TRUE(sys::WriteFileAtomic(yaml, own));
+  auto created = Berth({"create", "runner", "my-runner", "--set-yaml=@" + yaml});
   ASSERT_EQ(created.exit_code, 0) << created.output;
-  EXPECT_NE(created.output.find("my-gke-runner   kubernetes-gke   kubernetes"), std::string::npos)
+  EXPECT_NE(created.output.find("my-runner   kubernetes   kubernetes"), std::string::npos)
       << created.output;
 
-  auto as_json = Berth({"get", "runner", "my-gke-runner", "-o", "json"});
+  auto as_json = Berth({"get", "runner", "my-runner", "-o", "json"});
   ASSERT_EQ(as_json.exit_code, 0);
   auto doc = json::parse(as_json.output);
-  EXPECT_EQ(doc["runner_configuration"]["cluster"]["location"], "europe-west3");
+  EXPECT_EQ(doc["runner_configuration"]["job"]["namespace"], "platform-orchestrator-runner");
   EXPECT_EQ(doc["version"], 1);
 
   auto as_yaml = Berth({"get", "runners", "-o", "yaml"});
-  EXPECT_NE(as_yaml.output.find("type: kubernetes-gke"), std::string::npos) << as_yaml.output;
+  EXPECT_NE(as_yaml.output.find("service_account: platform-orchestrator-runner"), std::string::npos)
+      << as_yaml.output;
 
   auto updated =
-      Berth({"update", "runner", "my-gke-runner", "--set", "description=moved", "-o", "json"});
+      Berth({"update", "runner", "my-runner", "--set", "description=moved", "-o", "json"});
   ASSERT_EQ(updated.exit_code, 0) << updated.output;
   EXPECT_EQ(json::parse(updated.output)["version"], 2);
+  // Nor can an update add what is not honoured.
+  auto moved = Berth({"update", "runner", "my-runner", "--set",
+                      "runner_configuration.cluster.kubeconfig_context=prod"});
+  EXPECT_NE(moved.exit_code, 0) << moved.output;
+  EXPECT_NE(moved.output.find("$.runner_configuration.cluster: is not honoured yet"),
+            std::string::npos)
+      << moved.output;
 
-  auto rule = Berth({"create", "runner-rule", "--set=runner_id=my-gke-runner", "-o", "json"});
+  auto rule = Berth({"create", "runner-rule", "--set=runner_id=my-runner", "-o", "json"});
   ASSERT_EQ(rule.exit_code, 0) << rule.output;
-  auto listed = Berth({"get", "runner-rules", "--runner", "my-gke-runner"});
+  auto listed = Berth({"get", "runner-rules", "--runner", "my-runner"});
   EXPECT_NE(listed.output.find(json::parse(rule.output)["id"].get<std::string>()),
             std::string::npos);
 }

@@ -322,6 +322,39 @@ TEST_F(DispatcherTest, ARunPastItsDeadlineIsStoppedAndItsDeploymentFailed) {
   EXPECT_EQ(result["error"]["kind"], "Cancelled") << result.dump();
 }
 
+// A runner saved before berthd refused what it does not honour yet names a cluster berthd
+// would not run in: its deployments fail, naming the field, and run nowhere (here the local
+// launcher stands for berthd's own cluster: it would have run them).
+TEST_F(DispatcherTest, ARunnerNamingAClusterBerthdCannotReachFailsItsDeploymentsNamingTheField) {
+  for (const char* type : {"kubernetes", "kubernetes-gke"}) launchers_[type] = launcher_.get();
+  const std::vector<std::pair<std::string, json>> runners = {
+      {"kubernetes", {{"type", "kubernetes"}, {"cluster", {{"kubeconfig_context", "prod"}}}}},
+      {"kubernetes-gke",
+       {{"type", "kubernetes-gke"},
+        {"cluster", {{"name", "prod"}, {"location", "europe-west3"}}}}}};
+  for (const auto& [type, configuration] : runners) {
+    const std::string id = type == "kubernetes" ? "elsewhere" : "gke";
+    store::Record runner{.kind = store::Kind::kRunner, .org_id = "acme", .id = id};
+    runner.columns = {{"runner_type", type}, {"storage_type", "berth"}};
+    runner.body = {{"runner_configuration", configuration},
+                   {"state_storage_configuration", {{"type", "berth"}}}};
+    ASSERT_TRUE(store_->Create(runner));
+    store::Record env{
+        .kind = store::Kind::kEnvironment, .org_id = "acme", .parent_id = "web", .id = id};
+    env.columns = {{"env_type_id", "development"}, {"runner_id", id}};
+    ASSERT_TRUE(store_->Create(env));
+    Queue(id, id + "-1", "plan");
+    ASSERT_TRUE(RunUntilEnded({id + "-1"}));
+    auto d = store_->Deployments().Get("acme", id + "-1");
+    EXPECT_EQ(d->state, S::kFailed) << type;
+    EXPECT_NE(d->transitions.back()["reason"].get<std::string>().find(
+                  "runner " + id + ": $.runner_configuration.cluster is not honoured yet"),
+              std::string::npos)
+        << d->transitions.back().dump();
+    EXPECT_FALSE(fs::exists(dir_->Path() / "runs" / (id + "-1"))) << "it ran elsewhere";
+  }
+}
+
 TEST_F(DispatcherTest, ADeploymentWithoutARunnerFailsWithTheReason) {
   Queue("orphan", "o1", "plan");
   ASSERT_TRUE(RunUntilEnded({"o1"}));

@@ -100,6 +100,17 @@ Result<void> CheckLocalEnforceable(const RunnerSpec& spec, const ApiOptions& opt
   return error;
 }
 
+// What this berthd does not honour yet (runner_config.h): refused when saved, naming each field,
+// rather than run in berthd's own cluster with its own credentials.
+Result<void> CheckHonoured(const RunnerSpec& spec) {
+  FieldErrors fields = NotHonouredYet(spec.type, spec.runner_configuration);
+  if (fields.empty()) return {};
+  Error error = InvalidFields("runner " + spec.id + " names what this berthd does not honour yet",
+                              std::move(fields));
+  error.kind = ErrorKind::kFailedPrecondition;
+  return error;
+}
+
 // Labels valid alone that clash with a stored object's (a request above the limit the other
 // sets) conflict with what is saved: 409, naming the other object.
 Error LabelConflict(Error error, const std::string& with) {
@@ -315,6 +326,7 @@ std::vector<ResourceType> ResourceTypes(const ApiOptions& options) {
                        return launchable.error();
                      if (auto enforceable = CheckLocalEnforceable(*spec, options); !enforceable)
                        return enforceable.error();
+                     if (auto honoured = CheckHonoured(*spec); !honoured) return honoured.error();
                      Record r;
                      r.kind = Kind::kRunner;
                      r.org_id = caller.org;

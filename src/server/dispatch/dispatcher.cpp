@@ -180,7 +180,8 @@ Result<Dispatcher::Launch> Dispatcher::Prepare(const store::Deployment& d) {
   request.runner_configuration = runner->body.value("runner_configuration", json::object());
   // The labels snapshotted when it was created (the runner-spec ones override the Pod's).
   request.labels = d.spec.labels;
-  return Launch{std::move(request), launcher->second};
+  return Launch{std::move(request), launcher->second,
+                ParseRunnerType(type).value_or(RunnerType::kLocal)};
 }
 
 void Dispatcher::OnRunEvent(const std::string& run_id, const launch::LaunchEvent& event) {
@@ -289,9 +290,24 @@ Result<void> Dispatcher::HoldStateLock(const store::Deployment& d) {
                        d.env_id + " --project " + d.project_id + " --reason ...` frees it");
 }
 
+namespace {
+
+// A runner saved before berthd refused what it does not honour yet (runner_config.h) names a
+// cluster or credentials its runs would not get: they are not run elsewhere instead.
+Result<void> Honoured(RunnerType type, const launch::LaunchRequest& request) {
+  FieldErrors fields = NotHonouredYet(type, request.runner_configuration);
+  if (fields.empty()) return {};
+  return MakeError(
+      ErrorKind::kFailedPrecondition,
+      "runner " + request.runner_id + ": " + fields.front().path + " " + fields.front().rule);
+}
+
+}  // namespace
+
 bool Dispatcher::Start(const store::Deployment& d) {
   auto launch = Prepare(d);
-  Result<void> launched = launch.has_error() ? Result<void>(launch.error()) : Result<void>();
+  Result<void> launched = launch.has_error() ? Result<void>(launch.error())
+                                             : Honoured(launch->runner_type, launch->request);
   if (launch && !launch->request.invocation.lock) launched = HoldStateLock(d);
   if (launched) {
     // Known before the launch: a run may end before Launch returns.

@@ -15,6 +15,7 @@
 
 #include "core/clock.h"
 #include "core/mutex.h"
+#include "core/runner_config.h"
 #include "crypto/jws.h"
 #include "launch/launcher.h"
 #include "server/api/deployment_control.h"
@@ -96,6 +97,7 @@ class Dispatcher : public launch::RunObserver, public DeploymentControl {
   struct Launch {
     launch::LaunchRequest request;
     launch::Launcher* launcher = nullptr;
+    RunnerType runner_type = RunnerType::kLocal;
   };
   struct RunPlace {
     std::string org;
