@@ -490,6 +490,13 @@ class Berthd {
   // The embedded defaults on the first start, the launchers' own start, the runs a previous
   // berthd left, then the URL file and serving.
   Result<void> Start() {
+    // Where a local run could read them, no secret of berthd's is kept: it does not start.
+    if (local_) {
+      if (auto hidden = local_->KeepsOutOfRuns({options_.data_dir, options_.encryption_key_file,
+                                                options_.tls_key_file, options_.admin_token_file});
+          !hidden)
+        return hidden.error();
+    }
     if (options_.embedded && base_.first_admin_token) {
       if (auto seeded = SeedEmbeddedDefaults(api_, *base_.first_admin_token); !seeded)
         return seeded.error();

@@ -412,6 +412,23 @@ TEST_F(LocalLauncherTest, AForkBombStopsAtTheProcessLimitAndDiesWithItsRun) {
   EXPECT_EQ(left, 0) << "processes of the fork bomb outlived its run";
 }
 
+// berthd's secrets must not be where every run is shown: a folder on the runs' PATH, the
+// runner binary, a system folder. KeepsOutOfRuns names the file and the folder.
+TEST_F(LocalLauncherTest, ASecretInsideWhatEveryRunSeesIsNamedWithItsFolder) {
+  LocalLauncherOptions options = Options();
+  const fs::path tools = dir_->Path() / "tools";
+  options.environment.push_back("PATH=" + tools.string() + ":/usr/bin");
+  Start(options);
+  auto refused = launcher_->KeepsOutOfRuns({dir_->Path() / "data", tools / "keys"});
+  ASSERT_FALSE(refused);
+  EXPECT_NE(
+      refused.error().message.find((tools / "keys").string() + " is inside " + tools.string()),
+      std::string::npos)
+      << refused.error().message;
+  EXPECT_FALSE(launcher_->KeepsOutOfRuns({"/usr/local/etc/berth.key"}));
+  EXPECT_TRUE(launcher_->KeepsOutOfRuns({dir_->Path() / "data", "/etc/berth/tls.key", ""}));
+}
+
 // What a run leaves as its result is the module's to replace: with a link to an endless device,
 // a FIFO no one will write, or a link to another run's result. berthd follows, waits on and
 // takes none of them (it used to read /dev/zero until the kernel killed it, hang its launcher

@@ -100,5 +100,47 @@ print(" ".join(out))
   EXPECT_EQ(done->output, "EPERM EPERM EPERM ENOTTY\n");
 }
 
+// Of /etc a run sees what tofu and its tools read (TLS roots, users, name resolution, the
+// loader's cache), and nothing else: not the shadow file, not a secret of berthd's beside them.
+TEST(SandboxTest, OfEtcARunSeesOnlyWhatTofuAndItsToolsRead) {
+  auto sandbox = Sandbox::Probe(65534);
+  ASSERT_TRUE(sandbox) << sandbox.error().ToString();
+  auto filter = DangerousCallsFilter();
+  ASSERT_TRUE(filter) << filter.error().ToString();
+  auto dir = sys::TempDir::Create("sandbox");
+  ASSERT_TRUE(dir);
+  fs::create_directories(dir->Path() / "tmp");
+  fs::permissions(dir->Path(), fs::perms::all, fs::perm_options::add);
+  fs::permissions(dir->Path() / "tmp", fs::perms::all, fs::perm_options::add);
+  ASSERT_TRUE(fs::exists("/etc/shadow") && fs::exists("/etc/ssl/certs"));
+  SandboxMounts mounts{.tmp = dir->Path() / "tmp", .working_dir = "/"};
+  auto args = sandbox->Wrap(
+      mounts,
+      {"/bin/sh", "-c",
+       "for f in /etc/passwd /etc/ssl/certs /etc/resolv.conf /etc/ld.so.cache /etc/shadow "
+       "/etc/fstab /etc/machine-id; do test -e $f && echo seen $f; done"},
+      filter->Get());
+  sys::SpawnOptions spawn{.argv = args, .env = std::vector<std::string>{}};
+  spawn.inherited_fds = {filter->Get()};
+  auto done = sys::RunToCompletion(std::move(spawn));
+  ASSERT_TRUE(done) << done.error().ToString();
+  ASSERT_EQ(done->exit_code, 0) << done->output;
+  for (const char* seen : {"/etc/passwd", "/etc/ssl/certs", "/etc/ld.so.cache"})
+    EXPECT_NE(done->output.find(std::string("seen ") + seen), std::string::npos) << done->output;
+  for (const char* hidden : {"/etc/shadow", "/etc/fstab", "/etc/machine-id"})
+    EXPECT_EQ(done->output.find(std::string("seen ") + hidden), std::string::npos) << done->output;
+}
+
+TEST(SandboxTest, ASecretUnderAFolderEveryRunSeesIsFoundWithThatFolder) {
+  const std::vector<fs::path> mirrors = {"/srv/berth/mirror"};
+  EXPECT_EQ(SeenByEveryRun("/etc/ssl/private/berthd.key", mirrors), fs::path("/etc/ssl"));
+  EXPECT_EQ(SeenByEveryRun("/usr/local/lib/berth/keys", mirrors), fs::path("/usr"));
+  EXPECT_EQ(SeenByEveryRun("/srv/berth/mirror/../mirror/token", mirrors),
+            fs::path("/srv/berth/mirror"));
+  EXPECT_EQ(SeenByEveryRun("/etc/berth/tls.key", mirrors), std::nullopt);
+  EXPECT_EQ(SeenByEveryRun("/var/lib/berth", mirrors), std::nullopt);
+  EXPECT_EQ(SeenByEveryRun("/srv/berth/mirror-keys", mirrors), std::nullopt);
+}
+
 }  // namespace
 }  // namespace berth::launch

@@ -412,6 +412,34 @@ TEST_F(BerthdE2e, AnAdminTokenFileIsTheAdminTokenAndRotatesOnRestart) {
   ASSERT_TRUE(sys::WriteFileAtomic(file, rotated));
 }
 
+// A secret of berthd's inside a folder every local run is shown (here a provider mirror its TF
+// CLI configuration names) would be a secret every module reads: berthd does not start, and
+// says which file and which folder.
+TEST_F(BerthdE2e, ASecretEveryLocalRunWouldSeeKeepsBerthdFromStarting) {
+  StopBerthd();
+  const fs::path mirror = dir_->Path() / "mirror";
+  fs::create_directories(mirror);
+  const fs::path token = mirror / "admin-token";
+  ASSERT_TRUE(sys::WriteFileAtomic(token, std::string(40, 'k')));
+  const fs::path cli_config = dir_->Path() / "tofurc";
+  ASSERT_TRUE(sys::WriteFileAtomic(cli_config,
+                                   "provider_installation {\n  filesystem_mirror {\n    path = \"" +
+                                       mirror.string() + "\"\n  }\n}\n"));
+  auto refused = berthd_->Start({"--admin-token-file=" + token.string()},
+                                {"TF_CLI_CONFIG_FILE=" + cli_config.string()});
+  ASSERT_FALSE(refused) << "berthd started with its admin token in every run's view";
+  EXPECT_NE(refused.error().ToString().find("berthd's secret " + token.string() + " is inside " +
+                                            mirror.string() + ", which every local run sees"),
+            std::string::npos)
+      << refused.error().ToString();
+  // Kept elsewhere, the same configuration starts.
+  const fs::path kept = dir_->Path() / "admin-token";
+  ASSERT_TRUE(sys::WriteFileAtomic(kept, std::string(40, 'k')));
+  auto started = berthd_->Start({"--admin-token-file=" + kept.string()},
+                                {"TF_CLI_CONFIG_FILE=" + cli_config.string()});
+  ASSERT_TRUE(started) << started.error().ToString();
+}
+
 // The admin token's secret is written beside the data before the store takes it: a start that
 // died after the store took it finds its file put in place at the next start; one that died
 // before finds it dropped.

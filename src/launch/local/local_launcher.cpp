@@ -684,6 +684,21 @@ void LocalLauncher::PruneEnded(const RunIsHeld& held, size_t keep) {
   }
 }
 
+Result<void> LocalLauncher::KeepsOutOfRuns(const std::vector<fs::path>& secrets) const {
+  if (!options_.sandbox) return {};  // no sandbox: no run starts (or all see everything)
+  std::vector<fs::path> mounts = environment_mounts_;
+  mounts.push_back(options_.runner_binary);
+  for (const fs::path& secret : secrets) {
+    if (secret.empty()) continue;
+    if (auto mount = SeenByEveryRun(secret, mounts))
+      return MakeError(ErrorKind::kFailedPrecondition,
+                       "berthd's secret " + secret.string() + " is inside " + mount->string() +
+                           ", which every local run sees read-only: keep it elsewhere",
+                       secret.string());
+  }
+  return {};
+}
+
 int LocalLauncher::Running() const {
   MutexLock lock(mutex_);
   return static_cast<int>(running_.size());

@@ -75,6 +75,11 @@ class LocalLauncher final : public Launcher {
   // The folders of ended runs, beyond the newest keep, in every folder runs were put in.
   void PruneEnded(const RunIsHeld& held, size_t keep) override EXCLUDES(mutex_);
 
+  // Refuses (naming the path and the mount) a secret of berthd's that every sandboxed run
+  // would see: under a system folder, a bound entry of /etc, a folder on the runs' PATH, the
+  // TF CLI configuration and its mirrors, or the runner binary.
+  Result<void> KeepsOutOfRuns(const std::vector<std::filesystem::path>& secrets) const;
+
   int Running() const EXCLUDES(mutex_);
   int Waiting() const EXCLUDES(mutex_);
 

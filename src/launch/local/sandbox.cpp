@@ -24,7 +24,34 @@ namespace fs = std::filesystem;
 constexpr const char* kBwrap = "/usr/bin/bwrap";
 constexpr const char* kSetpriv = "/usr/bin/setpriv";  // util-linux: on every Debian
 // The system's read-only folders; a merged-/usr system has some as links, which bwrap follows.
-constexpr const char* kSystemFolders[] = {"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64"};
+constexpr const char* kSystemFolders[] = {"/usr", "/bin", "/sbin", "/lib", "/lib64"};
+// Of /etc, only what tofu, its providers and the tools a module runs read: TLS roots, name
+// resolution, users and groups, the dynamic loader's cache, Debian's alternatives, SSH's and
+// Git's defaults for module sources. Never all of it: berthd's own secrets may live there.
+constexpr const char* kEtcEntries[] = {"/etc/ssl",
+                                       "/etc/ca-certificates",
+                                       "/etc/ca-certificates.conf",
+                                       "/etc/pki",
+                                       "/etc/crypto-policies",
+                                       "/etc/resolv.conf",
+                                       "/etc/hosts",
+                                       "/etc/nsswitch.conf",
+                                       "/etc/host.conf",
+                                       "/etc/gai.conf",
+                                       "/etc/services",
+                                       "/etc/protocols",
+                                       "/etc/passwd",
+                                       "/etc/group",
+                                       "/etc/ld.so.cache",
+                                       "/etc/ld.so.conf",
+                                       "/etc/ld.so.conf.d",
+                                       "/etc/alternatives",
+                                       "/etc/localtime",
+                                       "/etc/os-release",
+                                       "/etc/ssh/ssh_config",
+                                       "/etc/ssh/ssh_config.d",
+                                       "/etc/ssh/ssh_known_hosts",
+                                       "/etc/gitconfig"};
 
 // Namespaces, the system's read-only folders, /proc and /dev, no capabilities.
 std::vector<std::string> BaseArgs(bool privileged) {
@@ -38,6 +65,10 @@ std::vector<std::string> BaseArgs(bool privileged) {
   }
   for (const char* folder : kSystemFolders)
     args.insert(args.end(), {"--ro-bind-try", folder, folder});
+  // Made 0755 first: a folder bwrap makes above a bind is 0700, out of the run user's reach.
+  args.insert(args.end(),
+              {"--perms", "0755", "--dir", "/etc", "--perms", "0755", "--dir", "/etc/ssh"});
+  for (const char* entry : kEtcEntries) args.insert(args.end(), {"--ro-bind-try", entry, entry});
   args.insert(args.end(), {"--proc", "/proc", "--dev", "/dev", "--cap-drop", "ALL"});
   return args;
 }
@@ -52,10 +83,19 @@ bool InSystemFolder(const fs::path& path) {
                      [&](const char* folder) { return IsUnder(path, folder); });
 }
 
+// What every sandboxed run sees of the machine whatever its runner: the system folders and
+// the entries of /etc above.
+std::vector<fs::path> SystemMounts() {
+  std::vector<fs::path> mounts(std::begin(kSystemFolders), std::end(kSystemFolders));
+  mounts.insert(mounts.end(), std::begin(kEtcEntries), std::end(kEtcEntries));
+  return mounts;
+}
+
 // The folders the sandbox must make above its mounts, readable by the run's user (bwrap makes
 // them 0700): every ancestor of a mount that no other mount provides.
 std::set<fs::path> FoldersAbove(const std::vector<fs::path>& mounts) {
-  std::vector<fs::path> provided(std::begin(kSystemFolders), std::end(kSystemFolders));
+  std::vector<fs::path> provided = SystemMounts();
+  provided.push_back("/etc");  // made in BaseArgs
   provided.insert(provided.end(), mounts.begin(), mounts.end());
   std::set<fs::path> folders;
   for (const fs::path& mount : mounts) {
@@ -220,6 +260,22 @@ Result<sys::Fd> DangerousCallsFilter() {
     return MakeError(ErrorKind::kInternal,
                      std::string("cannot write the seccomp program: ") + std::strerror(errno));
   return program;
+}
+
+std::optional<fs::path> SeenByEveryRun(const fs::path& path,
+                                       const std::vector<fs::path>& extra_mounts) {
+  std::error_code ec;
+  const fs::path secret = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  std::vector<fs::path> mounts = SystemMounts();
+  mounts.insert(mounts.end(), extra_mounts.begin(), extra_mounts.end());
+  for (const fs::path& mount : mounts) {
+    // A mount through a link (a merged /usr's /bin, a resolv.conf managed elsewhere) shows
+    // what it points at.
+    std::error_code missing;
+    const fs::path seen = fs::weakly_canonical(mount, missing);
+    if (!missing && (IsUnder(secret, seen) || IsUnder(secret, mount))) return mount;
+  }
+  return std::nullopt;
 }
 
 std::vector<fs::path> PathsInCliConfig(const std::string& text) {

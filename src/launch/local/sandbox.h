@@ -56,6 +56,12 @@ class Sandbox {
 // bpf, keyrings, perf, userfaultfd, clock and swap changes, reboot. In an anonymous file.
 Result<sys::Fd> DangerousCallsFilter();
 
+// The mount through which every sandboxed run would see path (a system folder, an entry of
+// /etc, or one of extra_mounts: what the launcher binds for every run), if any: berthd keeps
+// its secrets out of all of them.
+std::optional<std::filesystem::path> SeenByEveryRun(
+    const std::filesystem::path& path, const std::vector<std::filesystem::path>& extra_mounts);
+
 // Paths a TF CLI configuration file names (its provider mirrors), for binding read-only.
 std::vector<std::filesystem::path> PathsInCliConfig(const std::string& text);
 
