@@ -31,7 +31,7 @@ Result<std::string> Field(const json& doc, const std::string& name, const char* 
 }  // namespace
 
 Result<std::optional<ApplyHandover>> ParseApplyHandover(std::string_view body) {
-  auto doc = ParseBoundedJson(body, 4);
+  auto doc = ParseBoundedJson(body, {.depth = 4, .values = kApiJson.values});
   if (!doc || !doc->is_object()) return Refused("body", "must be a JSON object");
   if (doc->value("wait", false)) return std::optional<ApplyHandover>();
   ApplyHandover handover;

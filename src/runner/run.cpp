@@ -575,7 +575,7 @@ class Run {
     StepOutcome out;
     if (!Step("output", {"output", "-json", "-no-color"}, RunErrorKind::kOutput, &out, true))
       return false;
-    auto doc = ParseBoundedJson(out.stdout_data, kMaxTfDocumentDepth);
+    auto doc = ParseBoundedJson(out.stdout_data, kTfDocument);
     if (!doc || !doc->is_object())
       return Fail(RunErrorKind::kOutput, "output", "output -json is not a JSON object");
     return KeepOutputs(*doc, out.stdout_data);

@@ -13,7 +13,7 @@ std::optional<nlohmann::json> PlainOutputsFromEvents(std::string_view events) {
     events.remove_prefix(end == std::string_view::npos ? events.size() : end + 1);
     // Only the outputs events are parsed: a large apply writes one event per resource.
     if (line.find("\"type\":\"outputs\"") == std::string_view::npos) continue;
-    auto event = ParseBoundedJson(line, kMaxTfDocumentDepth);
+    auto event = ParseBoundedJson(line, kTfDocument);
     if (!event || !event->is_object() || (*event)["type"] != "outputs") return std::nullopt;
     if (!event->contains("outputs") || !(*event)["outputs"].is_object()) return std::nullopt;
     outputs = std::move((*event)["outputs"]);

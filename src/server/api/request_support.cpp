@@ -120,7 +120,9 @@ ParsedBody ParseJsonBody(const RouteRequest& r, bool merge_patch) {
   auto body = ParseBoundedJson(r.http.body);
   if (!body) {
     return refuse(ErrorResponse(
-        Invalid("$", "must be valid JSON at most " + std::to_string(kMaxJsonDepth) + " levels deep",
+        Invalid("$",
+                "must be valid JSON at most " + std::to_string(kApiJson.depth) +
+                    " levels deep, of at most " + std::to_string(kApiJson.values) + " values",
                 "the body is refused: " + body.error().message)));
   }
   if (!body->is_object()) return refuse(ErrorResponse(Invalid("$", "must be an object")));

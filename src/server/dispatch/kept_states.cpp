@@ -31,7 +31,7 @@ struct StateIdentity {
 };
 
 std::optional<StateIdentity> IdentityOf(const std::string& content) {
-  json doc = ParseBoundedJsonOrNull(content, kMaxTfDocumentDepth);
+  json doc = ParseBoundedJsonOrNull(content, kTfDocument);
   if (!doc.is_object()) return std::nullopt;
   auto version = AsWholeNumber(doc.value("version", json()));
   auto serial = AsWholeNumber(doc.value("serial", json()));

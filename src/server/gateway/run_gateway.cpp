@@ -182,9 +182,8 @@ namespace {
 // with the module: what the outputs route reads (sensitive flags, sealed values) must have the
 // type it expects, or a forged flag could reveal a sensitive value or fail every read.
 std::string OutputsRule(std::string_view body) {
-  auto doc = ParseBoundedJson(body, kMaxTfDocumentDepth);
-  if (!doc)
-    return "outputs must be JSON at most " + std::to_string(kMaxTfDocumentDepth) + " levels deep";
+  auto doc = ParseBoundedJson(body, kTfDocument);
+  if (!doc) return "outputs are refused: " + doc.error().message;
   if (!doc->is_object()) return "outputs must be an object of outputs by name";
   for (const auto& [output, entry] : doc->items()) {
     if (!entry.is_object()) return "output " + output + " must be an object";

@@ -79,7 +79,8 @@ net::ServerResponse StateBackend::Handle(const net::ServerRequest& request) cons
     return Reply(200, *state);
   }
   if (method == "POST") {
-    if (auto state = ParseBoundedJson(request.body, kMaxTfDocumentDepth); !state)
+    // Checked as it streams by: berthd keeps the state's bytes, it need not build the document.
+    if (auto state = CheckBoundedJson(request.body, kTfDocument.depth); !state)
       return Problem(400, "the state is refused: " + state.error().message);
     auto stored = states_.Put(key, request.body, lock_id, token->run_id);
     if (!stored) {
