@@ -6,6 +6,7 @@
 
 #include "core/base64.h"
 #include "core/bounded_json.h"
+#include "crypto/digest.h"
 #include "crypto/random.h"
 
 namespace berth::crypto {
@@ -162,9 +163,10 @@ Result<RunToken> VerifyRunToken(std::string_view text, std::string_view public_k
 
 Result<RunToken> RunTokenVerifier::Verify(std::string_view text, std::string_view audience,
                                           int64_t now) const {
+  const std::string digest = Sha256Bytes(text);
   {
     MutexLock lock(mutex_);
-    if (auto found = verified_.find(text); found != verified_.end())
+    if (auto found = verified_.find(digest); found != verified_.end())
       return CheckedRunToken(found->second, audience, now);
   }
   auto token = SignedRunToken(text, public_key_);
@@ -172,7 +174,7 @@ Result<RunToken> RunTokenVerifier::Verify(std::string_view text, std::string_vie
   {
     MutexLock lock(mutex_);
     if (verified_.size() >= kMaxRemembered) verified_.clear();
-    verified_.emplace(std::string(text), *token);
+    verified_.emplace(digest, *token);
   }
   return CheckedRunToken(std::move(*token), audience, now);
 }

@@ -88,6 +88,9 @@ class RunTokenVerifier {
   static constexpr size_t kMaxRemembered = 4096;
   std::string public_key_;
   mutable Mutex mutex_;
+  // By the SHA-256 of the token, never the token: a lookup's comparisons take longer the more
+  // of a key a guess shares, and a guess that shares a digest's first bytes tells nothing of a
+  // token.
   mutable std::map<std::string, RunToken, std::less<>> verified_ GUARDED_BY(mutex_);
 };
 

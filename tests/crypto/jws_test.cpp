@@ -139,6 +139,11 @@ TEST_F(RunTokens, AVerifierRemembersSignaturesNotExpiryOrAudience) {
     ASSERT_FALSE(refused);
     EXPECT_EQ(refused.error().kind, ErrorKind::kUnauthenticated);
   }
+  // A remembered token's last byte changed (its signature no longer verifies) is no remembered
+  // token.
+  std::string flipped = token_;
+  flipped.back() = flipped.back() == 'A' ? 'B' : 'A';
+  EXPECT_FALSE(verifier.Verify(flipped, "berth-gateway", 1500));
   auto other = Ed25519Signer::Generate();
   ASSERT_TRUE(other);
   RunTokenVerifier other_key(other->PublicKey());
