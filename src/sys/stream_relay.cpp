@@ -10,6 +10,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 
 namespace berth::sys {
 namespace {
@@ -40,17 +41,26 @@ bool SendAll(int fd, const char* data, size_t size) {
   return true;
 }
 
-Result<std::unique_ptr<StreamRelay>> StreamRelay::Start(Fd listener, Connect connect) {
+Result<std::unique_ptr<StreamRelay>> StreamRelay::Start(Fd listener, Connect connect,
+                                                        size_t max_connections) {
   Fd stop(eventfd(0, EFD_CLOEXEC));
   if (!stop) return SocketError("eventfd");
   std::unique_ptr<StreamRelay> relay(
-      new StreamRelay(std::move(listener), std::move(stop), std::move(connect)));
-  relay->acceptor_ = std::thread([raw = relay.get()] { raw->Accept(); });
+      new StreamRelay(std::move(listener), std::move(stop), std::move(connect), max_connections));
+  try {
+    relay->acceptor_ = std::thread([raw = relay.get()] { raw->Accept(); });
+  } catch (const std::system_error& e) {
+    return MakeError(ErrorKind::kResourceExhausted,
+                     std::string("cannot start the relay's thread: ") + e.what());
+  }
   return relay;
 }
 
-StreamRelay::StreamRelay(Fd listener, Fd stop, Connect connect)
-    : listener_(std::move(listener)), stop_(std::move(stop)), connect_(std::move(connect)) {}
+StreamRelay::StreamRelay(Fd listener, Fd stop, Connect connect, size_t max_connections)
+    : listener_(std::move(listener)),
+      stop_(std::move(stop)),
+      connect_(std::move(connect)),
+      max_connections_(max_connections) {}
 
 StreamRelay::~StreamRelay() {
   uint64_t one = 1;
@@ -72,8 +82,6 @@ void StreamRelay::Accept() {
     if (fds[0].revents == 0) continue;
     Fd client(::accept4(listener_.Get(), nullptr, nullptr, SOCK_CLOEXEC));
     if (!client) continue;  // the client gave up before it was accepted
-    auto target = connect_();
-    if (!target) continue;  // closing the client tells it: nothing is behind the relay now
     MutexLock lock(mutex_);
     // A long run opens many connections (a log shipped every second): the ended ones go.
     std::erase_if(pumps_, [](Pumping& pump) {
@@ -81,13 +89,20 @@ void StreamRelay::Accept() {
       pump.thread.join();
       return true;
     });
+    if (pumps_.size() >= max_connections_) continue;  // closed: the client may try again later
+    auto target = connect_();
+    if (!target) continue;  // closing the client tells it: nothing is behind the relay now
     auto done = std::make_shared<std::atomic<bool>>(false);
-    pumps_.push_back(
-        {std::thread([this, done, c = std::move(client), t = std::move(*target)]() mutable {
-           Pump(std::move(c), std::move(t));
-           done->store(true);
-         }),
-         done});
+    try {
+      pumps_.push_back(
+          {std::thread([this, done, c = std::move(client), t = std::move(*target)]() mutable {
+             Pump(std::move(c), std::move(t));
+             done->store(true);
+           }),
+           done});
+    } catch (const std::system_error&) {
+      // No thread to be had (the machine's limit): this connection is closed, not berthd.
+    }
   }
 }
 

@@ -25,22 +25,30 @@ class StreamRelay {
  public:
   using Connect = std::function<Result<Fd>()>;
 
+  // A run's requests to berthd at once: the log, the state and an artifact or two. What its
+  // module opens beyond this is closed at once, so that it cannot take berthd's threads.
+  static constexpr size_t kMaxConnections = 64;
+
   // Serves listener (bound and listening) on a thread of its own until destroyed; each
-  // connection gets connect()'s socket and a thread that copies until either side closes.
-  static Result<std::unique_ptr<StreamRelay>> Start(Fd listener, Connect connect);
+  // connection gets connect()'s socket and a thread that copies until either side closes. A
+  // connection beyond max_connections open at once, or one no thread can be started for, is
+  // closed at once.
+  static Result<std::unique_ptr<StreamRelay>> Start(Fd listener, Connect connect,
+                                                    size_t max_connections = kMaxConnections);
   // Stops accepting and ends every relayed connection.
   ~StreamRelay();
   StreamRelay(const StreamRelay&) = delete;
   StreamRelay& operator=(const StreamRelay&) = delete;
 
  private:
-  StreamRelay(Fd listener, Fd stop, Connect connect);
+  StreamRelay(Fd listener, Fd stop, Connect connect, size_t max_connections);
   void Accept();
   void Pump(Fd client, Fd target) const;
 
   Fd listener_;
   Fd stop_;  // an eventfd every loop polls: readable once the relay stops
   Connect connect_;
+  const size_t max_connections_;
   // A connection's copying thread; joined once it is done, when the next connection comes.
   struct Pumping {
     std::thread thread;

@@ -3,9 +3,11 @@
 #include "sys/stream_relay.h"
 
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <string>
+#include <vector>
 
 #include "sys/files.h"
 
@@ -78,6 +80,54 @@ TEST(StreamRelay, NothingBehindItClosesTheClientAndStoppingEndsItsConnections) {
   live->reset();  // the run ended: its relay goes, with its open connection
   EXPECT_EQ(ReadToEnd(client->Get()), "");
   EXPECT_FALSE(ConnectTcp("127.0.0.1", second_port)) << "nothing listens once it is gone";
+}
+
+// A module that opens connections without end gets the relay's cap of them at once and no
+// more: the rest are closed as they come, and an ended one frees its place.
+TEST(StreamRelay, ConnectionsBeyondItsCapAreClosedAtOnceAndAnEndedOneFreesItsPlace) {
+  auto dir = TempDir::Create("relay");
+  ASSERT_TRUE(dir);
+  const std::string socket = (dir->Path() / "berthd.sock").string();
+  auto server = ListenUnix(socket);
+  ASSERT_TRUE(server);
+  int port = 0;
+  auto listener = ListenLoopback(port);
+  ASSERT_TRUE(listener);
+  auto relay = StreamRelay::Start(
+      std::move(*listener), [&socket] { return ConnectUnix(socket); }, /*max_connections=*/2);
+  ASSERT_TRUE(relay);
+  std::vector<Fd> clients, accepted;
+  for (int i = 0; i < 2; ++i) {
+    auto client = ConnectTcp("127.0.0.1", port);
+    ASSERT_TRUE(client);
+    clients.push_back(std::move(*client));
+    accepted.emplace_back(::accept(server->Get(), nullptr, nullptr));
+    ASSERT_TRUE(accepted.back());
+  }
+  for (int i = 0; i < 3; ++i) {
+    auto beyond = ConnectTcp("127.0.0.1", port);
+    ASSERT_TRUE(beyond);
+    EXPECT_EQ(ReadToEnd(beyond->Get()), "") << "a connection beyond the cap was kept";
+  }
+  // The first two still carry bytes.
+  ASSERT_EQ(::send(clients[1].Get(), "ping", 4, MSG_NOSIGNAL), 4);
+  char got[4] = {};
+  ASSERT_EQ(::recv(accepted[1].Get(), got, sizeof got, MSG_WAITALL), 4);
+  EXPECT_EQ(std::string(got, 4), "ping");
+  // One ends; the next connection is relayed again.
+  clients[0].Reset();
+  accepted[0].Reset();
+  Fd again;
+  for (int i = 0; i < 100 && !again; ++i) {
+    auto client = ConnectTcp("127.0.0.1", port);
+    ASSERT_TRUE(client);
+    pollfd waiting{.fd = server->Get(), .events = POLLIN, .revents = 0};
+    if (::poll(&waiting, 1, 100) == 1) {
+      Fd served(::accept(server->Get(), nullptr, nullptr));
+      if (served) again = std::move(*client);
+    }
+  }
+  EXPECT_TRUE(again) << "an ended connection did not free its place";
 }
 
 }  // namespace
