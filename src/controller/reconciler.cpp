@@ -8,9 +8,11 @@
 #include "controller/finalizer.h"
 #include "controller/flux_source.h"
 #include "controller/git_source.h"
+#include "controller/outputs_secret.h"
 #include "controller/plan_store.h"
 #include "controller/runner_session.h"
 #include "core/base64.h"
+#include "core/run_result.h"
 #include "core/time_format.h"
 #include "sys/files.h"
 #include "sys/module_bundle.h"
@@ -28,11 +30,22 @@ std::string CustomBackend(const json& spec) {
 
 // A failed run's message and the end of its log (the runner masked both), for the Plan or
 // Apply condition.
-std::string RunErrorText(const json& error) {
-  std::string text = error.value("message", "");
-  const std::string tail = error.value("tail", "");
-  if (!tail.empty()) text += "\n" + tail;
-  return text;
+std::string RunErrorText(const RunError& error) {
+  return error.tail.empty() ? error.message : error.message + "\n" + error.tail;
+}
+
+// The runner's result, typed: it shares its Pod with the module, so a result of another shape
+// is refused by name (as berthd refuses one), never thrown on.
+Result<RunResult> RunnerResult(const std::string& result_json) {
+  auto result = ParseRunResult(result_json);
+  if (!result)
+    return MakeError(ErrorKind::kInvalidArgument,
+                     "the runner's result is refused: " + result.error().ToString());
+  return result;
+}
+
+json BinaryOf(const RunResult& result) {
+  return {{"name", result.binary_name}, {"version", result.binary_version}};
 }
 
 // One pass: the object as read, the status being written.
@@ -340,25 +353,23 @@ Result<ReconcileOutcome> Pass::Plan(const fs::path& scratch, const std::string& 
   auto reply = InPod("plan", files_, revision, extra);
   if (!reply)
     return Fail(reply.error(), reply.error().reason.empty() ? "RunFailed" : reply.error().reason);
-  const json result = json::parse(reply->result_json, nullptr, false);
-  if (result.is_discarded())
-    return Fail(MakeError(ErrorKind::kInternal, "the runner's result is not JSON"), "RunFailed");
-  json binary = result.value("binary", json::object());
-  if (!result.value("error", json()).is_null()) {
-    const json& error = result["error"];
-    const std::string kind = error.value("kind", "RunFailed");
-    failure_ = "plan failed: " + error.value("message", "");
-    auto written = WriteStatus(
-        {{"lastAttemptedRevision", revision},
-         {"binary", binary},
-         {"conditions",
-          {Condition("Plan", false, kind, RunErrorText(error)),
-           Condition("Ready", false, kind, "plan failed: " + error.value("message", ""))}}});
+  auto result = RunnerResult(reply->result_json);
+  if (!result) return Fail(result.error(), "RunFailed");
+  json binary = BinaryOf(*result);
+  if (const auto& error = result->error) {
+    const std::string kind(RunErrorKindName(error->kind));
+    failure_ = "plan failed: " + error->message;
+    auto written =
+        WriteStatus({{"lastAttemptedRevision", revision},
+                     {"binary", binary},
+                     {"conditions",
+                      {Condition("Plan", false, kind, RunErrorText(*error)),
+                       Condition("Ready", false, kind, "plan failed: " + error->message)}}});
     if (!written) return written.error();
     return Retry();
   }
-  const json plan = result.value("plan", json::object());
-  if (!plan.value("hasChanges", false)) {
+  const PlanSummary plan = result->plan.value_or(PlanSummary{});
+  if (!plan.has_changes) {
     auto written = WriteStatus(
         {{"lastAttemptedRevision", revision},
          {"binary", binary},
@@ -371,7 +382,7 @@ Result<ReconcileOutcome> Pass::Plan(const fs::path& scratch, const std::string& 
     destroyed_ = Destroying();
     return Again();
   }
-  const std::string hash = plan.value("hash", "");
+  const std::string& hash = plan.hash;
   const std::string id = PlanId(hash);
   if (auto saved = SavePlan(api_, object_, id, reply->plan, options_.field_manager); !saved)
     return Fail(saved.error(), "PlanNotSaved");
@@ -386,14 +397,13 @@ Result<ReconcileOutcome> Pass::Plan(const fs::path& scratch, const std::string& 
   json summary = {{"id", id},
                   {"hash", hash},
                   {"operation", Operation()},
-                  {"add", plan.value("add", 0)},
-                  {"change", plan.value("change", 0)},
-                  {"destroy", plan.value("destroy", 0)},
-                  {"replace", plan.value("replace", 0)}};
+                  {"add", plan.add},
+                  {"change", plan.change},
+                  {"destroy", plan.destroy},
+                  {"replace", plan.replace}};
   if (object_.spec.value("approvePlan", "") == "auto") return Apply(scratch, revision, summary);
-  const std::string counts = std::to_string(summary["add"].get<int>()) + " to add, " +
-                             std::to_string(summary["change"].get<int>()) + " to change, " +
-                             std::to_string(summary["destroy"].get<int>()) + " to destroy";
+  const std::string counts = std::to_string(plan.add) + " to add, " + std::to_string(plan.change) +
+                             " to change, " + std::to_string(plan.destroy) + " to destroy";
   const std::string reason = drifted ? "DriftDetected" : "PlanPending";
   auto written = WriteStatus(
       {{"lastAttemptedRevision", revision},
@@ -410,15 +420,8 @@ Result<ReconcileOutcome> Pass::Plan(const fs::path& scratch, const std::string& 
 Result<std::string> Pass::WriteOutputs(const std::string& outputs_json) {
   const json target = object_.spec.value("writeOutputsToSecret", json());
   if (!target.is_object()) return std::string();
-  const json outputs = json::parse(outputs_json, nullptr, false);
-  if (!outputs.is_object()) return MakeError(ErrorKind::kInternal, "outputs are not JSON");
-  const json wanted = target.value("outputs", json::array());
-  json data = json::object();
-  for (const auto& [name, output] : outputs.items()) {
-    if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), name) == wanted.end()) continue;
-    const json value = output.value("value", json());
-    data[name] = Base64Encode(value.is_string() ? value.get<std::string>() : value.dump());
-  }
+  auto data = OutputsSecretData(outputs_json, target.value("outputs", json::array()));
+  if (!data) return data.error();
   std::string name = target.value("name", "");
   json metadata = {{"name", name},
                    {"namespace", object_.ns},
@@ -435,7 +438,7 @@ Result<std::string> Pass::WriteOutputs(const std::string& outputs_json) {
                  {"kind", "Secret"},
                  {"type", "Opaque"},
                  {"metadata", metadata},
-                 {"data", data}};
+                 {"data", *data}};
   auto created = api_.Create(kube::kSecrets, object_.ns, secret);
   if (!created && created.error().kind == ErrorKind::kAlreadyExists) {
     // Replace the data whole: an output that went away leaves the Secret too.
@@ -443,7 +446,7 @@ Result<std::string> Pass::WriteOutputs(const std::string& outputs_json) {
                                {{"metadata", metadata}, {"data", nullptr}}, options_.field_manager);
     if (!replaced) return replaced.error();
     auto patched = api_.Patch(kube::kSecrets, object_.ns, name, kube::PatchType::kMerge,
-                              {{"data", data}}, options_.field_manager);
+                              {{"data", *data}}, options_.field_manager);
     if (!patched) return patched.error();
   } else if (!created) {
     return created.error();
@@ -464,23 +467,23 @@ Result<ReconcileOutcome> Pass::Apply(const fs::path& scratch, const std::string&
                      {"--approved-plan=" + plan.value("hash", ""), "--allow-destroy"});
   if (!reply)
     return Fail(reply.error(), reply.error().reason.empty() ? "RunFailed" : reply.error().reason);
-  const json result = json::parse(reply->result_json, nullptr, false);
-  if (result.is_discarded() || !result.value("error", json()).is_null()) {
-    const json error = result.is_discarded() ? json::object() : result["error"];
-    const std::string kind = error.value("kind", "RunFailed");
-    failure_ = "apply of " + id + " failed: " + error.value("message", "");
-    auto written =
-        WriteStatus({{"conditions",
-                      {Condition("Apply", false, kind, error.value("message", "")),
-                       Condition("Ready", false, kind,
-                                 "apply of " + id + " failed: " + error.value("message", ""))}}});
+  auto result = RunnerResult(reply->result_json);
+  if (!result || result->error) {
+    const std::string kind =
+        result ? std::string(RunErrorKindName(result->error->kind)) : "RunFailed";
+    const std::string message = result ? result->error->message : result.error().message;
+    failure_ = "apply of " + id + " failed: " + message;
+    auto written = WriteStatus(
+        {{"conditions",
+          {Condition("Apply", false, kind, message),
+           Condition("Ready", false, kind, "apply of " + id + " failed: " + message)}}});
     if (!written) return written.error();
     return Retry();
   }
   const char* done = Destroying() ? "Destroyed" : "Applied";
   json status = {{"lastAttemptedRevision", revision},
                  {"lastAppliedRevision", revision},
-                 {"binary", result.value("binary", json::object())},
+                 {"binary", BinaryOf(*result)},
                  {"plan", nullptr},
                  {"conditions",
                   {Condition("Apply", true, done, id + (Destroying() ? " destroyed" : " applied")),
