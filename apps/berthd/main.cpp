@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "core/duration.h"
+#include "core/http_url.h"
 #include "server/daemon.h"
 
 namespace {
@@ -76,6 +77,14 @@ int main(int argc, char** argv) {
   app.add_flag("--kubernetes", options.kubernetes,
                "launch runners of the kubernetes types as Pods or Jobs (KUBECONFIG or in-cluster, "
                "and the KUBERNETES_* settings)");
+  app.add_option("--public-url", options.public_url,
+                 "berthd's URL as people reach it, when a proxy in front of it serves TLS "
+                 "(https://berth.example.com): the dashboard's session cookie is then Secure")
+      ->check([](const std::string& text) -> std::string {
+        auto url = berth::HttpUrl::Parse(text);
+        if (!url) return "--public-url: " + url.error().message;
+        return "";
+      });
   app.add_option("--advertise-url", options.advertise_url,
                  "berthd's URL as runners reach it (default: the listen address)");
   app.add_option("--rate-limit", options.rate_limit,

@@ -425,7 +425,8 @@ class Berthd {
                             options.insecure_local_runners
                                 ? "local runs have no sandbox (--insecure-local-runners)"
                                 : "",
-                        .secure_cookies = !options.tls_cert_file.empty()}) {
+                        .secure_cookies = !options.tls_cert_file.empty() ||
+                                          options.public_url.starts_with("https://")}) {
     if (base_.kube_client) {
       kubernetes_ = std::make_unique<launch::KubernetesLauncher>(
           *base_.kube_client, std::move(*base_.kube_settings), SystemClock::Instance(), dispatcher_,

@@ -41,6 +41,9 @@ struct DaemonOptions {
   bool kubernetes = false;
   // berthd's URL as runners reach it (a Pod cannot use 127.0.0.1); empty: the listen URL.
   std::string advertise_url;
+  // berthd's URL as people reach it, when that is not the listen address (a TLS proxy in
+  // front): an https one makes the dashboard's session cookie Secure.
+  std::string public_url;
   // A run that has not ended this long after it started is stopped and its deployment failed.
   std::chrono::seconds run_deadline{6 * 3600};
   // Several berthd may share one database (each with a data folder of its own): a replica's

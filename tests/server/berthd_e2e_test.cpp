@@ -440,6 +440,28 @@ TEST_F(BerthdE2e, ASecretEveryLocalRunWouldSeeKeepsBerthdFromStarting) {
   ASSERT_TRUE(started) << started.error().ToString();
 }
 
+// Behind a proxy that serves TLS, berthd itself speaks plain HTTP: --public-url says how people
+// reach it, and an https one makes the dashboard's session cookie Secure.
+TEST_F(BerthdE2e, AnHttpsPublicUrlMakesTheSessionCookieSecure) {
+  auto cookie = [&] {
+    auto opened = Call("POST", "/sessions");
+    EXPECT_EQ(opened.status, 201) << opened.body;
+    return opened.headers["set-cookie"];
+  };
+  EXPECT_EQ(cookie().find("; Secure"), std::string::npos) << "plain HTTP, no proxy said";
+  StopBerthd();
+  berthd_flags_ = {"--public-url=https://berth.example.com"};
+  StartBerthd();
+  EXPECT_NE(cookie().find("; Secure"), std::string::npos);
+  StopBerthd();
+  auto refused = berthd_->Start({"--public-url=ftp://berth.example.com"});
+  ASSERT_FALSE(refused) << "a public URL that is not http(s) was taken";
+  EXPECT_NE(refused.error().message.find("--public-url"), std::string::npos)
+      << refused.error().message;
+  berthd_flags_ = {};
+  StartBerthd();
+}
+
 // The admin token's secret is written beside the data before the store takes it: a start that
 // died after the store took it finds its file put in place at the next start; one that died
 // before finds it dropped.

@@ -46,6 +46,8 @@ async function loggedIn(viewport = kDesktop, { bypassCSP = false } = {}) {
   const link = (await up.berth('ui')).trim();
   assert.match(link, /^http:\/\/127\.0\.0\.1:\d+\/ui\/login#org=default&code=/);
   await page.goto(link);
+  // The link alone logs nobody in: one click does.
+  await page.getByRole('button', { name: 'Log in to default' }).click();
   await page.getByRole('heading', { name: 'Environments' }).waitFor();
   assert.equal(new URL(page.url()).hash, '#/', 'the login code is gone from the address bar');
   return page;
@@ -262,6 +264,20 @@ describe('the dashboard', () => {
     await login.getByRole('button', { name: 'Log in' }).waitFor();
     assert.deepEqual(await axeViolations(login), [], 'login');
     await login.context().close();
+  });
+
+  test('a login link opened and left spends nothing: the click that follows it logs in', async () => {
+    const link = (await up.berth('ui')).trim();
+    const preview = await (await browser.newContext()).newPage();
+    await preview.goto(link);
+    await preview.getByRole('button', { name: 'Log in to default' }).waitFor();
+    assert.equal(new URL(preview.url()).hash, '', 'the code is gone from the address bar');
+    await preview.context().close();
+    const page = await (await browser.newContext()).newPage();
+    await page.goto(link);
+    await page.getByRole('button', { name: 'Log in to default' }).click();
+    await page.getByRole('heading', { name: 'Environments' }).waitFor();
+    await page.context().close();
   });
 
   test('an admin edits runners as the API takes them and sees its refusal field by field', async () => {
