@@ -426,7 +426,10 @@ class Berthd {
                                 ? "local runs have no sandbox (--insecure-local-runners)"
                                 : "",
                         .secure_cookies = !options.tls_cert_file.empty() ||
-                                          options.public_url.starts_with("https://")}) {
+                                          options.public_url.starts_with("https://"),
+                        .environment_metrics = [&store = *base_.store](const std::string& org) {
+                          return BerthdMetrics::ScrapeEnvironments(store, org);
+                        }}) {
     if (base_.kube_client) {
       kubernetes_ = std::make_unique<launch::KubernetesLauncher>(
           *base_.kube_client, std::move(*base_.kube_settings), SystemClock::Instance(), dispatcher_,

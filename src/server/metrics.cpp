@@ -98,18 +98,8 @@ void BerthdMetrics::ProviderPackages(std::string_view result, int count) {
   provider_packages_.Add({{"result", std::string(result)}}).Increment(count);
 }
 
-std::string BerthdMetrics::Scrape(store::Store& store, std::string_view extra) {
-  // Gauges read now, in a registry of this scrape: an environment whose queue emptied is gone.
+std::string BerthdMetrics::ScrapeEnvironments(store::Store& store, const std::string& org) {
   prometheus::Registry now;
-  auto& by_state = BuildGauge()
-                       .Name("berth_deployments")
-                       .Help("Deployments in the store, by state.")
-                       .Register(now);
-  if (auto counts = store.Deployments().CountByState()) {
-    for (const auto& [state, count] : *counts)
-      by_state.Add({{"state", std::string(DeploymentStateName(state))}})
-          .Set(static_cast<double>(count));
-  }
   auto& depth = BuildGauge()
                     .Name("berth_environment_queued_deployments")
                     .Help("Deployments queued behind each environment's current one.")
@@ -121,10 +111,28 @@ std::string BerthdMetrics::Scrape(store::Store& store, std::string_view extra) {
   if (auto queues = store.Deployments().Queues()) {
     int64_t now_ms = UnixMillisNow();
     for (const store::EnvironmentQueue& q : *queues) {
+      if (q.org_id != org) continue;
       prometheus::Labels labels{{"org", q.org_id}, {"project", q.project_id}, {"env", q.env_id}};
       depth.Add(labels).Set(static_cast<double>(q.queued));
       waited.Add(labels).Set(static_cast<double>(now_ms - q.oldest_created_at) / 1000.0);
     }
+  }
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, now.Collect());
+  return out.str();
+}
+
+std::string BerthdMetrics::Scrape(store::Store& store, std::string_view extra) {
+  // Gauges read now, in a registry of this scrape: an environment whose queue emptied is gone.
+  prometheus::Registry now;
+  auto& by_state = BuildGauge()
+                       .Name("berth_deployments")
+                       .Help("Deployments in the store, by state.")
+                       .Register(now);
+  if (auto counts = store.Deployments().CountByState()) {
+    for (const auto& [state, count] : *counts)
+      by_state.Add({{"state", std::string(DeploymentStateName(state))}})
+          .Set(static_cast<double>(count));
   }
   auto& lease_left = BuildGauge()
                          .Name("berth_replica_lease_seconds")

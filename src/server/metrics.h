@@ -38,8 +38,13 @@ class BerthdMetrics {
   // cache), "known" (the cache had them) or "refused" (beyond a limit, or unreadable).
   void ProviderPackages(std::string_view result, int count);
 
-  // The registry's metrics, then the store's gauges, then extra (already in the text format).
+  // The registry's metrics, then the store's gauges, then extra (already in the text format):
+  // what /metrics serves without a token, so nothing that names an organization, a project or
+  // an environment.
   std::string Scrape(store::Store& store, std::string_view extra = {});
+  // The series that do, for one organization (GET /orgs/{org}/metrics, with its token): each of
+  // its environments' queue.
+  static std::string ScrapeEnvironments(store::Store& store, const std::string& org);
 
  private:
   prometheus::Registry registry_;

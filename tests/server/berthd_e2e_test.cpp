@@ -538,6 +538,12 @@ TEST_F(BerthdE2e, MetricsCountRequestsRunsAndDeploymentsInThePrometheusTextForma
   EXPECT_GT(lease, 0) << parsed->output;
   EXPECT_LE(lease, 15) << parsed->output;
   EXPECT_EQ(scraped->body.find(token_), std::string::npos) << "a token in the metrics";
+  // Served without a token, /metrics names no organization; its own are its tokens' to read.
+  EXPECT_EQ(scraped->body.find("org=\""), std::string::npos) << scraped->body;
+  EXPECT_EQ(http_->Send({.method = "GET", .url = url_ + "/orgs/default/metrics"})->status, 401);
+  auto own = Call("GET", "/metrics");
+  EXPECT_EQ(own.status, 200) << own.body;
+  EXPECT_EQ(own.headers["content-type"], "text/plain; version=0.0.4");
 }
 
 // berthd's own log (--log-format=json): a line per API request and per dispatcher decision,

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 
+#include "core/deployment_spec.h"
 #include "sys/files.h"
 
 namespace berth::server {
@@ -53,6 +54,36 @@ TEST_F(BerthdMetricsTest, ProviderPackagesAreCountedByResult) {
       << text;
   EXPECT_NE(text.find("berth_provider_packages_total{result=\"refused\"} 0"), std::string::npos)
       << text;
+}
+
+// Each environment's queue names its organization, project and environment: /metrics, served
+// without a token, leaves those series out, and an organization's own scrape has its own only.
+TEST_F(BerthdMetricsTest, EnvironmentSeriesAreAnOrganizationsOwnAndNotInTheOpenScrape) {
+  for (const std::string& org : {std::string("acme"), std::string("rival")}) {
+    ASSERT_TRUE(store_->CreateOrganization(org));
+    ASSERT_TRUE(store_->Create({.kind = store::Kind::kProject, .org_id = org, .id = "web"}));
+    ASSERT_TRUE(store_->Create({.kind = store::Kind::kEnvType, .org_id = org, .id = "dev"}));
+    store::Record env{
+        .kind = store::Kind::kEnvironment, .org_id = org, .parent_id = "web", .id = org + "-env"};
+    env.columns = {{"env_type_id", "dev"}};
+    ASSERT_TRUE(store_->Create(env));
+    for (const char* id : {"d1", "d2"}) {
+      store::Deployment d{.org_id = org, .project_id = "web", .env_id = org + "-env", .id = id};
+      d.spec = DeploymentSpec::FromRequest({{"op", "plan"}, {"source", {{"path", "/srv/module"}}}})
+                   .value();
+      ASSERT_TRUE(store_->Deployments().Create(d));
+    }
+  }
+  const std::string open = Scrape();
+  EXPECT_EQ(open.find("org="), std::string::npos) << open;
+  EXPECT_EQ(open.find("acme"), std::string::npos) << open;
+  EXPECT_NE(open.find("berth_deployments{state=\"queued\"} 4"), std::string::npos) << open;
+  const std::string acme = BerthdMetrics::ScrapeEnvironments(*store_, "acme");
+  EXPECT_NE(acme.find("berth_environment_queued_deployments{env=\"acme-env\",org=\"acme\","
+                      "project=\"web\"} 2"),
+            std::string::npos)
+      << acme;
+  EXPECT_EQ(acme.find("rival"), std::string::npos) << acme;
 }
 
 }  // namespace

@@ -433,6 +433,18 @@ class ApiHandlers {
     sessions_ =
         std::make_unique<SessionRoutes>(router, store, authorized_, clock, options.secure_cookies);
     overview_ = std::make_unique<OverviewRoutes>(router, store, authorized_);
+    // The series that name an organization's projects and environments: for its own tokens.
+    router.Add("GET", "/orgs/{org}/metrics",
+               [this, metrics = options.environment_metrics](const RouteRequest& r) {
+                 return authorized_(r, Scope::kRead, [&](const Caller& c) {
+                   if (!metrics)
+                     return ErrorResponse(404, "NotFound", "this berthd serves no metrics");
+                   net::ServerResponse response;
+                   response.headers["Content-Type"] = "text/plain; version=0.0.4";
+                   response.body = metrics(c.org);
+                   return response;
+                 });
+               });
   }
 
  private:

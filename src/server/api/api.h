@@ -3,6 +3,7 @@
 // refresh_runner, and typed errors with the JSON path of every bad field.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +35,9 @@ struct ApiOptions {
   std::string local_network_refusal;
   // berthd serves TLS: a browser sends the session cookie over it only.
   bool secure_cookies = false;
+  // An organization's per-environment metrics (GET /orgs/{org}/metrics), in the Prometheus
+  // text format; empty: the route answers 404.
+  std::function<std::string(const std::string& org)> environment_metrics;
 };
 
 class ApiHandlers;
