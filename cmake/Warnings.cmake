@@ -1,7 +1,11 @@
 # Compiler flags shared by every berth target: warnings, sanitizers, ccache, clang-tidy.
 find_program(CCACHE_PROGRAM ccache)
 if(CCACHE_PROGRAM)
-  set(CMAKE_CXX_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
+  # Paths inside the source tree are hashed relative to the build folder, and the build folder
+  # itself not at all: a clone elsewhere (CI's) reuses what this machine compiled. A value that
+  # names the tree (a -D of its path) still tells two clones apart.
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${CMAKE_COMMAND} -E env CCACHE_BASEDIR=${PROJECT_SOURCE_DIR}
+                                  CCACHE_NOHASHDIR=1 ${CCACHE_PROGRAM})
 endif()
 
 add_compile_options(-Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wold-style-cast
