@@ -412,6 +412,23 @@ TEST_F(LocalLauncherTest, AForkBombStopsAtTheProcessLimitAndDiesWithItsRun) {
   EXPECT_EQ(left, 0) << "processes of the fork bomb outlived its run";
 }
 
+// Empty files fill no disk limit, but counting millions of them held up the launcher at each
+// check: past max_folder_entries a run with a disk limit is stopped as one past it.
+TEST_F(LocalLauncherTest, ARunOfMoreFilesThanTheLauncherCountsIsStoppedSayingSo) {
+  LocalLauncherOptions options = Options();
+  options.max_folder_entries = 2000;
+  Start(options);
+  LaunchTaking("files", "i=0; while [ $i -lt 200000 ]; do : > f-$i; i=$((i+1)); done", "files",
+               {{"type", "local"}, {"limits", {{"disk", "1Gi"}}}});
+  auto outcome = outcomes_.WaitFor("files");
+  ASSERT_TRUE(outcome);
+  EXPECT_TRUE(outcome->EndedAs(RunnerEnd::kLimitExceeded)) << outcome->FailureName();
+  EXPECT_NE(outcome->message.find("more than 2000 files and folders"), std::string::npos)
+      << outcome->message;
+  std::error_code ec;
+  EXPECT_FALSE(fs::exists(dir_->Path() / "runs/files/work/f-150000", ec)) << "it went on";
+}
+
 // berthd's secrets must not be where every run is shown: a folder on the runs' PATH, the
 // runner binary, a system folder. KeepsOutOfRuns names the file and the folder.
 TEST_F(LocalLauncherTest, ASecretInsideWhatEveryRunSeesIsNamedWithItsFolder) {

@@ -446,12 +446,18 @@ void LocalLauncher::CheckLimits(Run& run, std::chrono::steady_clock::time_point 
       run.limit_hit = "its processes used more than limits.cpu_seconds (" +
                       std::to_string(*run.limits.cpu_seconds) + " s of CPU time)";
   }
-  if (run.limit_hit.empty() && run.limits.disk_bytes &&
-      DiskUsage(run.dir) > *run.limits.disk_bytes) {
-    run.limit_hit = "its folder held more than limits.disk (" +
-                    std::to_string(*run.limits.disk_bytes) + " bytes)";
+  if (run.limit_hit.empty() && run.limits.disk_bytes) {
+    // Counted under the launcher's lock: the count is bounded, so a run's millions of empty
+    // files cannot hold up every other run's start and end.
+    const FolderUsage usage = DiskUsage(run.dir, options_.max_folder_entries);
+    if (!usage.complete)
+      run.limit_hit = "its folder held more than " + std::to_string(options_.max_folder_entries) +
+                      " files and folders";
+    else if (usage.bytes > *run.limits.disk_bytes)
+      run.limit_hit = "its folder held more than limits.disk (" +
+                      std::to_string(*run.limits.disk_bytes) + " bytes)";
     // Every second of grace is more written: the runner gets a short one to save its state.
-    grace = std::min(grace, std::chrono::seconds(10));
+    if (!run.limit_hit.empty()) grace = std::min(grace, std::chrono::seconds(10));
   }
   if (run.limit_hit.empty()) return;
   observer_.OnRunEvent(run.request.run_id,

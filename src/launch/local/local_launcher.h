@@ -43,6 +43,8 @@ struct LocalLauncherOptions {
   rlim_t max_open_files = 4096;
   rlim_t max_file_bytes = rlim_t{8} << 30;  // no single file beyond 8 GiB
   rlim_t max_processes = 1024;              // of the run's user: a fork bomb stops here
+  // Files and folders a run with limits.disk may hold: past it, it is stopped as past its disk.
+  int64_t max_folder_entries = 1'000'000;
   // Every run executes in it. Without one, runs are refused with `refusal`, unless insecure
   // (--insecure-local-runners) lets them run as berthd's user, seeing all it sees.
   std::optional<Sandbox> sandbox;

@@ -181,16 +181,21 @@ RunCgroup CgroupHost::Existing(const std::string& name) const {
   return group;
 }
 
-int64_t DiskUsage(const fs::path& dir) {
-  int64_t total = 0;
+FolderUsage DiskUsage(const fs::path& dir, int64_t max_entries) {
+  FolderUsage usage;
   std::error_code ec;
   for (fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec),
        end;
        !ec && it != end; it.increment(ec)) {
+    if (++usage.entries > max_entries) {
+      usage.complete = false;
+      break;
+    }
     struct stat st {};
-    if (lstat(it->path().c_str(), &st) == 0) total += static_cast<int64_t>(st.st_blocks) * 512;
+    if (lstat(it->path().c_str(), &st) == 0)
+      usage.bytes += static_cast<int64_t>(st.st_blocks) * 512;
   }
-  return total;
+  return usage;
 }
 
 }  // namespace berth::launch

@@ -63,7 +63,14 @@ class CgroupHost {
   std::map<std::string, std::filesystem::path> parents_;  // controller -> berthd's runs folder
 };
 
-// What a folder holds on disk (allocated blocks), symbolic links not followed.
-int64_t DiskUsage(const std::filesystem::path& dir);
+// What a folder holds on disk (allocated blocks), symbolic links not followed, and how many
+// entries it took to count; the count stops past max_entries (a run's millions of empty files
+// would otherwise make each check as long), with complete false.
+struct FolderUsage {
+  int64_t bytes = 0;
+  int64_t entries = 0;
+  bool complete = true;
+};
+FolderUsage DiskUsage(const std::filesystem::path& dir, int64_t max_entries);
 
 }  // namespace berth::launch
