@@ -64,7 +64,11 @@ Result<void> SavePlan(kube::KubeApi& api, const TerraformObject& object, const s
 }
 
 Result<std::string> LoadPlan(kube::KubeApi& api, const TerraformObject& object,
-                             const std::string& plan_id) {
+                             const std::string& plan_id, std::string_view sha256) {
+  if (sha256.empty())
+    return MakeError(ErrorKind::kNotFound, "plan " + plan_id +
+                                               " has no digest in the object's status (an older "
+                                               "berth-controller made it): it is planned again");
   std::string plan;
   size_t chunks = 1;
   std::string digest;
@@ -85,8 +89,13 @@ Result<std::string> LoadPlan(kube::KubeApi& api, const TerraformObject& object,
     if (!bytes) return bytes.error();
     plan += *bytes;
   }
-  if (crypto::Sha256Hex(plan) != digest)
+  const std::string actual = crypto::Sha256Hex(plan);
+  if (actual != digest)
     return MakeError(ErrorKind::kInternal, "plan " + plan_id + " does not match its digest");
+  if (actual != sha256)
+    return MakeError(ErrorKind::kInternal, "plan " + plan_id +
+                                               " is not the plan that was made: its Secrets were "
+                                               "rewritten, digest included");
   return plan;
 }
 

@@ -14,6 +14,7 @@
 #include "core/base64.h"
 #include "core/run_result.h"
 #include "core/time_format.h"
+#include "crypto/digest.h"
 #include "sys/files.h"
 #include "sys/module_bundle.h"
 
@@ -396,6 +397,7 @@ Result<ReconcileOutcome> Pass::Plan(const fs::path& scratch, const std::string& 
                        applied_generation == object_.generation;
   json summary = {{"id", id},
                   {"hash", hash},
+                  {"sha256", crypto::Sha256Hex(reply->plan)},
                   {"operation", Operation()},
                   {"add", plan.add},
                   {"change", plan.change},
@@ -457,7 +459,9 @@ Result<std::string> Pass::WriteOutputs(const std::string& outputs_json) {
 Result<ReconcileOutcome> Pass::Apply(const fs::path& scratch, const std::string& revision,
                                      const json& plan) {
   const std::string id = plan.value("id", "");
-  auto bytes = LoadPlan(api_, object_, id);
+  const json kept_digest = plan.value("sha256", json());
+  auto bytes =
+      LoadPlan(api_, object_, id, kept_digest.is_string() ? kept_digest.get<std::string>() : "");
   if (!bytes) return Fail(bytes.error(), "PlanNotFound");
   const fs::path plan_file = scratch / "approved.tfplan";
   if (auto ok = sys::WriteFileAtomic(plan_file, *bytes); !ok) return ok.error();

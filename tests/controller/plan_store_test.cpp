@@ -8,6 +8,7 @@
 #include <random>
 
 #include "core/base64.h"
+#include "crypto/digest.h"
 #include "kube_test_cluster.h"
 
 namespace berth::controller {
@@ -62,27 +63,28 @@ TEST_F(PlanStoreTest, ATenMebibytePlanComesBackWholeAndASmallerOneLeavesNoChunkB
   const std::string big = RandomPlan(size_t{10} << 20);
   ASSERT_TRUE(SavePlan(*api, object, "plan-big", big, "test"));
   EXPECT_EQ(ChunksOf("big").size(), (big.size() + kPlanChunkBytes - 1) / kPlanChunkBytes);
-  auto loaded = LoadPlan(*api, object, "plan-big");
+  auto loaded = LoadPlan(*api, object, "plan-big", crypto::Sha256Hex(big));
   ASSERT_TRUE(loaded) << loaded.error().ToString();
   EXPECT_TRUE(*loaded == big) << "10 MiB plan changed on its way: " << loaded->size() << " bytes";
 
   const std::string small = RandomPlan(1000);
   ASSERT_TRUE(SavePlan(*api, object, "plan-small", small, "test"));
   EXPECT_EQ(ChunksOf("big"), std::vector<std::string>{"tfplan-big-0"});
-  auto replaced = LoadPlan(*api, object, "plan-small");
+  auto replaced = LoadPlan(*api, object, "plan-small", crypto::Sha256Hex(small));
   ASSERT_TRUE(replaced) << replaced.error().ToString();
   EXPECT_EQ(*replaced, small);
-  auto old = LoadPlan(*api, object, "plan-big");
+  auto old = LoadPlan(*api, object, "plan-big", crypto::Sha256Hex(big));
   ASSERT_FALSE(old);
   EXPECT_EQ(old.error().kind, ErrorKind::kNotFound) << old.error().ToString();
 }
 
 TEST_F(PlanStoreTest, AChunkChangedBehindItsBackIsRefused) {
   const TerraformObject object = Object("tampered");
-  ASSERT_TRUE(SavePlan(*api, object, "plan-t", RandomPlan(kPlanChunkBytes + 10), "test"));
+  const std::string plan = RandomPlan(kPlanChunkBytes + 10);
+  ASSERT_TRUE(SavePlan(*api, object, "plan-t", plan, "test"));
   ASSERT_TRUE(api->Patch(kube::kSecrets, kNamespace, "tfplan-tampered-1", kube::PatchType::kMerge,
                          {{"data", {{"tfplan", Base64Encode("other bytes")}}}}, "intruder"));
-  auto loaded = LoadPlan(*api, object, "plan-t");
+  auto loaded = LoadPlan(*api, object, "plan-t", crypto::Sha256Hex(plan));
   ASSERT_FALSE(loaded);
   EXPECT_NE(loaded.error().message.find("does not match its digest"), std::string::npos)
       << loaded.error().ToString();
@@ -90,16 +92,39 @@ TEST_F(PlanStoreTest, AChunkChangedBehindItsBackIsRefused) {
 
 TEST_F(PlanStoreTest, AHostileChunkCountIsRefusedBeforeAnyMoreIsRead) {
   const TerraformObject object = Object("hostile");
-  ASSERT_TRUE(SavePlan(*api, object, "plan-h", RandomPlan(100), "test"));
+  const std::string plan = RandomPlan(100);
+  ASSERT_TRUE(SavePlan(*api, object, "plan-h", plan, "test"));
   for (const std::string count : {"0", "1000000", "-1", "many"}) {
     ASSERT_TRUE(api->Patch(kube::kSecrets, kNamespace, "tfplan-hostile-0", kube::PatchType::kMerge,
                            {{"metadata", {{"annotations", {{"berth.dev/plan-chunks", count}}}}}},
                            "intruder"));
-    auto loaded = LoadPlan(*api, object, "plan-h");
+    auto loaded = LoadPlan(*api, object, "plan-h", crypto::Sha256Hex(plan));
     ASSERT_FALSE(loaded) << count;
     EXPECT_NE(loaded.error().message.find("bad chunk count"), std::string::npos)
         << count << ": " << loaded.error().ToString();
   }
+}
+
+// A runner Pod's service account may write Secrets: it can rewrite a plan's chunks and the
+// digest beside them alike. The digest the controller kept in the object's status, which no
+// runner writes, still tells: the rewritten plan is refused, never applied.
+TEST_F(PlanStoreTest, APlanRewrittenWithItsDigestIsRefusedByTheDigestTheControllerKept) {
+  const TerraformObject object = Object("rewritten");
+  const std::string made = RandomPlan(100);
+  ASSERT_TRUE(SavePlan(*api, object, "plan-r", made, "test"));
+  const std::string other = RandomPlan(101);
+  ASSERT_TRUE(api->Patch(
+      kube::kSecrets, kNamespace, "tfplan-rewritten-0", kube::PatchType::kMerge,
+      {{"metadata", {{"annotations", {{"berth.dev/plan-sha256", crypto::Sha256Hex(other)}}}}},
+       {"data", {{"tfplan", Base64Encode(other)}}}},
+      "intruder"));
+  auto loaded = LoadPlan(*api, object, "plan-r", crypto::Sha256Hex(made));
+  ASSERT_FALSE(loaded) << "a rewritten plan was loaded";
+  EXPECT_NE(loaded.error().message.find("is not the plan that was made"), std::string::npos)
+      << loaded.error().ToString();
+  auto undigested = LoadPlan(*api, object, "plan-r", "");
+  ASSERT_FALSE(undigested);
+  EXPECT_EQ(undigested.error().kind, ErrorKind::kNotFound);
 }
 
 }  // namespace

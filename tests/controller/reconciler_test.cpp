@@ -49,6 +49,9 @@ TEST_F(ReconcilerTest, PlansWaitsForApprovalAppliesWritesOutputsSeesDriftAndDest
   const std::string plan_id = planned["status"]["plan"].value("id", "");
   ASSERT_TRUE(plan_id.starts_with("plan-")) << planned["status"].dump();
   EXPECT_EQ(planned["status"]["plan"]["add"], 1);
+  // The plan file's digest, kept where runner Pods cannot write: the apply below loads the
+  // plan only if its Secrets still hold exactly it.
+  EXPECT_EQ(planned["status"]["plan"].value("sha256", "").size(), 64u) << planned["status"].dump();
   EXPECT_TRUE(
       planned["status"]["lastAttemptedRevision"].get<std::string>().starts_with("main@sha1:"));
   EXPECT_EQ(planned["status"]["binary"]["name"], "tofu");
