@@ -176,16 +176,29 @@ TEST_F(ApiTokens, OnlyAnAdminDefinesARunnerWhosePodIsWeakerThanTheHardenedDefaul
         .dump();
   };
   json relaxed = {
-      {"volumes", {{{"name", "docker"}, {"hostPath", {{"path", "/var/run/docker.sock"}}}}}},
+      {"volumes",
+       {{{"name", "docker"}, {"hostPath", {{"path", "/var/run/docker.sock"}}}},
+        {{"name", "tokens"}, {"secret", {{"secretName", "berth-run-other"}}}},
+        {{"name", "shared"}, {"persistentVolumeClaim", {{"claimName", "state"}}}},
+        {{"name", "projected"}, {"projected", {{"sources", json::array()}}}}}},
+      {"env", {{{"name", "K"}, {"valueFrom", {{"secretKeyRef", {{"name", "s"}, {"key", "k"}}}}}}}},
+      {"envFrom", {{{"secretRef", {{"name", "s"}}}}}},
+      {"initContainers",
+       {{{"name", "peek"},
+         {"image", "busybox"},
+         {"envFrom", {{{"configMapRef", {{"name", "c"}}}}, {{"secretRef", {{"name", "s"}}}}}}}}},
       {"securityContext", {{"privileged", true}, {"runAsUser", 0}}},
   };
   auto refused = CallAs(configure, "POST", "/orgs/acme/runners", runner(relaxed));
   ASSERT_EQ(refused.status, 403) << refused.body;
   const std::string prefix = "$.runner_configuration.job.pod_template.spec.";
   for (const char* field :
-       {"volumes[0].hostPath", "securityContext.privileged", "securityContext.runAsUser",
-        "securityContext.runAsNonRoot", "securityContext.allowPrivilegeEscalation",
-        "securityContext.capabilities.drop", "securityContext.seccompProfile.type"}) {
+       {"volumes[0].hostPath", "volumes[1].secret", "volumes[2].persistentVolumeClaim",
+        "volumes[3].projected", "env[0].valueFrom.secretKeyRef", "envFrom[0].secretRef",
+        "initContainers[0].envFrom[1].secretRef", "securityContext.privileged",
+        "securityContext.runAsUser", "securityContext.runAsNonRoot",
+        "securityContext.allowPrivilegeEscalation", "securityContext.capabilities.drop",
+        "securityContext.seccompProfile.type"}) {
     EXPECT_NE(refused.body.find(prefix + field), std::string::npos)
         << field << ": " << refused.body;
   }
@@ -196,7 +209,10 @@ TEST_F(ApiTokens, OnlyAnAdminDefinesARunnerWhosePodIsWeakerThanTheHardenedDefaul
                    {"readOnlyRootFilesystem", true},
                    {"capabilities", {{"drop", {"ALL"}}}},
                    {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
-                 {"volumes", {{{"name", "cache"}, {"emptyDir", json::object()}}}}};
+                 {"volumes",
+                  {{{"name", "cache"}, {"emptyDir", json::object()}},
+                   {{"name", "settings"}, {"configMap", {{"name", "runner-settings"}}}}}},
+                 {"envFrom", {{{"configMapRef", {{"name", "runner-settings"}}}}}}};
   EXPECT_EQ(CallAs(configure, "POST", "/orgs/acme/runners", runner(strict)).status, 201);
   EXPECT_EQ(Call("PUT", "/orgs/acme/runners/k8s", runner(relaxed)).status, 200);
   // Nor can configure edit an admin's relaxed runner into another relaxed one.

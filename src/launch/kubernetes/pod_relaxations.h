@@ -1,6 +1,8 @@
-// What in a runner's Pod template is weaker than berth's hardened default: a security context
-// that drops one of its settings, a privileged container, a hostPath volume. Only an admin token
-// may save such a runner (the API's 403 names each field).
+// What in a runner's Pod template is weaker than berth's hardened default or reaches beyond
+// the run: a security context that drops one of its settings, a privileged container, a volume
+// that is not scratch space or configuration (a hostPath, a Secret, a claim), an environment
+// read from a Secret. Only an admin token may save such a runner (the API's 403 names each
+// field): a configure token is not admin.
 #pragma once
 
 #include <nlohmann/json.hpp>
