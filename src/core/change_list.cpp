@@ -62,7 +62,8 @@ Result<json> Change(const json& in, const std::string& path) {
 }  // namespace
 
 Result<json> ParseChangeList(std::string_view text) {
-  auto doc = ParseBoundedJson(text);
+  // A plan of thousands of resources lists a value for each of their attributes: TF's bounds.
+  auto doc = ParseBoundedJson(text, kTfDocument);
   if (!doc) return doc.error();
   if (!doc->is_object()) return OutOfShape("$", "must be an object");
   json out = json::object();
@@ -77,6 +78,25 @@ Result<json> ParseChangeList(std::string_view text) {
     }
   }
   return Ok(std::move(out));
+}
+
+json WithoutValues(json change_list) {
+  for (const char* list : {"resource_changes", "output_changes"}) {
+    json* changes =
+        change_list.is_object() && change_list.contains(list) ? &change_list[list] : nullptr;
+    if (changes == nullptr || !changes->is_array()) continue;
+    for (json& change : *changes) {
+      json* attributes =
+          change.is_object() && change.contains("attributes") ? &change["attributes"] : nullptr;
+      if (attributes == nullptr || !attributes->is_array()) continue;
+      for (json& attribute : *attributes) {
+        if (!attribute.is_object()) continue;
+        for (const char* side : {"before", "after"})
+          if (attribute.contains(side)) attribute[side] = kHiddenValue;
+      }
+    }
+  }
+  return change_list;
 }
 
 }  // namespace berth

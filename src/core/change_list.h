@@ -14,4 +14,11 @@ namespace berth {
 // rebuilt field by field; kInvalidArgument naming the first thing out of shape.
 Result<nlohmann::json> ParseChangeList(std::string_view text);
 
+// The same list with every attribute's before and after replaced by kHiddenValue: what a read
+// token sees. A provider may mark an attribute sensitive in its schema alone, which the plan's
+// own marks do not carry; rather than trust every provider's schema, values are for callers
+// who could print them from a run anyway (scope deploy).
+inline constexpr std::string_view kHiddenValue = "(hidden: values need scope deploy)";
+nlohmann::json WithoutValues(nlohmann::json change_list);
+
 }  // namespace berth

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "api_fixture.h"
+#include "core/change_list.h"
 
 namespace berth::server {
 namespace {
@@ -95,19 +96,47 @@ TEST_F(DeploymentsApi, TheOverviewShowsEachEnvironmentsHolderNewestAndQueue) {
   EXPECT_EQ(CallAs("not-a-token", "GET", "/orgs/acme/overview").status, 401);
 }
 
-// A plan's change list is for every reader (masked as the log is), and 404 until there is one.
-TEST_F(DeploymentsApi, TheChangeListIsReadWithAnyScopeOnceThePlanRunSentIt) {
+// A plan's change list is for every reader, once the plan run sent it (404 before); its values
+// only for callers who could print them from a run anyway (deploy): a provider may mark an
+// attribute sensitive in its schema alone, which the plan's marks do not carry.
+TEST_F(DeploymentsApi, TheChangeListIsReadWithAnyScopeAndItsValuesWithDeploy) {
   std::string id = json::parse(Call("POST", kEnv, module_).body)["id"];
   const std::string path = "/orgs/acme/deployments/" + id + "/changes";
   EXPECT_EQ(Call("GET", path).status, 404);
-  const std::string listed = R"({"resource_changes":[],"output_changes":[]})";
+  const json listed = {
+      {"resource_changes",
+       {{{"address", "db.main"},
+         {"actions", {"update"}},
+         {"attributes",
+          {{{"name", "password"},
+            {"before", "old-secret"},
+            {"after", "new-secret"},
+            {"sensitive", false},
+            {"unknown", false}},
+           {{"name", "id"}, {"before", "x"}, {"sensitive", false}, {"unknown", false}}}}}}},
+      {"output_changes",
+       {{{"address", "output.url"},
+         {"actions", {"create"}},
+         {"attributes",
+          {{{"name", "value"},
+            {"after", "https://db"},
+            {"sensitive", false},
+            {"unknown", false}}}}}}}};
   ASSERT_TRUE(store_->DeploymentData().PutArtifact(
-      "acme", id, {.name = "changes", .run_id = "r", .content = listed}));
+      "acme", id, {.name = "changes", .run_id = "r", .content = listed.dump()}));
   auto reader = IssueToken(*store_, "acme", "reader", Scopes::Of({Scope::kRead}));
   ASSERT_TRUE(reader) << reader.error().ToString();
   auto read = CallAs(*reader, "GET", path);
   EXPECT_EQ(read.status, 200) << read.body;
-  EXPECT_EQ(json::parse(read.body), json::parse(listed));
+  EXPECT_EQ(read.body.find("secret"), std::string::npos) << read.body;
+  EXPECT_EQ(read.body.find("https://db"), std::string::npos) << read.body;
+  const json seen = json::parse(read.body);
+  EXPECT_EQ(seen["resource_changes"][0]["address"], "db.main");
+  EXPECT_EQ(seen["resource_changes"][0]["attributes"][0]["before"], kHiddenValue);
+  EXPECT_FALSE(seen["resource_changes"][0]["attributes"][1].contains("after"));
+  auto deployer = IssueToken(*store_, "acme", "deployer", Scopes::Of({Scope::kDeploy}));
+  ASSERT_TRUE(deployer);
+  EXPECT_EQ(json::parse(CallAs(*deployer, "GET", path).body), listed);
   EXPECT_EQ(CallAs(*reader, "GET", "/orgs/acme/deployments/" + id + "/artifacts/plan").status, 403)
       << "the plan file itself holds secrets in clear";
 }

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <filesystem>
 
+#include "core/bounded_json.h"
+#include "core/change_list.h"
 #include "core/deployment_state.h"
 #include "core/run_labels.h"
 #include "core/time_format.h"
@@ -364,7 +366,10 @@ net::ServerResponse DeploymentRoutes::Outputs(const RouteRequest& r, const Calle
 net::ServerResponse DeploymentRoutes::Changes(const RouteRequest& r, const Caller& c) const {
   auto artifact = store_.DeploymentData().GetArtifact(c.org, r.params.at("id"), "changes");
   if (!artifact) return ErrorResponse(artifact.error());
-  return JsonResponse(200, artifact->content);
+  if (c.scopes.Allow(Scope::kDeploy)) return JsonResponse(200, artifact->content);
+  // The gateway stored what ParseChangeList typed: berthd's own document.
+  return JsonResponse(200,
+                      Dump(WithoutValues(ParseBoundedJsonOrNull(artifact->content, kTfDocument))));
 }
 
 // The plan file an approval applies, or a state TF could not persist (to restore it with
