@@ -28,7 +28,7 @@ Result<json> OutputsSecretData(std::string_view outputs_json, const json& wanted
                        "the runner's outputs are refused: output " + name + " has no value");
     data[name] = Base64Encode(value->is_string() ? value->get<std::string>() : value->dump());
   }
-  return data;
+  return Ok(std::move(data));
 }
 
 }  // namespace berth::controller
