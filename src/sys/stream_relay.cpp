@@ -101,7 +101,9 @@ void StreamRelay::Accept() {
            }),
            done});
     } catch (const std::system_error&) {
-      // No thread to be had (the machine's limit): this connection is closed, not berthd.
+      // No thread to be had (the machine's limit): this connection is closed (its descriptors
+      // went with the thread's function), not berthd.
+      continue;
     }
   }
 }

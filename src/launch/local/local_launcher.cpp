@@ -76,7 +76,7 @@ constexpr const char* kResultFile = "out/result.json";
 fs::path ResultPath(const fs::path& dir) { return dir / kResultFile; }
 // The runner cuts its result to 4 KiB (--result-max-bytes); what the run leaves there is the
 // module's as much as the runner's, so berthd reads no more than this of it.
-constexpr size_t kMaxResultFileBytes = 64 * 1024;
+constexpr size_t kMaxResultFileBytes = size_t{64} << 10;
 
 // What the run left as its result: read beneath its folder, never through a link, a FIFO or a
 // device (the module can replace the file), and bounded. NotFound when there is none.
