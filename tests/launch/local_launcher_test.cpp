@@ -478,6 +478,7 @@ TEST_F(LocalLauncherTest, AResultFileTheModuleReplacedIsRefusedNeverFollowedOrWa
   launcher_.reset();
   Start(Options());
   std::vector<LaunchRequest> ended;
+  ended.reserve(attacks.size());
   for (const auto& [run, attack] : attacks)
     ended.push_back(Request(run, "apply", dir_->Path() / "greedy"));
   ASSERT_TRUE(launcher_->Recover(ended, kNoneHeld));
