@@ -236,7 +236,7 @@ Result<sys::Fd> DangerousCallsFilter() {
   // No keystrokes pushed into a terminal (TIOCSTI) and no console commands (TIOCLINUX), should
   // the run ever hold one. The kernel reads the request as 32 bits: so does the rule, or a
   // value with its high bits set would pass it (CVE-2019-10063).
-  for (unsigned long request : {TIOCSTI, TIOCLINUX}) {
+  for (scmp_datum_t request : {scmp_datum_t{TIOCSTI}, scmp_datum_t{TIOCLINUX}}) {
     const scmp_arg_cmp is_request{1, SCMP_CMP_MASKED_EQ, 0xFFFFFFFFU, request};
     if (seccomp_rule_add_array(ctx.get(), refuse, SCMP_SYS(ioctl), 1, &is_request) != 0)
       return MakeError(ErrorKind::kInternal, "seccomp rule for ioctl");
