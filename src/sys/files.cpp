@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -30,6 +31,25 @@ std::string_view KindOf(mode_t mode) {
   return "not a regular file";
 }
 
+// What is left to read of fd, refused past max_bytes (the file can grow while it is read: the
+// cap holds whatever its size said).
+Result<std::string> ReadAll(int fd, const std::filesystem::path& path, size_t max_bytes) {
+  std::string content;
+  char buffer[65536];
+  for (;;) {
+    ssize_t n = read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Errno("cannot read", path);
+    if (n == 0) break;
+    content.append(buffer, static_cast<size_t>(n));
+    if (content.size() > max_bytes)
+      return MakeError(ErrorKind::kFailedPrecondition,
+                       "not read: larger than " + std::to_string(max_bytes) + " bytes",
+                       path.string());
+  }
+  return content;
+}
+
 }  // namespace
 
 Result<std::filesystem::path> SelfExecutable() {
@@ -45,16 +65,7 @@ Result<std::string> ReadFile(const std::filesystem::path& path) {
     if (errno == ENOENT) return MakeError(ErrorKind::kNotFound, "no such file", path.string());
     return Errno("cannot open", path);
   }
-  std::string content;
-  char buffer[65536];
-  for (;;) {
-    ssize_t n = read(fd.Get(), buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Errno("cannot read", path);
-    if (n == 0) break;
-    content.append(buffer, static_cast<size_t>(n));
-  }
-  return content;
+  return ReadAll(fd.Get(), path, SIZE_MAX);
 }
 
 Result<std::string> ReadFileBeneath(const std::filesystem::path& dir,
@@ -100,21 +111,7 @@ Result<std::string> ReadFileBeneath(const std::filesystem::path& dir,
                      std::string("not read: ") + std::string(KindOf(opened.st_mode)) +
                          " where a file was expected",
                      shown.string());
-  std::string content;
-  char buffer[65536];
-  for (;;) {
-    ssize_t n = read(file.Get(), buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Errno("cannot read", shown);
-    if (n == 0) break;
-    content.append(buffer, static_cast<size_t>(n));
-    // The file can grow while it is read: the cap holds whatever its size said.
-    if (content.size() > max_bytes)
-      return MakeError(ErrorKind::kFailedPrecondition,
-                       "not read: larger than " + std::to_string(max_bytes) + " bytes",
-                       shown.string());
-  }
-  return content;
+  return ReadAll(file.Get(), shown, max_bytes);
 }
 
 bool WriteAll(int fd, std::string_view data) {

@@ -22,6 +22,27 @@ long Binds(const std::vector<std::string>& args, const std::string& path) {
   return binds;
 }
 
+// command's output and exit code, run in a sandbox with nothing but its own /tmp.
+sys::Completed InBareSandbox(const std::vector<std::string>& command) {
+  auto sandbox = Sandbox::Probe(65534);
+  EXPECT_TRUE(sandbox) << sandbox.error().ToString();
+  auto filter = DangerousCallsFilter();
+  EXPECT_TRUE(filter) << filter.error().ToString();
+  auto dir = sys::TempDir::Create("sandbox");
+  EXPECT_TRUE(dir);
+  if (!sandbox || !filter || !dir) return {.exit_code = -1};
+  fs::create_directories(dir->Path() / "tmp");
+  fs::permissions(dir->Path(), fs::perms::all, fs::perm_options::add);
+  fs::permissions(dir->Path() / "tmp", fs::perms::all, fs::perm_options::add);
+  SandboxMounts mounts{.tmp = dir->Path() / "tmp", .working_dir = "/"};
+  sys::SpawnOptions spawn{.argv = sandbox->Wrap(mounts, command, filter->Get()),
+                          .env = std::vector<std::string>{}};
+  spawn.inherited_fds = {filter->Get()};
+  auto done = sys::RunToCompletion(std::move(spawn));
+  EXPECT_TRUE(done) << done.error().ToString();
+  return done ? *done : sys::Completed{.exit_code = -1};
+}
+
 TEST(SandboxTest, FoldersInsideTheSystemsReadOnlyOnesAreSeenWithoutBindsOfTheirOwn) {
   auto dir = sys::TempDir::Create("sandbox");
   ASSERT_TRUE(dir);
@@ -69,15 +90,6 @@ TEST(SandboxTest, FoldersInsideTheSystemsReadOnlyOnesAreSeenWithoutBindsOfTheirO
 // with the high bits of the request set; other ioctls reach the kernel (which says ENOTTY, as
 // for any request on /dev/null).
 TEST(SandboxTest, KeystrokeInjectionIsRefusedWhateverTheRequestsHighBits) {
-  auto sandbox = Sandbox::Probe(65534);
-  ASSERT_TRUE(sandbox) << sandbox.error().ToString();
-  auto filter = DangerousCallsFilter();
-  ASSERT_TRUE(filter) << filter.error().ToString();
-  auto dir = sys::TempDir::Create("sandbox");
-  ASSERT_TRUE(dir);
-  fs::create_directories(dir->Path() / "tmp");
-  fs::permissions(dir->Path(), fs::perms::all, fs::perm_options::add);
-  fs::permissions(dir->Path() / "tmp", fs::perms::all, fs::perm_options::add);
   // errno of each request on stdin (/dev/null): TIOCSTI, TIOCLINUX, TIOCSTI | 1 << 32,
   // TIOCGWINSZ.
   const std::string probe = R"py(
@@ -90,45 +102,24 @@ for request in (termios.TIOCSTI, 0x541C, termios.TIOCSTI | (1 << 32), termios.TI
     out.append(errno.errorcode[ctypes.get_errno()] if failed else "ok")
 print(" ".join(out))
 )py";
-  SandboxMounts mounts{.tmp = dir->Path() / "tmp", .working_dir = "/"};
-  auto args = sandbox->Wrap(mounts, {"/usr/bin/python3", "-c", probe}, filter->Get());
-  sys::SpawnOptions spawn{.argv = args, .env = std::vector<std::string>{}};
-  spawn.inherited_fds = {filter->Get()};
-  auto done = sys::RunToCompletion(std::move(spawn));
-  ASSERT_TRUE(done) << done.error().ToString();
-  ASSERT_EQ(done->exit_code, 0) << done->output;
-  EXPECT_EQ(done->output, "EPERM EPERM EPERM ENOTTY\n");
+  const sys::Completed done = InBareSandbox({"/usr/bin/python3", "-c", probe});
+  ASSERT_EQ(done.exit_code, 0) << done.output;
+  EXPECT_EQ(done.output, "EPERM EPERM EPERM ENOTTY\n");
 }
 
 // Of /etc a run sees what tofu and its tools read (TLS roots, users, name resolution, the
 // loader's cache), and nothing else: not the shadow file, not a secret of berthd's beside them.
 TEST(SandboxTest, OfEtcARunSeesOnlyWhatTofuAndItsToolsRead) {
-  auto sandbox = Sandbox::Probe(65534);
-  ASSERT_TRUE(sandbox) << sandbox.error().ToString();
-  auto filter = DangerousCallsFilter();
-  ASSERT_TRUE(filter) << filter.error().ToString();
-  auto dir = sys::TempDir::Create("sandbox");
-  ASSERT_TRUE(dir);
-  fs::create_directories(dir->Path() / "tmp");
-  fs::permissions(dir->Path(), fs::perms::all, fs::perm_options::add);
-  fs::permissions(dir->Path() / "tmp", fs::perms::all, fs::perm_options::add);
   ASSERT_TRUE(fs::exists("/etc/shadow") && fs::exists("/etc/ssl/certs"));
-  SandboxMounts mounts{.tmp = dir->Path() / "tmp", .working_dir = "/"};
-  auto args = sandbox->Wrap(
-      mounts,
+  const sys::Completed done = InBareSandbox(
       {"/bin/sh", "-c",
        "for f in /etc/passwd /etc/ssl/certs /etc/resolv.conf /etc/ld.so.cache /etc/shadow "
-       "/etc/fstab /etc/machine-id; do test -e $f && echo seen $f; done"},
-      filter->Get());
-  sys::SpawnOptions spawn{.argv = args, .env = std::vector<std::string>{}};
-  spawn.inherited_fds = {filter->Get()};
-  auto done = sys::RunToCompletion(std::move(spawn));
-  ASSERT_TRUE(done) << done.error().ToString();
-  ASSERT_EQ(done->exit_code, 0) << done->output;
+       "/etc/fstab /etc/machine-id; do test -e $f && echo seen $f; done; true"});
+  ASSERT_EQ(done.exit_code, 0) << done.output;
   for (const char* seen : {"/etc/passwd", "/etc/ssl/certs", "/etc/ld.so.cache"})
-    EXPECT_NE(done->output.find(std::string("seen ") + seen), std::string::npos) << done->output;
+    EXPECT_NE(done.output.find(std::string("seen ") + seen), std::string::npos) << done.output;
   for (const char* hidden : {"/etc/shadow", "/etc/fstab", "/etc/machine-id"})
-    EXPECT_EQ(done->output.find(std::string("seen ") + hidden), std::string::npos) << done->output;
+    EXPECT_EQ(done.output.find(std::string("seen ") + hidden), std::string::npos) << done.output;
 }
 
 TEST(SandboxTest, ASecretUnderAFolderEveryRunSeesIsFoundWithThatFolder) {
