@@ -15,6 +15,7 @@
 #include "server/dispatch/backend_config.h"
 #include "state_server.h"
 #include "sys/files.h"
+#include "sys/module_bundle.h"
 #include "test_tools.h"
 #include "tofu_test_env.h"
 
@@ -343,14 +344,22 @@ TEST_F(DispatcherTest, ARunnerNamingAClusterBerthdCannotReachFailsItsDeployments
         .kind = store::Kind::kEnvironment, .org_id = "acme", .parent_id = "web", .id = id};
     env.columns = {{"env_type_id", "development"}, {"runner_id", id}};
     ASSERT_TRUE(store_->Create(env));
-    Queue(id, id + "-1", "plan");
+    // A bundle, as a Kubernetes runner's deployments are (a folder runs on local runners only).
+    auto packed = sys::PackModule(testenv::SourceDir() / "examples/hello");
+    ASSERT_TRUE(packed);
+    auto bundle = store_->DeploymentData().PutBundle("acme", *packed);
+    ASSERT_TRUE(bundle);
+    store::Deployment d{.org_id = "acme", .project_id = "web", .env_id = id, .id = id + "-1"};
+    d.spec =
+        DeploymentSpec::FromRequest({{"op", "plan"}, {"source", {{"bundle", bundle->id}}}}).value();
+    ASSERT_TRUE(store_->Deployments().Create(d));
     ASSERT_TRUE(RunUntilEnded({id + "-1"}));
-    auto d = store_->Deployments().Get("acme", id + "-1");
-    EXPECT_EQ(d->state, S::kFailed) << type;
-    EXPECT_NE(d->transitions.back()["reason"].get<std::string>().find(
+    auto ended = store_->Deployments().Get("acme", id + "-1");
+    EXPECT_EQ(ended->state, S::kFailed) << type;
+    EXPECT_NE(ended->transitions.back()["reason"].get<std::string>().find(
                   "runner " + id + ": $.runner_configuration.cluster is not honoured yet"),
               std::string::npos)
-        << d->transitions.back().dump();
+        << ended->transitions.back().dump();
     EXPECT_FALSE(fs::exists(dir_->Path() / "runs" / (id + "-1"))) << "it ran elsewhere";
   }
 }
