@@ -308,7 +308,7 @@ bool Dispatcher::Start(const store::Deployment& d) {
   auto launch = Prepare(d);
   Result<void> launched = launch.has_error() ? Result<void>(launch.error())
                                              : Honoured(launch->runner_type, launch->request);
-  if (launch && !launch->request.invocation.lock) launched = HoldStateLock(d);
+  if (launched && !launch->request.invocation.lock) launched = HoldStateLock(d);
   if (launched) {
     // Known before the launch: a run may end before Launch returns.
     {
