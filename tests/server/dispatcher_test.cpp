@@ -220,7 +220,7 @@ TEST_F(DispatcherTest, ARestartedBerthdTakesUpWhatItsRunnersWereDoing) {
   EXPECT_EQ(applies, 1u);  // never run twice
 }
 
-TEST_F(DispatcherTest, PlanHashesAreKeyedByTheOrganizationsOwnKey) {
+TEST_F(DispatcherTest, PlanHashesAreKeyedByTheEnvironmentsOwnKey) {
   // A second organization with the same project, environment and local runner.
   ASSERT_TRUE(store_->CreateOrganization("beta"));
   ASSERT_TRUE(store_->Create({.kind = store::Kind::kProject, .org_id = "beta", .id = "web"}));
@@ -233,13 +233,19 @@ TEST_F(DispatcherTest, PlanHashesAreKeyedByTheOrganizationsOwnKey) {
       .kind = store::Kind::kEnvironment, .org_id = "beta", .parent_id = "web", .id = "dev"};
   env.columns = {{"env_type_id", "development"}, {"runner_id", "here"}};
   ASSERT_TRUE(store_->Create(env));
+  // And a second environment of acme's.
+  store::Record twin{
+      .kind = store::Kind::kEnvironment, .org_id = "acme", .parent_id = "web", .id = "twin"};
+  twin.columns = {{"env_type_id", "development"}, {"runner_id", "here"}};
+  ASSERT_TRUE(store_->Create(twin));
 
   const json same = {{"token", "s3cret-value"}};
   Queue("dev", "h1", "plan", "acme", "secret", same);
   Queue("dev", "h2", "plan", "acme", "secret", same);
   Queue("dev", "h3", "plan", "acme", "secret", {{"token", "another-value"}});
   Queue("dev", "b1", "plan", "beta", "secret", same);
-  ASSERT_TRUE(RunUntilEnded({"h1", "h2", "h3"}));
+  Queue("twin", "t1", "plan", "acme", "secret", same);
+  ASSERT_TRUE(RunUntilEnded({"h1", "h2", "h3", "t1"}));
   ASSERT_TRUE(RunUntilEnded({"b1"}, "beta"));
   auto plan = [&](const std::string& org, const std::string& id) {
     auto d = store_->Deployments().Get(org, id);
@@ -247,11 +253,13 @@ TEST_F(DispatcherTest, PlanHashesAreKeyedByTheOrganizationsOwnKey) {
     return d->result["run"]["plan"];
   };
   json h1 = plan("acme", "h1"), h2 = plan("acme", "h2"), h3 = plan("acme", "h3");
-  json b1 = plan("beta", "b1");
+  json b1 = plan("beta", "b1"), t1 = plan("acme", "t1");
   EXPECT_EQ(h1["keyed"], true) << h1.dump();
   EXPECT_EQ(h1["hash"], h2["hash"]) << "the same effect planned twice";
   EXPECT_NE(h1["hash"], h3["hash"]) << "another secret value is another effect to approve";
   EXPECT_NE(h1["hash"], b1["hash"]) << "another organization, another key";
+  EXPECT_NE(h1["hash"], t1["hash"]) << "another environment, another key: equal hashes would "
+                                       "tell that two environments share a secret value";
 }
 
 // berthd holds its own state's lock for the whole run (tofu takes none): a runner killed

@@ -154,8 +154,11 @@ net::ServerResponse RunGateway::Plan(const store::Deployment& d) const {
 }
 
 net::ServerResponse RunGateway::PlanKey(const store::Deployment& d) const {
-  // Made once per organization, by whichever berthd asks first; every replica reads the same.
-  auto key = store_.EnsureSharedSecret("plan-key/" + d.org_id, crypto::RandomToken(32));
+  // Made once per environment, by whichever berthd asks first; every replica reads the same.
+  // Not one per organization: the same secret values in two environments would plan to the
+  // same hash, telling anyone who sees both that they share them.
+  auto key =
+      store_.EnsureSharedSecret("plan-key/" + d.Environment().Key(), crypto::RandomToken(32));
   if (!key) return ErrorResponse(key.error());
   return Bytes(std::move(*key), "application/octet-stream");
 }
