@@ -89,14 +89,17 @@ Result<std::string> ReadFileBeneath(const std::filesystem::path& dir,
     Fd next(openat(at.Get(), parts[i].c_str(), flags));
     if (!next) {
       if (errno == ENOENT) return MakeError(ErrorKind::kNotFound, "no such file", shown.string());
-      // O_NOFOLLOW's refusal of a link, or O_DIRECTORY's of anything else: say what is there.
+      // O_NOFOLLOW's refusal of a link, O_DIRECTORY's of anything else, a socket's ENXIO: say
+      // what is there.
+      const int error = errno;
       struct stat there {};
-      if ((errno == ELOOP || errno == ENOTDIR) &&
-          fstatat(at.Get(), parts[i].c_str(), &there, AT_SYMLINK_NOFOLLOW) == 0)
+      if (fstatat(at.Get(), parts[i].c_str(), &there, AT_SYMLINK_NOFOLLOW) == 0 &&
+          (last ? !S_ISREG(there.st_mode) : !S_ISDIR(there.st_mode)))
         return MakeError(ErrorKind::kFailedPrecondition,
                          std::string("not read: ") + std::string(KindOf(there.st_mode)) +
                              " where a " + (last ? "file" : "folder") + " was expected",
                          shown.string());
+      errno = error;
       return Errno("cannot open", shown);
     }
     if (last)
