@@ -634,7 +634,7 @@ Result<void> LocalLauncher::Recover(const std::vector<LaunchRequest>& adopt,
       exits_.Watch(pid);
       run.limits = LimitsOf(request);
       if (options_.cgroups && !run.limits.NeedingCgroup().empty())
-        run.cgroup = options_.cgroups->Existing(request.run_id);
+        run.cgroup = options_.cgroups->Existing(request.run_id, run.limits);
       // Its way to berthd went with the berthd before: the runner's relay reconnects to this one.
       if (CutsNetwork(request) && options_.sandbox) {
         if (auto relayed = StartRelay(run); !relayed)

@@ -139,14 +139,15 @@ Result<CgroupHost> CgroupHost::Probe() {
                        "cannot make control groups: " + ec.message(), parent.string());
     host.parents_[controller] = parent;
   }
-  auto probe = host.Create("probe-" + std::to_string(getpid()), {.memory_bytes = 64 << 20});
+  auto probe = host.Create("probe-" + std::to_string(getpid()),
+                           {.memory_bytes = 64 << 20, .cpu_seconds = 1, .processes = 64});
   if (!probe) return probe.error();
   probe->Remove();
   return host;
 }
 
 Result<RunCgroup> CgroupHost::Create(const std::string& name, const RunLimits& limits) const {
-  RunCgroup group = Existing(name);
+  RunCgroup group = Existing(name, limits);
   for (const auto& [controller, dir] : group.dirs_) {
     std::error_code ec;
     fs::create_directory(dir, ec);
@@ -175,9 +176,16 @@ Result<RunCgroup> CgroupHost::Create(const std::string& name, const RunLimits& l
   return group;
 }
 
-RunCgroup CgroupHost::Existing(const std::string& name) const {
+RunCgroup CgroupHost::Existing(const std::string& name, const RunLimits& limits) const {
+  // Only the controllers its limits need: each is a folder to make and remove, about a
+  // millisecond each on cgroup v1, on a run's way in and out.
+  const std::map<std::string, bool> needed = {{"memory", limits.memory_bytes.has_value()},
+                                              {"cpuacct", limits.cpu_seconds.has_value()},
+                                              {"pids", limits.processes.has_value()}};
   RunCgroup group;
-  for (const auto& [controller, parent] : parents_) group.dirs_[controller] = parent / name;
+  for (const auto& [controller, parent] : parents_) {
+    if (needed.at(controller)) group.dirs_[controller] = parent / name;
+  }
   return group;
 }
 

@@ -1,7 +1,8 @@
 // What one local run may use, from its runner's `limits`, and how berthd holds it to them.
 // Memory, processes and CPU time are the kernel's to count and hold for the run's processes
-// together: each run gets its own control group (cgroup v1: memory, pids, cpuacct), which also
-// finds every process of the run, those that left its process group included. Disk is what the
+// together: each run gets its own control group in the cgroup v1 controllers its limits need
+// (memory, pids, cpuacct), which also finds every process of the run, those that left its
+// process group included. Disk is what the
 // run's folder holds, measured by the launcher, with no single file beyond it (RLIMIT_FSIZE).
 // A berthd that cannot make control groups (not root, cgroup v2 without delegation) refuses a
 // run whose runner sets the limits that need them, saying why.
@@ -54,10 +55,11 @@ class CgroupHost {
  public:
   // Whether runs can have control groups here, tried with a real one; the error says why not.
   static Result<CgroupHost> Probe();
-  // The group named name (a run id) with limits set.
+  // The group named name (a run id) with limits set, in the controllers they need.
   Result<RunCgroup> Create(const std::string& name, const RunLimits& limits) const;
-  // A group an earlier berthd made (after a restart), whether or not it is still there.
-  RunCgroup Existing(const std::string& name) const;
+  // A group an earlier berthd made with limits (after a restart), whether or not it is still
+  // there.
+  RunCgroup Existing(const std::string& name, const RunLimits& limits) const;
 
  private:
   std::map<std::string, std::filesystem::path> parents_;  // controller -> berthd's runs folder
