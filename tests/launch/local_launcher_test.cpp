@@ -512,39 +512,6 @@ class LocalRunLimitsTest : public LocalLauncherTest {
   }
 };
 
-// All runs are one user, whose RLIMIT_NPROC a fork bomb used up for every run. With control
-// groups each run stops at its own pids.max, and the others start their processes still.
-TEST_F(LocalRunLimitsTest, AForkBombInOneRunLeavesTheOthersRoomToStartTheirs) {
-  SkipUnlessRoot();
-  LocalLauncherOptions options = Options();
-  auto cgroups = CgroupHost::Probe();
-  ASSERT_TRUE(cgroups) << cgroups.error().ToString();
-  options.cgroups = *cgroups;
-  options.max_processes = 128;
-  Start(options);
-  LaunchTaking("bomb",
-               "python3 -c 'import os, time\nn = 0\ntry:\n  while n < 5000:\n    if os.fork() "
-               "== 0:\n      os.close(1); os.close(2); time.sleep(600); os._exit(0)\n    n += 1\n"
-               "except OSError:\n  pass\nprint(\"bomb holds\", n, flush=True)\ntime.sleep(20)'",
-               "bombs", {{"type", "local"}});
-  ASSERT_TRUE(WaitUntilLogSays("bomb", "bomb holds"));
-  LaunchTaking("neighbour", "for i in $(seq 20); do sleep 1 & done; wait; echo started all 20",
-               "neighbours", {{"type", "local"}});
-  auto neighbour = outcomes_.WaitFor("neighbour");
-  ASSERT_TRUE(neighbour);
-  EXPECT_TRUE(neighbour->succeeded) << neighbour->FailureName() << ": " << neighbour->message;
-  auto log = sys::ReadFile(dir_->Path() / "runs/neighbour/runner.log");
-  ASSERT_TRUE(log);
-  EXPECT_NE(log->find("(local-exec): started all 20"), std::string::npos) << *log;
-  auto bomb = outcomes_.WaitFor("bomb");
-  ASSERT_TRUE(bomb);
-  auto bomb_log = sys::ReadFile(dir_->Path() / "runs/bomb/runner.log");
-  ASSERT_TRUE(bomb_log);
-  const size_t held = bomb_log->find("(local-exec): bomb holds ");
-  ASSERT_NE(held, std::string::npos) << *bomb_log;
-  EXPECT_LT(std::stoi(bomb_log->substr(held + 25)), 128) << "past its own pids.max";
-}
-
 TEST_F(LocalRunLimitsTest, ARunThatExhaustsItsMemoryIsKilledByTheKernelAndSaysSo) {
   SkipUnlessRoot();
   auto outcome =

@@ -239,13 +239,6 @@ fs::path LocalLauncher::SharedProvidersOf(const LaunchRequest& request) const {
   return options_.shared_providers / org / runner;
 }
 
-RunLimits LocalLauncher::LimitsOf(const LaunchRequest& request) const {
-  RunLimits limits = RunLimits::FromRunner(request.runner_configuration);
-  if (options_.cgroups && !limits.processes)
-    limits.processes = static_cast<int64_t>(options_.max_processes);
-  return limits;
-}
-
 Result<void> LocalLauncher::MakeRunFolder(const Run& run) const {
   const fs::path& dir = run.dir;
   std::error_code ec;
@@ -361,20 +354,14 @@ Result<void> LocalLauncher::Start(Run& run) {
   spawn.new_process_group = true;
   spawn.new_session = true;       // no terminal of berthd's (`berth up` in a shell) reaches the run
   spawn.die_with_parent = false;  // a berthd restart must not kill a running apply
-  run.limits = LimitsOf(run.request);
+  run.limits = RunLimits::FromRunner(run.request.runner_configuration);
   rlim_t file_bytes = options_.max_file_bytes;
   if (run.limits.disk_bytes)
     file_bytes = std::min(file_bytes, static_cast<rlim_t>(*run.limits.disk_bytes));
-  // Every run's processes count against one user's RLIMIT_NPROC: with control groups, each run
-  // stops at its own pids.max (LimitsOf), and the user's limit leaves room for all of them, so
-  // that a fork bomb in one run leaves the others able to start theirs.
-  const rlim_t user_processes =
-      options_.cgroups ? options_.max_processes * static_cast<rlim_t>(options_.max_parallel + 1)
-                       : options_.max_processes;
   spawn.limits = {{RLIMIT_CORE, 0},
                   {RLIMIT_NOFILE, options_.max_open_files},
                   {RLIMIT_FSIZE, file_bytes},
-                  {RLIMIT_NPROC, user_processes}};
+                  {RLIMIT_NPROC, options_.max_processes}};
   if (std::string needs = run.limits.NeedingCgroup(); !needs.empty()) {
     if (!options_.cgroups)
       return MakeError(ErrorKind::kFailedPrecondition,
@@ -537,7 +524,7 @@ RunOutcome LocalLauncher::FinishRun(Run& run, std::optional<int> exit_code) {
   RunOutcome outcome = Finish(run.dir, exit_code);
   if (run.cgroup) {
     run.cgroup->KillAll();  // what left the process group goes too
-    if (run.limits.memory_bytes && run.cgroup->OomKills() > 0 && !outcome.succeeded) {
+    if (run.cgroup->OomKills() > 0 && !outcome.succeeded) {
       outcome.failure = RunnerEnd::kOomKilled;
       outcome.message = "a process of the run went over limits.memory (" +
                         std::to_string(*run.limits.memory_bytes) +
@@ -632,7 +619,7 @@ Result<void> LocalLauncher::Recover(const std::vector<LaunchRequest>& adopt,
       run.request = request;
       run.adopted_pid = pid;
       exits_.Watch(pid);
-      run.limits = LimitsOf(request);
+      run.limits = RunLimits::FromRunner(request.runner_configuration);
       if (options_.cgroups && !run.limits.NeedingCgroup().empty())
         run.cgroup = options_.cgroups->Existing(request.run_id, run.limits);
       // Its way to berthd went with the berthd before: the runner's relay reconnects to this one.

@@ -42,9 +42,7 @@ struct LocalLauncherOptions {
   std::chrono::seconds stop_timeout{60};
   rlim_t max_open_files = 4096;
   rlim_t max_file_bytes = rlim_t{8} << 30;  // no single file beyond 8 GiB
-  // Processes of one run: its own pids.max with control groups (the user's RLIMIT_NPROC then
-  // holds every run's), else the run user's RLIMIT_NPROC, shared by all runs.
-  rlim_t max_processes = 1024;
+  rlim_t max_processes = 1024;              // of the run's user: a fork bomb stops here
   // Files and folders a run with limits.disk may hold: past it, it is stopped as past its disk.
   int64_t max_folder_entries = 1'000'000;
   // Every run executes in it. Without one, runs are refused with `refusal`, unless insecure
@@ -112,9 +110,6 @@ class LocalLauncher final : public Launcher {
   Result<void> StartRelay(Run& run) const;
   // Whether an approved apply got its plan run's work folder, to continue without init.
   bool TakePlanRunWork(const Run& run) const;
-  // The runner's limits for a run, and with control groups a process limit of its own for a
-  // run whose runner sets none (max_processes).
-  RunLimits LimitsOf(const LaunchRequest& request) const;
   // The run's folder made for it: owned by the sandbox's user, the token readable by it only.
   Result<void> MakeRunFolder(const Run& run) const;
   // The run's runner's shared provider cache (made when the run starts); empty when there is
