@@ -614,6 +614,17 @@ FieldErrors NotHonouredYet(RunnerType type, const nlohmann::json& runner_configu
   return {};
 }
 
+Result<void> CheckHonoured(std::string_view runner_id, RunnerType type,
+                           const nlohmann::json& runner_configuration) {
+  FieldErrors fields = NotHonouredYet(type, runner_configuration);
+  if (fields.empty()) return {};
+  Error error = InvalidFields(
+      "runner " + std::string(runner_id) + ": " + fields.front().path + " " + fields.front().rule,
+      std::move(fields));
+  error.kind = ErrorKind::kFailedPrecondition;
+  return error;
+}
+
 const Schema& KubernetesJobSchema() {
   static const Schema kSchema = Job(/*kept_pods=*/true);
   return kSchema;

@@ -56,6 +56,11 @@ const Schema& KubernetesJobSchema();
 // when saved, and a deployment routed to one saved before fails at its launch, rather than run
 // in berthd's own cluster with berthd's own credentials.
 FieldErrors NotHonouredYet(RunnerType type, const nlohmann::json& runner_configuration);
+// The same as an error: kFailedPrecondition (the API's 409; what this berthd cannot honour, not
+// a document that breaks the schema) with every field, its message naming the first, as the
+// API refuses such a runner and a deployment routed to one fails.
+Result<void> CheckHonoured(std::string_view runner_id, RunnerType type,
+                           const nlohmann::json& runner_configuration);
 
 struct RunnerSpec {
   std::string id;

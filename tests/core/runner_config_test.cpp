@@ -140,6 +140,20 @@ TEST(NotHonouredYet, AKubernetesRunnerNamingAnyClusterIsRefusedAndANullOneIsAbse
             "$.runner_configuration.cluster");
   configuration["cluster"] = nullptr;
   EXPECT_TRUE(NotHonouredYet(RunnerType::kKubernetes, configuration).empty());
+  EXPECT_TRUE(CheckHonoured("k8s", RunnerType::kKubernetes, configuration));
+}
+
+// The API's refusal and a deployment's failure are one error: 409's kind, every field, the
+// first named in its message.
+TEST(NotHonouredYet, AsAnErrorItNamesTheRunnerAndTheFirstFieldAndKeepsEveryField) {
+  auto refused = CheckHonoured("gke", RunnerType::kKubernetesGke, Valid("kubernetes-gke"));
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind, ErrorKind::kFailedPrecondition);
+  EXPECT_TRUE(refused.error().message.starts_with(
+      "runner gke: $.runner_configuration.cluster is not honoured yet"))
+      << refused.error().message;
+  ASSERT_EQ(refused.error().fields.size(), 2u);
+  EXPECT_EQ(refused.error().fields[1].path, "$.runner_configuration.cluster.auth");
 }
 
 TEST(CompatibilityMatrix, IsTheOneTheContractGives) {

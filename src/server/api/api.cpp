@@ -100,17 +100,6 @@ Result<void> CheckLocalEnforceable(const RunnerSpec& spec, const ApiOptions& opt
   return error;
 }
 
-// What this berthd does not honour yet (runner_config.h): refused when saved, naming each field,
-// rather than run in berthd's own cluster with its own credentials.
-Result<void> CheckHonoured(const RunnerSpec& spec) {
-  FieldErrors fields = NotHonouredYet(spec.type, spec.runner_configuration);
-  if (fields.empty()) return {};
-  Error error = InvalidFields("runner " + spec.id + " names what this berthd does not honour yet",
-                              std::move(fields));
-  error.kind = ErrorKind::kFailedPrecondition;
-  return error;
-}
-
 // Labels valid alone that clash with a stored object's (a request above the limit the other
 // sets) conflict with what is saved: 409, naming the other object.
 Error LabelConflict(Error error, const std::string& with) {
@@ -317,28 +306,31 @@ std::vector<ResourceType> ResourceTypes(const ApiOptions& options) {
          return out;
        }});
 
-  types.push_back({Kind::kRunner, "runners", false,
-                   [options](store::Store&, const Caller& caller, const std::string&,
-                             const std::string& id, json body) -> Result<Record> {
-                     auto spec = ParseRunnerSpec(id, std::move(body));
-                     if (!spec) return spec.error();
-                     if (auto launchable = CheckLaunchable(*spec, caller); !launchable)
-                       return launchable.error();
-                     if (auto enforceable = CheckLocalEnforceable(*spec, options); !enforceable)
-                       return enforceable.error();
-                     if (auto honoured = CheckHonoured(*spec); !honoured) return honoured.error();
-                     Record r;
-                     r.kind = Kind::kRunner;
-                     r.org_id = caller.org;
-                     r.id = id;
-                     r.body = spec->ToJson();
-                     r.body.erase("id");
-                     r.columns = {
-                         {"runner_type", std::string(RunnerTypeName(spec->type))},
-                         {"storage_type", std::string(StateStorageTypeName(spec->storage))}};
-                     return r;
-                   },
-                   Common});
+  types.push_back(
+      {Kind::kRunner, "runners", false,
+       [options](store::Store&, const Caller& caller, const std::string&, const std::string& id,
+                 json body) -> Result<Record> {
+         auto spec = ParseRunnerSpec(id, std::move(body));
+         if (!spec) return spec.error();
+         if (auto launchable = CheckLaunchable(*spec, caller); !launchable)
+           return launchable.error();
+         if (auto enforceable = CheckLocalEnforceable(*spec, options); !enforceable)
+           return enforceable.error();
+         // Refused rather than run in berthd's own cluster with its own credentials.
+         if (auto honoured = CheckHonoured(spec->id, spec->type, spec->runner_configuration);
+             !honoured)
+           return honoured.error();
+         Record r;
+         r.kind = Kind::kRunner;
+         r.org_id = caller.org;
+         r.id = id;
+         r.body = spec->ToJson();
+         r.body.erase("id");
+         r.columns = {{"runner_type", std::string(RunnerTypeName(spec->type))},
+                      {"storage_type", std::string(StateStorageTypeName(spec->storage))}};
+         return r;
+       },
+       Common});
 
   types.push_back(
       {Kind::kRunnerRule, "runner-rules", false,

@@ -290,24 +290,14 @@ Result<void> Dispatcher::HoldStateLock(const store::Deployment& d) {
                        d.env_id + " --project " + d.project_id + " --reason ...` frees it");
 }
 
-namespace {
-
-// A runner saved before berthd refused what it does not honour yet (runner_config.h) names a
-// cluster or credentials its runs would not get: they are not run elsewhere instead.
-Result<void> Honoured(RunnerType type, const launch::LaunchRequest& request) {
-  FieldErrors fields = NotHonouredYet(type, request.runner_configuration);
-  if (fields.empty()) return {};
-  return MakeError(
-      ErrorKind::kFailedPrecondition,
-      "runner " + request.runner_id + ": " + fields.front().path + " " + fields.front().rule);
-}
-
-}  // namespace
-
 bool Dispatcher::Start(const store::Deployment& d) {
   auto launch = Prepare(d);
-  Result<void> launched = launch.has_error() ? Result<void>(launch.error())
-                                             : Honoured(launch->runner_type, launch->request);
+  // A runner saved before berthd refused what it does not honour yet names a cluster or
+  // credentials its runs would not get: they are not run elsewhere instead.
+  Result<void> launched = launch.has_error()
+                              ? Result<void>(launch.error())
+                              : CheckHonoured(launch->request.runner_id, launch->runner_type,
+                                              launch->request.runner_configuration);
   if (launched && !launch->request.invocation.lock) launched = HoldStateLock(d);
   if (launched) {
     // Known before the launch: a run may end before Launch returns.
