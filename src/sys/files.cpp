@@ -31,6 +31,14 @@ std::string_view KindOf(mode_t mode) {
   return "not a regular file";
 }
 
+// The refusal of what is at path when it is not the kind expected ("file" or "folder").
+Error Unexpected(mode_t mode, std::string_view expected, const std::filesystem::path& path) {
+  return MakeError(ErrorKind::kFailedPrecondition,
+                   "not read: " + std::string(KindOf(mode)) + " where a " + std::string(expected) +
+                       " was expected",
+                   path.string());
+}
+
 // What is left to read of fd, refused past max_bytes (the file can grow while it is read: the
 // cap holds whatever its size said).
 Result<std::string> ReadAll(int fd, const std::filesystem::path& path, size_t max_bytes) {
@@ -95,10 +103,7 @@ Result<std::string> ReadFileBeneath(const std::filesystem::path& dir,
       struct stat there {};
       if (fstatat(at.Get(), parts[i].c_str(), &there, AT_SYMLINK_NOFOLLOW) == 0 &&
           (last ? !S_ISREG(there.st_mode) : !S_ISDIR(there.st_mode)))
-        return MakeError(ErrorKind::kFailedPrecondition,
-                         std::string("not read: ") + std::string(KindOf(there.st_mode)) +
-                             " where a " + (last ? "file" : "folder") + " was expected",
-                         shown.string());
+        return Unexpected(there.st_mode, last ? "file" : "folder", shown);
       errno = error;
       return Errno("cannot open", shown);
     }
@@ -109,11 +114,7 @@ Result<std::string> ReadFileBeneath(const std::filesystem::path& dir,
   }
   struct stat opened {};
   if (fstat(file.Get(), &opened) != 0) return Errno("cannot stat", shown);
-  if (!S_ISREG(opened.st_mode))
-    return MakeError(ErrorKind::kFailedPrecondition,
-                     std::string("not read: ") + std::string(KindOf(opened.st_mode)) +
-                         " where a file was expected",
-                     shown.string());
+  if (!S_ISREG(opened.st_mode)) return Unexpected(opened.st_mode, "file", shown);
   return ReadAll(file.Get(), shown, max_bytes);
 }
 
