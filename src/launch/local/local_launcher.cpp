@@ -73,7 +73,6 @@ pid_t RunnerPid(const fs::path& dir, const std::string& pid_text) {
 // Where the runner writes its result: in the one folder of the run's own that it may write
 // besides its work folder, home and tmp.
 constexpr const char* kResultFile = "out/result.json";
-fs::path ResultPath(const fs::path& dir) { return dir / kResultFile; }
 // The runner cuts its result to 4 KiB (--result-max-bytes); what the run leaves there is the
 // module's as much as the runner's, so berthd reads no more than this of it.
 constexpr size_t kMaxResultFileBytes = size_t{64} << 10;
@@ -318,7 +317,7 @@ Result<void> LocalLauncher::Start(Run& run) {
   invocation.ns = "local";
   invocation.name = run_id;
   invocation.workdir = (dir / "work").string();
-  invocation.result = ResultPath(dir).string();
+  invocation.result = (dir / kResultFile).string();
   sys::SpawnOptions spawn;
   spawn.argv = invocation.Args();
   spawn.argv.insert(spawn.argv.begin(), options_.runner_binary.string());
@@ -425,8 +424,8 @@ Result<void> LocalLauncher::Cancel(const std::string& run_id) {
   return {};
 }
 
-RunOutcome LocalLauncher::Finish(const fs::path& dir, std::optional<int> exit_code) const {
-  auto result = ReadRunResult(dir);
+RunOutcome LocalLauncher::Finish(const fs::path& dir, std::optional<int> exit_code,
+                                 const Result<std::string>& result) const {
   // A re-attached run's exit status is not ours to read: its result says how it ended.
   RunOutcome outcome = OutcomeFromResult(exit_code, result ? *result : std::string());
   if (!result && result.error().kind != ErrorKind::kNotFound)
@@ -521,7 +520,7 @@ Result<void> LocalLauncher::StartRelay(Run& run) const {
 
 RunOutcome LocalLauncher::FinishRun(Run& run, std::optional<int> exit_code) {
   run.relay.reset();
-  RunOutcome outcome = Finish(run.dir, exit_code);
+  RunOutcome outcome = Finish(run.dir, exit_code, ReadRunResult(run.dir));
   if (run.cgroup) {
     run.cgroup->KillAll();  // what left the process group goes too
     if (run.cgroup->OomKills() > 0 && !outcome.succeeded) {
@@ -629,15 +628,18 @@ Result<void> LocalLauncher::Recover(const std::vector<LaunchRequest>& adopt,
       }
       continue;
     }
-    std::error_code ec;
-    if (launched && fs::symlink_status(ResultPath(dir), ec).type() != fs::file_type::not_found) {
-      ended_.push_back({request.run_id, Finish(dir, std::nullopt)});
-    } else if (launched) {
+    if (!launched) {
+      waiting_.push_back(request);  // never started: start it now
+      continue;
+    }
+    // Read once: what it left decides between an end from its result and a lost runner.
+    auto result = ReadRunResult(dir);
+    if (!result && result.error().kind == ErrorKind::kNotFound) {
       ended_.push_back({request.run_id,
                         RunnerEnded(RunnerEnd::kLost,
                                     "the runner ended while berthd was away and left no result")});
     } else {
-      waiting_.push_back(request);  // never started: start it now
+      ended_.push_back({request.run_id, Finish(dir, std::nullopt, result)});
     }
   }
   // Runners of runs nobody tracks any more are stopped.

@@ -124,8 +124,10 @@ class LocalLauncher final : public Launcher {
   // Its outcome, saying which limit ended it; and its control group gone.
   RunOutcome FinishRun(Run& run, std::optional<int> exit_code) REQUIRES(mutex_);
   void Loop();
-  // The run's outcome once it has ended, from its exit status (if known) and result file.
-  RunOutcome Finish(const std::filesystem::path& dir, std::optional<int> exit_code) const;
+  // The run's outcome once it has ended, from its exit status (if known) and what was read of
+  // its result file (ReadRunResult).
+  RunOutcome Finish(const std::filesystem::path& dir, std::optional<int> exit_code,
+                    const Result<std::string>& result) const;
 
   const LocalLauncherOptions options_;
   // Where run folders were put: runs_dir, and the work_dir of any runner seen.
