@@ -618,9 +618,9 @@ Result<void> CheckHonoured(std::string_view runner_id, RunnerType type,
                            const nlohmann::json& runner_configuration) {
   FieldErrors fields = NotHonouredYet(type, runner_configuration);
   if (fields.empty()) return {};
-  Error error = InvalidFields(
-      "runner " + std::string(runner_id) + ": " + fields.front().path + " " + fields.front().rule,
-      std::move(fields));
+  // Named before the fields move into the error (arguments are evaluated in no set order).
+  const std::string first = fields.front().path + " " + fields.front().rule;
+  Error error = InvalidFields("runner " + std::string(runner_id) + ": " + first, std::move(fields));
   error.kind = ErrorKind::kFailedPrecondition;
   return error;
 }
