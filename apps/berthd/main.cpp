@@ -29,6 +29,10 @@ int main(int argc, char** argv) {
       "rotate-keys",
       "seal every secret in the database with a new key and drop the keys nothing uses");
   rotate->fallthrough();
+  bool seal_plaintext = false;
+  rotate->add_flag("--seal-plaintext", seal_plaintext,
+                   "seal values in clear too (once, after upgrading from a berthd without "
+                   "encryption at rest); otherwise they are counted and stay refused");
   app.add_option("--listen", options.listen, "ADDRESS:PORT to serve the API on");
   app.add_option("--tls-cert", options.tls_cert_file, "PEM certificate chain for HTTPS");
   app.add_option("--tls-key", options.tls_key_file, "PEM private key for HTTPS");
@@ -106,7 +110,7 @@ int main(int argc, char** argv) {
   options.keep_deployments_for = std::chrono::duration_cast<std::chrono::milliseconds>(
       *berth::ParseDuration(keep_deployments_for));  // checked by the flag
   if (*rotate) {
-    auto rotated = berth::server::RotateKeys(options);
+    auto rotated = berth::server::RotateKeys(options, seal_plaintext);
     if (!rotated) {
       std::fprintf(stderr, "berthd rotate-keys: %s\n", rotated.error().ToString().c_str());
       return 1;
@@ -114,6 +118,11 @@ int main(int argc, char** argv) {
     std::printf("sealed %lld values with the new key %s (was %s)\n",
                 static_cast<long long>(rotated->resealed), rotated->new_key.c_str(),
                 rotated->old_key.c_str());
+    if (rotated->left_in_clear > 0)
+      std::printf(
+          "%lld values are in clear and refused when read: if a berthd without encryption at "
+          "rest wrote them, run rotate-keys --seal-plaintext\n",
+          static_cast<long long>(rotated->left_in_clear));
     if (rotated->kept_old_keys)
       std::printf(
           "a running berthd wrote meanwhile: the old keys stay in the key file; run "

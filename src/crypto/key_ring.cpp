@@ -12,10 +12,32 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::string_view kPrefix = "berth-sealed:v1:";
+// v1 bound a value to its column, v2 to its column and row.
+constexpr std::string_view kPrefixV1 = "berth-sealed:v1:";
+constexpr std::string_view kPrefixV2 = "berth-sealed:v2:";
+constexpr size_t kPrefixSize = kPrefixV2.size();
+static_assert(kPrefixV1.size() == kPrefixV2.size());
+constexpr std::string_view kRowsOnlyMark = "rows";
 constexpr size_t kKeyBytes = 32;
 
+std::string AssociatedData(const SealBinding& binding) {
+  std::string aad(binding.column);
+  aad += '\0';
+  aad += binding.row;
+  return aad;
+}
+
 }  // namespace
+
+std::string RowOf(const std::vector<std::string_view>& parts) {
+  std::string row;
+  for (std::string_view part : parts) {
+    row += std::to_string(part.size());
+    row += ':';
+    row += part;
+  }
+  return row;
+}
 
 Result<std::shared_ptr<KeyRing>> KeyRing::OpenOrCreate(const fs::path& file) {
   std::shared_ptr<KeyRing> ring(new KeyRing(file));
@@ -25,7 +47,7 @@ Result<std::shared_ptr<KeyRing>> KeyRing::OpenOrCreate(const fs::path& file) {
     if (auto loaded = ring->Load(); !loaded) return loaded.error();
     return ring;
   }
-  ring->keys_.push_back({"k" + RandomId(8), RandomBytes(kKeyBytes)});
+  ring->keys_.push_back(NewKey());
   if (auto saved = ring->Save(); !saved) return saved.error();
   return ring;
 }
@@ -37,14 +59,17 @@ Result<void> KeyRing::Load() const {
   std::istringstream lines(*text);
   for (std::string line; std::getline(lines, line);) {
     if (line.empty() || line.front() == '#') continue;
-    size_t space = line.find(' ');
-    auto secret = Base64Decode(space == std::string::npos ? "" : line.substr(space + 1));
-    if (space == std::string::npos || !secret || secret->size() != kKeyBytes)
+    std::istringstream fields(line);
+    std::string id, encoded, mark, extra;
+    fields >> id >> encoded >> mark >> extra;
+    auto secret = Base64Decode(encoded);
+    if (!secret || secret->size() != kKeyBytes || !(mark.empty() || mark == kRowsOnlyMark) ||
+        !extra.empty())
       return MakeError(ErrorKind::kFailedPrecondition,
-                       "the encryption key file has a line that is not `ID BASE64-KEY` "
+                       "the encryption key file has a line that is not `ID BASE64-KEY [rows]` "
                        "(32 bytes)",
                        file_.string());
-    keys.push_back({line.substr(0, space), std::move(*secret)});
+    keys.push_back({std::move(id), std::move(*secret), mark == kRowsOnlyMark});
   }
   if (keys.empty())
     return MakeError(ErrorKind::kFailedPrecondition, "the encryption key file holds no key",
@@ -57,29 +82,42 @@ Result<void> KeyRing::Save() const {
   std::string text =
       "# berthd's encryption keys: the first seals, every one opens. Lose this file and what\n"
       "# berthd sealed with it is lost too: keep a copy where the database's backups are not.\n";
-  for (const Key& key : keys_) text += key.id + " " + Base64Encode(key.secret) + "\n";
+  for (const Key& key : keys_) {
+    text += key.id + " " + Base64Encode(key.secret);
+    if (key.rows_only) text += " " + std::string(kRowsOnlyMark);
+    text += "\n";
+  }
   return sys::WriteFileAtomic(file_, text);
 }
 
-std::string KeyRing::Seal(std::string_view plaintext, std::string_view context) const {
+std::string KeyRing::Seal(std::string_view plaintext, const SealBinding& binding) const {
   MutexLock lock(mutex_);
   const Key& key = keys_.front();
-  return std::string(kPrefix) + key.id + ":" +
-         Base64Encode(AesGcmSeal(key.secret, plaintext, context));
+  return std::string(kPrefixV2) + key.id + ":" +
+         Base64Encode(AesGcmSeal(key.secret, plaintext, AssociatedData(binding)));
 }
 
-bool KeyRing::IsSealed(std::string_view stored) { return stored.starts_with(kPrefix); }
+bool KeyRing::IsSealed(std::string_view stored) {
+  return stored.starts_with(kPrefixV1) || stored.starts_with(kPrefixV2);
+}
+
+bool KeyRing::IsRowBound(std::string_view stored) { return stored.starts_with(kPrefixV2); }
 
 std::string KeyRing::KeyIdOf(std::string_view stored) {
   if (!IsSealed(stored)) return "";
-  std::string_view rest = stored.substr(kPrefix.size());
+  std::string_view rest = stored.substr(kPrefixSize);
   return std::string(rest.substr(0, rest.find(':')));
 }
 
-Result<std::string> KeyRing::Open(std::string_view stored, std::string_view context) const {
-  if (!IsSealed(stored)) return std::string(stored);
+Result<std::string> KeyRing::Open(std::string_view stored, const SealBinding& binding) const {
+  if (!IsSealed(stored))
+    return MakeError(ErrorKind::kFailedPrecondition,
+                     "a value in " + std::string(binding.column) +
+                         " is in clear where berthd keeps values sealed: refused (one written "
+                         "before encryption at rest is sealed by `berthd rotate-keys "
+                         "--seal-plaintext`)");
   std::string id = KeyIdOf(stored);
-  std::string_view rest = stored.substr(kPrefix.size() + id.size());
+  std::string_view rest = stored.substr(kPrefixSize + id.size());
   if (!rest.starts_with(':')) return MakeError(ErrorKind::kInternal, "a sealed value is cut");
   auto sealed = Base64Decode(rest.substr(1));
   if (!sealed) return MakeError(ErrorKind::kInternal, "a sealed value is not base64");
@@ -93,11 +131,22 @@ Result<std::string> KeyRing::Open(std::string_view stored, std::string_view cont
     return MakeError(ErrorKind::kFailedPrecondition, "a value is sealed with key " + id +
                                                          ", which the encryption key file " +
                                                          file_.string() + " does not hold");
-  auto opened = AesGcmOpen(key->secret, *sealed, context);
+  const bool row_bound = IsRowBound(stored);
+  if (!row_bound && key->rows_only)
+    return MakeError(ErrorKind::kInternal, "a value in " + std::string(binding.column) +
+                                               " is sealed in format v1 under key " + id +
+                                               ", which seals only v2: refused");
+  auto opened = AesGcmOpen(key->secret, *sealed,
+                           row_bound ? AssociatedData(binding) : std::string(binding.column));
   if (!opened)
-    return MakeError(ErrorKind::kInternal,
-                     "a sealed value does not open: altered, or moved from another column");
+    return MakeError(ErrorKind::kInternal, "a sealed value in " + std::string(binding.column) +
+                                               " does not open: altered, or moved from another "
+                                               "column or row");
   return opened;
+}
+
+KeyRing::Key KeyRing::NewKey() {
+  return {.id = "k" + RandomId(8), .secret = RandomBytes(kKeyBytes), .rows_only = true};
 }
 
 const KeyRing::Key* KeyRing::Find(const std::string& id) const {
@@ -114,7 +163,7 @@ std::string KeyRing::CurrentKeyId() const {
 
 Result<void> KeyRing::AddCurrentKey() {
   MutexLock lock(mutex_);
-  keys_.insert(keys_.begin(), Key{"k" + RandomId(8), RandomBytes(kKeyBytes)});
+  keys_.insert(keys_.begin(), NewKey());
   return Save();
 }
 

@@ -629,7 +629,7 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
   return {};
 }
 
-Result<RotationReport> RotateKeys(const DaemonOptions& options) {
+Result<RotationReport> RotateKeys(const DaemonOptions& options, bool seal_plaintext) {
   auto keys = crypto::KeyRing::OpenOrCreate(EncryptionKeyFile(options));
   if (!keys) return keys.error();
   auto store = store::OpenStore(DatabaseUrl(options), 1, *keys);
@@ -637,9 +637,10 @@ Result<RotationReport> RotateKeys(const DaemonOptions& options) {
   RotationReport report{.old_key = (*keys)->CurrentKeyId()};
   if (auto added = (*keys)->AddCurrentKey(); !added) return added.error();
   report.new_key = (*keys)->CurrentKeyId();
-  auto resealed = (*store)->Reseal(**keys);
+  auto resealed = (*store)->Reseal(**keys, seal_plaintext);
   if (!resealed) return resealed.error();
   report.resealed = resealed->resealed;
+  report.left_in_clear = resealed->left_in_clear;
   report.kept_old_keys = resealed->changed_meanwhile;
   if (!report.kept_old_keys) {
     if (auto kept = (*keys)->KeepOnly(resealed->keys_in_use); !kept) return kept.error();

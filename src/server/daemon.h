@@ -79,15 +79,16 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
                        const std::function<void(const std::string& url,
                                                 const std::filesystem::path& token)>& on_ready);
 
-// `berthd rotate-keys`: a new key seals from now on, every sealed value (and every one written
-// before encryption at rest) is sealed again with it, and the keys nothing uses any more leave
-// the key file. A value a running berthd rewrote meanwhile keeps the old keys in the file (run
-// it again once that berthd has restarted).
+// `berthd rotate-keys`: a new key seals from now on, every sealed value (and, with
+// seal_plaintext, every one written before encryption at rest) is sealed again with it, bound to
+// its row, and the keys nothing uses any more leave the key file. A value a running berthd rewrote
+// meanwhile keeps the old keys in the file (run it again once that berthd has restarted).
 struct RotationReport {
   std::string old_key, new_key;
   int64_t resealed = 0;
+  int64_t left_in_clear = 0;  // not asked to seal them
   bool kept_old_keys = false;
 };
-Result<RotationReport> RotateKeys(const DaemonOptions& options);
+Result<RotationReport> RotateKeys(const DaemonOptions& options, bool seal_plaintext);
 
 }  // namespace berth::server

@@ -1,7 +1,5 @@
 #include "store/sealing.h"
 
-#include "crypto/key_ring.h"
-
 namespace berth::store {
 
 const std::vector<SealedColumn>& SealedColumns() {
@@ -18,16 +16,16 @@ const std::vector<SealedColumn>& SealedColumns() {
 }
 
 std::string SealValue(const crypto::KeyRing* keys, std::string_view value,
-                      std::string_view context) {
-  return keys ? keys->Seal(value, context) : std::string(value);
+                      const crypto::SealBinding& where) {
+  return keys ? keys->Seal(value, where) : std::string(value);
 }
 
 Result<std::string> OpenValue(const crypto::KeyRing* keys, std::string_view stored,
-                              std::string_view context) {
-  if (keys) return keys->Open(stored, context);
+                              const crypto::SealBinding& where) {
+  if (keys) return keys->Open(stored, where);
   if (crypto::KeyRing::IsSealed(stored))
-    return MakeError(ErrorKind::kFailedPrecondition,
-                     "a value in " + std::string(context) + " is sealed and berthd has no keys");
+    return MakeError(ErrorKind::kFailedPrecondition, "a value in " + std::string(where.column) +
+                                                         " is sealed and berthd has no keys");
   return std::string(stored);
 }
 

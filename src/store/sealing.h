@@ -1,7 +1,8 @@
 // The columns berthd keeps sealed at rest when it has keys (crypto/key_ring.h): deployment
 // specs (their variables), artifacts (plans, outputs, rescued states), state versions and
-// shared secrets (the run-token signing seed). A value is read back whether sealed or not (one
-// written before encryption at rest is plaintext until `berthd rotate-keys` seals it).
+// shared secrets (the run-token signing seed). Each value is bound to its column and row; with
+// keys, a value in clear is refused (one written before encryption at rest stays refused until
+// `berthd rotate-keys --seal-plaintext` seals it).
 #pragma once
 
 #include <string>
@@ -9,10 +10,7 @@
 #include <vector>
 
 #include "core/error.h"
-
-namespace berth::crypto {
-class KeyRing;
-}
+#include "crypto/key_ring.h"
 
 namespace berth::store {
 
@@ -23,8 +21,8 @@ struct SealedColumn {
   };
   std::string_view table;
   std::string_view column;
-  std::vector<KeyColumn> key_columns;  // the row's primary key
-  // "table.column": the associated data every value of the column is sealed with.
+  std::vector<KeyColumn> key_columns;  // the row's primary key, in RowOf's order
+  // "table.column": with the row's key, the associated data a value is sealed with.
   std::string_view context;
 };
 const std::vector<SealedColumn>& SealedColumns();
@@ -37,8 +35,8 @@ inline constexpr std::string_view kSharedSecretContext = "shared_secrets.value";
 
 // keys null: the value as it is (a store opened without keys, as tests do).
 std::string SealValue(const crypto::KeyRing* keys, std::string_view value,
-                      std::string_view context);
+                      const crypto::SealBinding& where);
 Result<std::string> OpenValue(const crypto::KeyRing* keys, std::string_view stored,
-                              std::string_view context);
+                              const crypto::SealBinding& where);
 
 }  // namespace berth::store

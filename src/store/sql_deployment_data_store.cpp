@@ -166,7 +166,9 @@ class SqlDeploymentDataStore final : public DeploymentDataStore {
         "size = excluded.size, content = excluded.content, at = excluded.at",
         {org, deployment, a.name, a.run_id, crypto::Sha256Hex(a.content),
          static_cast<int64_t>(a.content.size()),
-         SealValue(keys_, Base64Encode(a.content), kArtifactContext), UnixMillisNow()});
+         SealValue(keys_, Base64Encode(a.content),
+                   {kArtifactContext, crypto::RowOf({org, deployment, a.name})}),
+         UnixMillisNow()});
     if (!n) return n.error();
     return {};
   }
@@ -181,7 +183,8 @@ class SqlDeploymentDataStore final : public DeploymentDataStore {
     if (!rows) return rows.error();
     if (rows->empty())
       return MakeError(ErrorKind::kNotFound, "deployment " + deployment + " has no " + name);
-    auto opened = OpenValue(keys_, rows->front().Text(2), kArtifactContext);
+    auto opened = OpenValue(keys_, rows->front().Text(2),
+                            {kArtifactContext, crypto::RowOf({org, deployment, name})});
     if (!opened) return opened.error();
     auto content = Base64Decode(*opened);
     if (!content) return content.error();

@@ -37,7 +37,7 @@ Result<Deployment> FromRow(const SqlRow& r, const crypto::KeyRing* keys) {
   d.id = r.Text(3);
   d.sequence = r.Int(4);
   d.state = ParseDeploymentState(r.Text(5)).value_or(DeploymentState::kFailed);
-  auto stored = OpenValue(keys, r.Text(6), kSpecContext);
+  auto stored = OpenValue(keys, r.Text(6), {kSpecContext, crypto::RowOf({d.org_id, d.id})});
   if (!stored) return MakeError(stored.error().kind, stored.error().message, "deployment " + d.id);
   auto spec = DeploymentSpec::FromStored(ParseBoundedJsonOrNull(*stored));
   if (!spec) return MakeError(ErrorKind::kInternal, spec.error().message, "deployment " + d.id);
@@ -82,14 +82,15 @@ class SqlDeploymentStore final : public DeploymentStore {
       d.state = DeploymentState::kQueued;
       d.created_at = d.updated_at = UnixMillisNow();
       d.transitions = json::array({TransitionEntry(d.state, d.created_at, "")});
-      auto n =
-          c->Execute(std::string("INSERT INTO deployments (") + kColumns +
-                         ", bundle_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, $9, $10, $11, "
-                         "'', '', $12)",
-                     {d.org_id, d.project_id, d.env_id, d.id, d.sequence,
-                      std::string(DeploymentStateName(d.state)),
-                      SealValue(keys_, d.spec.ToJson().dump(), kSpecContext), d.transitions.dump(),
-                      d.run_id, d.created_at, d.updated_at, d.spec.source_bundle});
+      auto n = c->Execute(
+          std::string("INSERT INTO deployments (") + kColumns +
+              ", bundle_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, $9, $10, $11, "
+              "'', '', $12)",
+          {d.org_id, d.project_id, d.env_id, d.id, d.sequence,
+           std::string(DeploymentStateName(d.state)),
+           SealValue(keys_, d.spec.ToJson().dump(),
+                     {kSpecContext, crypto::RowOf({d.org_id, d.id})}),
+           d.transitions.dump(), d.run_id, d.created_at, d.updated_at, d.spec.source_bundle});
       if (!n && n.error().kind == ErrorKind::kAlreadyExists && attempt + 1 < kAttempts) {
         if (Get(d.org_id, d.id))
           return MakeError(ErrorKind::kAlreadyExists, "deployment " + d.id + " exists");

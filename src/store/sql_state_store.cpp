@@ -19,6 +19,12 @@ Error Locked(const std::string& key, const std::string& holder_info) {
   return error;
 }
 
+// Where a state version's content is sealed: bound to its key and version, so that no version
+// opens in another's place.
+crypto::SealBinding VersionCell(const std::string& key, int64_t version) {
+  return {kStateContext, crypto::RowOf({key, std::to_string(version)})};
+}
+
 class SqlStateStore final : public StateStore {
  public:
   SqlStateStore(Pool& pool, const crypto::KeyRing* keys) : pool_(pool), keys_(keys) {}
@@ -26,12 +32,13 @@ class SqlStateStore final : public StateStore {
   Result<std::string> Current(const std::string& key) override {
     auto c = pool_.Borrow();
     auto rows = c->Query(
-        "SELECT content FROM state_versions WHERE state_key = $1 ORDER BY version DESC LIMIT 1",
+        "SELECT content, version FROM state_versions WHERE state_key = $1 ORDER BY version DESC "
+        "LIMIT 1",
         {key});
     if (!rows) return rows.error();
     if (rows->empty() || rows->front().IsNull(0))
       return MakeError(ErrorKind::kNotFound, "no state for " + key);
-    return OpenValue(keys_, rows->front().Text(0), kStateContext);
+    return OpenValue(keys_, rows->front().Text(0), VersionCell(key, rows->front().Int(1)));
   }
 
   Result<StateVersion> Put(const std::string& key, const std::string& content,
@@ -91,7 +98,7 @@ class SqlStateStore final : public StateStore {
     if (rows->empty() || rows->front().IsNull(0))
       return MakeError(ErrorKind::kNotFound,
                        "no state version " + std::to_string(version) + " for " + key);
-    return OpenValue(keys_, rows->front().Text(0), kStateContext);
+    return OpenValue(keys_, rows->front().Text(0), VersionCell(key, version));
   }
 
   Result<void> Lock(const std::string& key, const StateLock& lock) override {
@@ -201,8 +208,9 @@ class SqlStateStore final : public StateStore {
     version.run_id = run_id;
     version.created_at = UnixMillisNow();
     version.deleted = content == nullptr;
-    SqlValue stored =
-        content ? SqlValue(SealValue(keys_, *content, kStateContext)) : SqlValue(nullptr);
+    SqlValue stored = content
+                          ? SqlValue(SealValue(keys_, *content, VersionCell(key, version.version)))
+                          : SqlValue(nullptr);
     auto n = c->Execute(
         "INSERT INTO state_versions (state_key, version, content, sha256, size, run_id, "
         "created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",

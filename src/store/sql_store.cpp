@@ -120,16 +120,18 @@ class SqlStore final : public Store {
     auto n = c->Execute(
         "INSERT INTO shared_secrets (name, value, created_at) VALUES ($1, $2, $3) ON CONFLICT "
         "(name) DO NOTHING",
-        {name, SealValue(keys_.get(), candidate, kSharedSecretContext), UnixMillisNow()});
+        {name, SealValue(keys_.get(), candidate, {kSharedSecretContext, crypto::RowOf({name})}),
+         UnixMillisNow()});
     if (!n) return n.error();
     auto rows = c->Query("SELECT value FROM shared_secrets WHERE name = $1", {name});
     if (!rows) return rows.error();
     if (rows->empty())
       return MakeError(ErrorKind::kInternal, "shared secret " + name + " vanished");
-    return OpenValue(keys_.get(), rows->front().Text(0), kSharedSecretContext);
+    return OpenValue(keys_.get(), rows->front().Text(0),
+                     {kSharedSecretContext, crypto::RowOf({name})});
   }
 
-  Result<ResealReport> Reseal(const crypto::KeyRing& keys) override {
+  Result<ResealReport> Reseal(const crypto::KeyRing& keys, bool seal_plaintext) override {
     auto c = pool_->Borrow();
     ResealReport report;
     std::string current = keys.CurrentKeyId();
@@ -151,12 +153,18 @@ class SqlStore final : public Store {
       };
       for (const auto& row : *rows) {
         std::vector<SqlValue> key;
+        std::vector<std::string> parts;
         for (size_t i = 0; i < column.key_columns.size(); ++i) {
-          if (column.key_columns[i].integer)
+          if (column.key_columns[i].integer) {
             key.emplace_back(row.Int(i));
-          else
+            parts.push_back(std::to_string(row.Int(i)));
+          } else {
             key.emplace_back(row.Text(i));
+            parts.push_back(row.Text(i));
+          }
         }
+        const crypto::SealBinding where{column.context,
+                                        crypto::RowOf({parts.begin(), parts.end()})};
         auto value = c->Query("SELECT " + std::string(column.column) + " FROM " +
                                   std::string(column.table) + " WHERE " + match(1),
                               key);
@@ -164,13 +172,18 @@ class SqlStore final : public Store {
         if (value->empty() || value->front().IsNull(0)) continue;  // gone meanwhile
         std::string stored = value->front().Text(0);
         std::string id = crypto::KeyRing::KeyIdOf(stored);
-        if (id == current) {
+        if (id == current && crypto::KeyRing::IsRowBound(stored)) {
           report.keys_in_use.insert(id);
           continue;
         }
-        auto plain = keys.Open(stored, column.context);
+        const bool in_clear = !crypto::KeyRing::IsSealed(stored);
+        if (in_clear && !seal_plaintext) {
+          ++report.left_in_clear;
+          continue;
+        }
+        auto plain = in_clear ? Result<std::string>(stored) : keys.Open(stored, where);
         if (!plain) return plain.error();
-        key.insert(key.begin(), keys.Seal(*plain, column.context));
+        key.insert(key.begin(), keys.Seal(*plain, where));
         // Only if it did not change meanwhile: a newer value is sealed with a key berthd holds.
         key.emplace_back(stored);
         auto updated = c->Execute("UPDATE " + std::string(column.table) + " SET " +

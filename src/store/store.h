@@ -106,16 +106,21 @@ class Store {
   // (of berthd processes starting at once on one database, the first one's candidate wins).
   virtual Result<std::string> EnsureSharedSecret(const std::string& name,
                                                  const std::string& candidate) = 0;
-  // Seals every value of the secret columns (store/sealing.h) that keys' current key did not
-  // seal, plaintext ones too; says how many it sealed and which keys the values use now.
+  // Seals again every value of the secret columns (store/sealing.h) that keys' current key did
+  // not seal bound to its row; says how many it sealed and which keys the values use now.
   struct ResealReport {
     int64_t resealed = 0;
+    // Values in clear left as they were (refused when read): sealed only when asked.
+    int64_t left_in_clear = 0;
     std::set<std::string> keys_in_use;
     // A value was rewritten while it was being resealed (a berthd at work): with which key is
     // not known, so no key may be dropped yet.
     bool changed_meanwhile = false;
   };
-  virtual Result<ResealReport> Reseal(const crypto::KeyRing& keys) = 0;
+  // seal_plaintext: seal values in clear too. Only the operator may ask it (once, after
+  // upgrading from a berthd without encryption at rest): a value in clear may have been planted
+  // by whoever could write the database.
+  virtual Result<ResealReport> Reseal(const crypto::KeyRing& keys, bool seal_plaintext) = 0;
   // The TF states of berthd's own backend.
   virtual StateStore& States() = 0;
   // Deployments of environments.

@@ -6,14 +6,17 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <set>
 #include <thread>
 
 #include "core/base64.h"
 #include "core/mutex.h"
+#include "crypto/aes_gcm.h"
 #include "crypto/key_ring.h"
 #include "postgres_test_server.h"
 #include "store/migrations.h"
+#include "store/sealing.h"
 #include "store/sql.h"
 #include "sys/files.h"
 
@@ -738,12 +741,18 @@ TEST_P(DeploymentStoreTest, ABundleUploadedAgainIsMadeYoungOnlyOnceItIsOld) {
 }
 
 // Secrets at rest: what berthd seals is ciphertext in the database (read here with plain SQL),
-// reads back as it was written, stays bound to its column, and is sealed again with a new key
-// by Reseal, with a value written before encryption at rest.
-TEST_P(DeploymentStoreTest, SecretColumnsAreSealedAtRestAndResealedWithANewKey) {
+// reads back as it was written, and opens only in its own column and row. Whoever can write the
+// database but not the key file plants nothing: a value in clear, another row's value and an
+// older version are refused. Reseal seals everything again with a new key, bound to its row (a
+// v1 value of a key from before too); a value in clear only when the operator asks.
+TEST_P(DeploymentStoreTest, SecretColumnsAreSealedAtRestBoundToTheirRowAndResealedWithANewKey) {
   ASSERT_TRUE(store_->EnsureSharedSecret("legacy", "legacy-secret-1"));  // before: plaintext
   auto keys_dir = sys::TempDir::Create("store-keys");
   ASSERT_TRUE(keys_dir);
+  // A key file from before format v2: its key opens v1 values (bound to their column only).
+  const std::string old_secret(32, 'o');
+  ASSERT_TRUE(
+      sys::WriteFileAtomic(keys_dir->Path() / "keys", "kold " + Base64Encode(old_secret) + "\n"));
   auto keys = crypto::KeyRing::OpenOrCreate(keys_dir->Path() / "keys");
   ASSERT_TRUE(keys) << keys.error().ToString();
   store_.reset();
@@ -755,20 +764,30 @@ TEST_P(DeploymentStoreTest, SecretColumnsAreSealedAtRestAndResealedWithANewKey) 
   d.spec = {
       .op = DeploymentOp::kApply, .source_path = "/m", .variables = {{"password", "dep-secret-2"}}};
   ASSERT_TRUE(store_->Deployments().Create(d));
+  Deployment other = d;
+  other.id = "d2";
+  other.spec.variables = {{"password", "other-secret"}};
+  ASSERT_TRUE(store_->Deployments().Create(other));
   auto& data = store_->DeploymentData();
   ASSERT_TRUE(data.PutArtifact("acme", "d1", {.name = "plan", .content = "plan-secret-3"}));
+  ASSERT_TRUE(store_->States().Put("acme/web/dev", R"({"pw":"state-secret-0"})", "", "r0"));
   ASSERT_TRUE(store_->States().Put("acme/web/dev", R"({"pw":"state-secret-4"})", "", "r1"));
   ASSERT_TRUE(store_->EnsureSharedSecret("seed", "seed-secret-5"));
+  auto raw = GetParam() == Backend::kSqlite ? OpenSqlite(url_.substr(7)) : OpenPostgres(url_);
+  ASSERT_TRUE(raw);
+  // A v1 value (as a berthd before v2 sealed it) under the old key.
+  ASSERT_TRUE((*raw)->Execute(
+      "INSERT INTO shared_secrets (name, value, created_at) VALUES ('v1', $1, 0)",
+      {"berth-sealed:v1:kold:" +
+       Base64Encode(crypto::AesGcmSeal(old_secret, "v1-secret-6", kSharedSecretContext))}));
 
   auto read_back = [&] {
     EXPECT_EQ(store_->Deployments().Get("acme", "d1")->spec.variables["password"], "dep-secret-2");
     EXPECT_EQ(data.GetArtifact("acme", "d1", "plan")->content, "plan-secret-3");
     EXPECT_EQ(*store_->States().Current("acme/web/dev"), R"({"pw":"state-secret-4"})");
     EXPECT_EQ(*store_->EnsureSharedSecret("seed", "another"), "seed-secret-5");
-    EXPECT_EQ(*store_->EnsureSharedSecret("legacy", "another"), "legacy-secret-1");
+    EXPECT_EQ(*store_->EnsureSharedSecret("v1", "another"), "v1-secret-6");
   };
-  auto raw = GetParam() == Backend::kSqlite ? OpenSqlite(url_.substr(7)) : OpenPostgres(url_);
-  ASSERT_TRUE(raw);
   // Every sealed column's values, as the database holds them.
   auto on_disk = [&] {
     std::string all;
@@ -783,31 +802,76 @@ TEST_P(DeploymentStoreTest, SecretColumnsAreSealedAtRestAndResealedWithANewKey) 
   };
   read_back();
   std::string before = on_disk();
-  for (const char* secret : {"dep-secret-2", "state-secret-4", "seed-secret-5"})
+  for (const char* secret : {"dep-secret-2", "state-secret-4", "seed-secret-5", "v1-secret-6"})
     EXPECT_EQ(before.find(secret), std::string::npos) << secret << " in\n" << before;
   EXPECT_EQ(before.find(Base64Encode("plan-secret-3")), std::string::npos) << before;
-  EXPECT_NE(before.find("legacy-secret-1"), std::string::npos);  // not sealed yet
+  EXPECT_NE(before.find("legacy-secret-1"), std::string::npos);  // written in clear before keys
+  auto legacy = store_->EnsureSharedSecret("legacy", "another");
+  ASSERT_FALSE(legacy) << "a value in clear was taken";
+  EXPECT_NE(legacy.error().message.find("--seal-plaintext"), std::string::npos)
+      << legacy.error().message;
 
-  // A sealed value moved to another column does not open there.
-  auto spec = (*raw)->Query("SELECT spec FROM deployments");
-  ASSERT_TRUE((*raw)->Execute("UPDATE shared_secrets SET value = $1 WHERE name = 'seed'",
-                              {spec->front().Text(0)}));
-  EXPECT_FALSE(store_->EnsureSharedSecret("seed", "x"));
-  ASSERT_TRUE((*raw)->Execute("DELETE FROM shared_secrets WHERE name = 'seed'"));
-  ASSERT_TRUE(store_->EnsureSharedSecret("seed", "seed-secret-5"));
+  // Planted values: one in clear, one moved from another column, one from another row, an
+  // older version in the newest's place. Each is refused; put back, each reads again.
+  auto planted = [&](const std::string& update, const std::vector<SqlValue>& args,
+                     const std::function<bool()>& read) {
+    SCOPED_TRACE(update);
+    ASSERT_TRUE((*raw)->Execute(update, args));
+    EXPECT_FALSE(read());
+  };
+  auto text = [&](const std::string& query) { return (*raw)->Query(query)->front().Text(0); };
+  const std::string seed = text("SELECT value FROM shared_secrets WHERE name = 'seed'");
+  const std::string v1_value = text("SELECT value FROM shared_secrets WHERE name = 'v1'");
+  const std::string d1_spec = text("SELECT spec FROM deployments WHERE id = 'd1'");
+  const std::string newest =
+      text("SELECT content FROM state_versions WHERE state_key = 'acme/web/dev' AND version = 2");
+  auto read_seed = [&] { return static_cast<bool>(store_->EnsureSharedSecret("seed", "x")); };
+  planted("UPDATE shared_secrets SET value = 'known-seed' WHERE name = 'seed'", {}, read_seed);
+  planted("UPDATE shared_secrets SET value = $1 WHERE name = 'seed'", {d1_spec}, read_seed);
+  ASSERT_TRUE((*raw)->Execute("UPDATE shared_secrets SET value = $1 WHERE name = 'seed'", {seed}));
+  planted("UPDATE deployments SET spec = $1 WHERE id = 'd2'", {d1_spec},
+          [&] { return static_cast<bool>(store_->Deployments().Get("acme", "d2")); });
+  planted(
+      "UPDATE state_versions SET content = (SELECT content FROM state_versions WHERE "
+      "state_key = 'acme/web/dev' AND version = 1) WHERE state_key = 'acme/web/dev' AND version = "
+      "2",
+      {}, [&] { return static_cast<bool>(store_->States().Current("acme/web/dev")); });
+  ASSERT_TRUE((*raw)->Execute(
+      "UPDATE state_versions SET content = $1 WHERE state_key = 'acme/web/dev' AND version = 2",
+      {newest}));
+  ASSERT_TRUE((*raw)->Execute("DELETE FROM deployments WHERE id = 'd2'"));
+  read_back();
 
   std::string old_key = (*keys)->CurrentKeyId();
   ASSERT_TRUE((*keys)->AddCurrentKey());
-  auto resealed = store_->Reseal(**keys);
+  auto resealed = store_->Reseal(**keys, false);
   ASSERT_TRUE(resealed) << resealed.error().ToString();
-  EXPECT_GE(resealed->resealed, 5);  // the four above, the legacy one, the run-token seed if any
+  // d1's spec, its plan, two state versions, seed, v1, the run-token seed if any.
+  EXPECT_GE(resealed->resealed, 6);
+  EXPECT_EQ(resealed->left_in_clear, 1);
   EXPECT_EQ(resealed->keys_in_use, std::set<std::string>{(*keys)->CurrentKeyId()});
   EXPECT_FALSE(resealed->changed_meanwhile);
+  EXPECT_FALSE(store_->EnsureSharedSecret("legacy", "another")) << "sealed unasked";
+  // The old key, which opened v1 values (bound to their column only), is dropped: a v1 value
+  // kept from before (a backup) opens in no row now.
+  ASSERT_TRUE((*keys)->KeepOnly(resealed->keys_in_use));
+  const std::string seed_now = text("SELECT value FROM shared_secrets WHERE name = 'seed'");
+  planted("UPDATE shared_secrets SET value = $1 WHERE name = 'seed'", {v1_value}, read_seed);
+  planted("UPDATE shared_secrets SET value = $1 WHERE name = 'seed'",
+          {text("SELECT value FROM shared_secrets WHERE name = 'v1'")}, read_seed);
+  ASSERT_TRUE(
+      (*raw)->Execute("UPDATE shared_secrets SET value = $1 WHERE name = 'seed'", {seed_now}));
+  auto with_plaintext = store_->Reseal(**keys, true);
+  ASSERT_TRUE(with_plaintext) << with_plaintext.error().ToString();
+  EXPECT_EQ(with_plaintext->resealed, 1);
+  EXPECT_EQ(with_plaintext->left_in_clear, 0);
   std::string after = on_disk();
   EXPECT_EQ(after.find("legacy-secret-1"), std::string::npos) << after;
   EXPECT_EQ(after.find(old_key), std::string::npos) << after;
+  EXPECT_EQ(after.find("berth-sealed:v1:"), std::string::npos) << after;
   read_back();
-  EXPECT_EQ(store_->Reseal(**keys)->resealed, 0);  // nothing left to do
+  EXPECT_EQ(*store_->EnsureSharedSecret("legacy", "another"), "legacy-secret-1");
+  EXPECT_EQ(store_->Reseal(**keys, false)->resealed, 0);  // nothing left to do
 }
 
 // kubernetes-agent runners' command queues (store/agent_store.h).
