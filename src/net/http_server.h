@@ -41,6 +41,11 @@ struct ServerResponse {
 
 using Handler = std::function<ServerResponse(const ServerRequest&)>;
 
+struct Admission {
+  size_t body_limit = 0;
+  std::optional<ServerResponse> refusal;  // set: sent instead, the body unread
+};
+
 struct ServerOptions {
   std::string address = "127.0.0.1";
   int port = 0;  // 0: the kernel picks one (Port() says which)
@@ -50,9 +55,12 @@ struct ServerOptions {
   std::string tls_key_file;
   bool allow_plain_http = false;
   size_t max_body_bytes = 1 << 20;  // larger bodies get 413
-  // A request's own body limit, from its method and target, read once its headers are in
-  // (a state or a bundle may be larger than an API body); null: max_body_bytes for all.
-  std::function<size_t(std::string_view method, std::string_view target)> body_limit;
+  // What is decided of a request that has a body once its headers are in, before a byte of the
+  // body is read (on the worker pool: it may consult the store): the body's limit (a state or a
+  // bundle may be larger than an API body), or a refusal sent instead, after which the
+  // connection is closed, its body never read (an unauthenticated caller cannot make the server
+  // hold megabytes). It is given the request without its body. null: max_body_bytes for all.
+  std::function<Admission(const ServerRequest& head)> admit;
   size_t max_target_bytes = size_t{8} << 10;   // a longer path and query gets 414
   size_t max_header_bytes = size_t{16} << 10;  // the request line and headers together; 431
   // A request's headers (and a body up to 1 MiB) must arrive within read_timeout, a larger body

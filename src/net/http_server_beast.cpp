@@ -228,8 +228,36 @@ class BeastServer final : public HttpServer {
                                  std::to_string(options_.max_target_bytes) + " bytes");
         break;
       }
-      size_t limit = options_.body_limit ? options_.body_limit(head.method_string(), head.target())
-                                         : options_.max_body_bytes;
+      ServerRequest request;
+      request.method = std::string(head.method_string());
+      request.target = std::string(head.target());
+      for (const auto& field : head) {
+        std::string name(field.name_string());
+        for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        request.headers[name] = std::string(field.value());
+      }
+      request.remote = remote;
+      Admission admission{.body_limit = options_.max_body_bytes};
+      const bool has_body = parser.chunked() || parser.content_length().value_or(0) > 0;
+      if (options_.admit && has_body) {
+        admission = co_await asio::co_spawn(
+            workers_,
+            [this, &request]() -> asio::awaitable<Admission> {
+              try {
+                co_return options_.admit(request);
+              } catch (const std::exception& e) {
+                co_return Admission{.refusal = PlainError(500, "internal error")};
+              }
+            },
+            asio::use_awaitable);
+      }
+      if (admission.refusal) {
+        auto out = ToBeast(std::move(*admission.refusal), head.version(), false);
+        beast::get_lowest_layer(stream).expires_after(options_.read_timeout);
+        co_await http::async_write(stream, out, kAsTuple);
+        break;
+      }
+      const size_t limit = admission.body_limit;
       auto too_large = [&]() {
         return refuse(413, "the request body is larger than " + std::to_string(limit) +
                                " bytes, this route's limit");
@@ -249,16 +277,7 @@ class BeastServer final : public HttpServer {
       }
       if (ec) break;  // closed, timed out, or not HTTP
       auto& message = parser.get();
-      ServerRequest request;
-      request.method = std::string(message.method_string());
-      request.target = std::string(message.target());
-      for (const auto& field : message) {
-        std::string name(field.name_string());
-        for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        request.headers[name] = std::string(field.value());
-      }
       request.body = std::move(message.body());
-      request.remote = remote;
       bool keep_alive = message.keep_alive();
       unsigned version = message.version();
 

@@ -24,6 +24,7 @@
 #include "server/gateway/run_gateway.h"
 #include "server/metrics.h"
 #include "server/replica.h"
+#include "server/request_admission.h"
 #include "server/retention.h"
 #include "server/statebackend/state_backend.h"
 #include "server/ui/ui_routes.h"
@@ -279,18 +280,6 @@ std::chrono::seconds RunTokenLifetime(const DaemonOptions& options) {
          std::chrono::minutes(5);
 }
 
-// What one request may send: an API body 1 MiB (docs/api.md); a state (through the backend, or
-// pushed by an operator), a plan or a module bundle 64 MiB.
-size_t BodyLimit(std::string_view method, std::string_view target) {
-  constexpr size_t kApiBody = size_t{1} << 20, kFileBody = size_t{64} << 20;
-  std::string path(target.substr(0, target.find('?')));
-  bool file = StateBackend::Serves(path) ||
-              (RunGateway::Serves(path) && path.find("/artifacts/") != std::string::npos) ||
-              (method == "POST" && path.starts_with("/orgs/") &&
-               (path.ends_with("/bundles") || path.ends_with("/state/versions")));
-  return file ? kFileBody : kApiBody;
-}
-
 std::string DatabaseUrl(const DaemonOptions& options) {
   return options.database.empty() ? "sqlite:" + (options.data_dir / "berth.db").string()
                                   : options.database;
@@ -329,12 +318,15 @@ Result<Foundations> LayFoundations(const DaemonOptions& options) {
 
   auto listen = SplitListen(options.listen);
   if (!listen) return listen.error();
-  auto server = net::BindHttpServer({.address = listen->first,
-                                     .port = listen->second,
-                                     .tls_cert_file = options.tls_cert_file,
-                                     .tls_key_file = options.tls_key_file,
-                                     .allow_plain_http = options.allow_plain_http,
-                                     .body_limit = BodyLimit});
+  auto server = net::BindHttpServer(
+      {.address = listen->first,
+       .port = listen->second,
+       .tls_cert_file = options.tls_cert_file,
+       .tls_key_file = options.tls_key_file,
+       .allow_plain_http = options.allow_plain_http,
+       .admit = [admission = std::make_shared<RequestAdmission>(**store, signer->PublicKey(),
+                                                                SystemClock::Instance())](
+                    const net::ServerRequest& head) { return (*admission)(head); }});
   if (!server) return server.error();
   bool tls = !options.tls_cert_file.empty();
   std::string host =

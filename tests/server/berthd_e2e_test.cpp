@@ -18,6 +18,7 @@
 #include "berthd_process.h"
 #include "core/base64.h"
 #include "net/http_client.h"
+#include "sys/fd.h"
 #include "sys/files.h"
 #include "sys/subprocess.h"
 #include "tar_builder.h"
@@ -357,6 +358,61 @@ TEST_F(BerthdE2e, ABundleThatClimbsOutThroughASymlinkChainIsRefused) {
       << error;
   for (const auto& entry : fs::recursive_directory_iterator(dir_->Path()))
     EXPECT_NE(entry.path().filename(), "escaped-by-bundle") << entry.path();
+}
+
+// A stranger announces a 60 MiB state or bundle and sends only its headers: berthd answers 401
+// at once and closes, without waiting for (or holding) a byte of the body. A caller with a valid
+// token is given the route's limit and sends the body as usual.
+TEST_F(BerthdE2e, AStrangersLargeBodyIsRefusedBeforeABodyByteIsRead) {
+  const int port = std::stoi(url_.substr(url_.rfind(':') + 1));
+  // What berthd answers to headers alone, until it closes (or the 30 s guard gives up).
+  auto answer_to_headers = [&](const std::string& head) {
+    sys::Fd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in to{.sin_family = AF_INET, .sin_port = htons(static_cast<uint16_t>(port))};
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(connect(fd.Get(), reinterpret_cast<sockaddr*>(&to), sizeof(to)), 0) << errno;
+    timeval wait{.tv_sec = 30, .tv_usec = 0};
+    setsockopt(fd.Get(), SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
+    std::string request = head + "Host: berthd\r\nContent-Length: 62914560\r\n\r\n";
+    EXPECT_EQ(send(fd.Get(), request.data(), request.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(request.size()));
+    std::string got;
+    std::array<char, 4096> buffer{};
+    for (ssize_t n; (n = recv(fd.Get(), buffer.data(), buffer.size(), 0)) > 0;)
+      got.append(buffer.data(), static_cast<size_t>(n));
+    return got;
+  };
+  for (const std::string& head :
+       {std::string("PUT /state/v1/default/web/dev HTTP/1.1\r\n"),
+        std::string("POST /state/v1/default/web/dev HTTP/1.1\r\nAuthorization: Bearer forged\r\n"),
+        std::string("PUT /runs/v1/r1/artifacts/plan HTTP/1.1\r\n"),
+        std::string("POST /orgs/default/bundles HTTP/1.1\r\n"),
+        std::string("POST /orgs/default/bundles HTTP/1.1\r\nAuthorization: Bearer tok-forged\r\n"),
+        std::string("POST /orgs/default/projects/web/envs/dev/state/versions HTTP/1.1\r\n"
+                    "Cookie: berth_session=forged\r\n")}) {
+    SCOPED_TRACE(head);
+    std::string answer = answer_to_headers(head);
+    EXPECT_TRUE(answer.starts_with("HTTP/1.1 401")) << answer;
+    EXPECT_NE(answer.find("the body was not read"), std::string::npos) << answer;
+  }
+  // With the admin token, the same headers are admitted: berthd waits for the body it was
+  // promised (here until the test's own guard, one second, gives up on an answer).
+  sys::Fd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in to{.sin_family = AF_INET, .sin_port = htons(static_cast<uint16_t>(port))};
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd.Get(), reinterpret_cast<sockaddr*>(&to), sizeof(to)), 0) << errno;
+  timeval wait{.tv_sec = 1, .tv_usec = 0};
+  setsockopt(fd.Get(), SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
+  std::string admitted =
+      "POST /orgs/default/bundles HTTP/1.1\r\nHost: berthd\r\n"
+      "Authorization: Bearer " +
+      token_ + "\r\nContent-Length: 62914560\r\n\r\n";
+  ASSERT_EQ(send(fd.Get(), admitted.data(), admitted.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(admitted.size()));
+  std::array<char, 64> nothing{};
+  EXPECT_LT(recv(fd.Get(), nothing.data(), nothing.size(), 0), 0) << "answered before the body";
+  EXPECT_EQ(errno, EAGAIN);
+  EXPECT_EQ(Call("GET", "/projects").status, 200);  // and berthd goes on
 }
 
 // A lost or leaked admin token: --reset-admin-token revokes the one in the data folder and

@@ -1,5 +1,6 @@
-// What berthd's HTTP server refuses before any handler runs, on a real socket: a body over its
-// route's limit (413), a long target (414) or header block (431), a connection beyond the cap
+// What berthd's HTTP server refuses before any handler runs, on a real socket: a request its
+// admission refuses on the headers alone (the body never read), a body over its route's limit
+// (413), a long target (414) or header block (431), a connection beyond the cap
 // for its client (503), and a client that sends half a request and waits (let go).
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -7,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <thread>
 
 #include "net/http_client.h"
@@ -66,8 +68,9 @@ class HttpLimits : public ::testing::Test {
 };
 
 TEST_F(HttpLimits, EachRouteHasItsOwnBodyLimitAndTheAnswerNamesIt) {
-  Start({.body_limit = [](std::string_view method, std::string_view target) -> size_t {
-    return method == "PUT" && target.starts_with("/files/") ? 1000 : 10;
+  Start({.admit = [](const ServerRequest& head) {
+    return Admission{.body_limit =
+                         head.method == "PUT" && head.target.starts_with("/files/") ? 1000u : 10u};
   }});
   auto small = Send("POST", "/api", std::string(100, 'x'));
   EXPECT_EQ(small.status, 413);
@@ -75,6 +78,33 @@ TEST_F(HttpLimits, EachRouteHasItsOwnBodyLimitAndTheAnswerNamesIt) {
   EXPECT_EQ(Send("POST", "/api", std::string(10, 'x')).body, "got 10");
   EXPECT_EQ(Send("PUT", "/files/state", std::string(100, 'x')).body, "got 100");
   EXPECT_EQ(Send("PUT", "/files/state", std::string(1001, 'x')).status, 413);
+}
+
+// A request with a body is admitted (or not) on its headers alone: a refusal is answered before
+// a byte of the body is sent, the connection closes, and the handler never runs. A request
+// without a body is not asked about.
+TEST_F(HttpLimits, ARefusalIsAnsweredOnTheHeadersBeforeTheBodyIsRead) {
+  std::atomic<int> asked = 0;
+  Start({.admit = [&asked](const ServerRequest& head) {
+    ++asked;
+    Admission admission{.body_limit = size_t{1} << 30};
+    if (head.headers.count("authorization") == 0 && head.body.empty())
+      admission.refusal = ServerResponse{.status = 401, .body = "who are you"};
+    return admission;
+  }});
+  sys::Fd stranger = Connect();
+  std::string head = "PUT /files/big HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000\r\n\r\n";
+  ASSERT_EQ(write(stranger.Get(), head.data(), head.size()), static_cast<ssize_t>(head.size()));
+  auto refused = ReadToClose(stranger);
+  ASSERT_TRUE(refused) << "the server waited for the body";
+  EXPECT_TRUE(refused->starts_with("HTTP/1.1 401")) << *refused;
+  EXPECT_NE(refused->find("who are you"), std::string::npos) << *refused;
+  EXPECT_EQ(refused->find("got "), std::string::npos) << "the handler ran";
+  EXPECT_EQ(asked, 1);
+  EXPECT_EQ(Send("PUT", "/files/big", "abc", {{"Authorization", "Bearer t"}}).body, "got 3");
+  EXPECT_EQ(asked, 2);
+  EXPECT_EQ(Send("GET", "/files/big").body, "got 0");
+  EXPECT_EQ(asked, 2) << "asked about a request without a body";
 }
 
 TEST_F(HttpLimits, ALongTargetGets414AndLongHeadersGet431) {

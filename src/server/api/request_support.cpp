@@ -18,16 +18,7 @@ net::ServerResponse TokenGuard::operator()(const RouteRequest& r, Scope needed,
     response.headers["WWW-Authenticate"] = challenge;
     return response;
   };
-  // A bearer token, else a browser session's cookie.
-  std::string secret;
-  auto header = r.http.headers.find("authorization");
-  auto cookies = r.http.headers.find("cookie");
-  if (header != r.http.headers.end() && header->second.starts_with("Bearer ")) {
-    secret = header->second.substr(7);
-  } else if (cookies != r.http.headers.end()) {
-    secret = CookieValue(cookies->second, kSessionCookie);
-  }
-  const bool by_cookie = header == r.http.headers.end() && !secret.empty();
+  auto [secret, by_cookie] = ApiSecretOf(r.http.headers);
   if (secret.empty()) return unauthenticated("a bearer token is required", "Bearer");
   auto token = store_.FindToken(HashToken(secret));
   if (!token) {

@@ -23,4 +23,14 @@ std::string CookieValue(std::string_view header, std::string_view name) {
   return {};
 }
 
+ApiSecret ApiSecretOf(const std::map<std::string, std::string>& headers) {
+  auto header = headers.find("authorization");
+  if (header != headers.end())
+    return {header->second.starts_with("Bearer ") ? header->second.substr(7) : "", false};
+  auto cookies = headers.find("cookie");
+  if (cookies == headers.end()) return {};
+  std::string secret = CookieValue(cookies->second, kSessionCookie);
+  return {secret, !secret.empty()};
+}
+
 }  // namespace berth::server

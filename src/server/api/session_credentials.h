@@ -2,6 +2,7 @@
 // secret, and the CSRF token every state-changing request of a session must carry.
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -20,5 +21,12 @@ std::string CsrfToken(std::string_view session_secret);
 
 // The value of the cookie `name` in a Cookie header; empty when it has none.
 std::string CookieValue(std::string_view header, std::string_view name);
+
+// The secret an API request carries: its bearer token, else its session cookie's.
+struct ApiSecret {
+  std::string secret;  // empty: none
+  bool by_cookie = false;
+};
+ApiSecret ApiSecretOf(const std::map<std::string, std::string>& headers);
 
 }  // namespace berth::server
