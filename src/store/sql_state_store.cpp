@@ -197,14 +197,23 @@ class SqlStateStore final : public StateStore {
       return MakeError(ErrorKind::kFailedPrecondition,
                        "the lock " + lock_id + " on " + key +
                            " is no longer held (it was broken or released): the write is refused");
-    auto last = c->Query("SELECT MAX(version) FROM state_versions WHERE state_key = $1", {key});
+    auto last = c->Query(
+        "SELECT version, sha256, run_id, size, created_at, CASE WHEN content IS NULL THEN 1 ELSE "
+        "0 END FROM state_versions WHERE state_key = $1 ORDER BY version DESC LIMIT 1",
+        {key});
     if (!last) return last.error();
-    if (expected_newest && last->front().Int(0) != *expected_newest)
+    const int64_t newest = last->empty() ? 0 : last->front().Int(0);
+    if (expected_newest && newest != *expected_newest)
       return MakeError(ErrorKind::kConflict, "the state of " + key + " changed meanwhile");
     StateVersion version;
-    version.version = last->front().Int(0) + 1;
+    version.version = newest + 1;
     version.size = content ? static_cast<int64_t>(content->size()) : 0;
     version.sha256 = content ? crypto::Sha256Hex(*content) : std::string();
+    if (content && !last->empty() && last->front().Int(5) == 0 &&
+        last->front().Text(1) == version.sha256 && last->front().Text(2) == run_id) {
+      const SqlRow& same = last->front();
+      return StateVersion{same.Int(0), same.Int(3), same.Text(1), same.Text(2), same.Int(4), false};
+    }
     version.run_id = run_id;
     version.created_at = UnixMillisNow();
     version.deleted = content == nullptr;

@@ -45,7 +45,9 @@ class StateStore {
   virtual ~StateStore() = default;
   // The newest content; kNotFound when there is none (never written, or deleted).
   virtual Result<std::string> Current(const std::string& key) = 0;
-  // Writes a new version. A locked state takes writes only with its lock's id (kConflict).
+  // Writes a new version. A locked state takes writes only with its lock's id (kConflict). The
+  // same content from the same run as the newest version is that version, not a new one: a
+  // write retried after its answer was lost (a cut connection) stores nothing twice.
   virtual Result<StateVersion> Put(const std::string& key, const std::string& content,
                                    const std::string& lock_id, const std::string& run_id) = 0;
   // Writes a new version only if the state is unlocked and its newest version is still

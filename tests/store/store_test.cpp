@@ -401,6 +401,13 @@ TEST_P(StoreTest, StatesKeepEveryVersionAndADeletionIsOneToo) {
   ASSERT_TRUE(first) << first.error().ToString();
   EXPECT_EQ(first->version, 1);
   ASSERT_TRUE(states.Put("acme/web/dev", R"({"serial":2})", "", "run-2"));
+  // The same write again (its answer lost on the way) is the version it made; the same content
+  // from another run is a version of its own.
+  auto retried = states.Put("acme/web/dev", R"({"serial":2})", "", "run-2");
+  ASSERT_TRUE(retried) << retried.error().ToString();
+  EXPECT_EQ(retried->version, 2);
+  EXPECT_EQ(retried->run_id, "run-2");
+  EXPECT_EQ(states.Put("acme/web/dev", R"({"serial":2})", "", "run-2b")->version, 3);
   EXPECT_EQ(*states.Current("acme/web/dev"), R"({"serial":2})");
   EXPECT_EQ(states.Current("acme/web/prod").error().kind, ErrorKind::kNotFound);  // its own
   auto deleted = states.Delete("acme/web/dev", "", "run-3");
@@ -409,12 +416,12 @@ TEST_P(StoreTest, StatesKeepEveryVersionAndADeletionIsOneToo) {
   EXPECT_EQ(states.Current("acme/web/dev").error().kind, ErrorKind::kNotFound);
   auto versions = states.Versions("acme/web/dev");
   ASSERT_TRUE(versions);
-  ASSERT_EQ(versions->size(), 3u);
+  ASSERT_EQ(versions->size(), 4u);
   EXPECT_EQ((*versions)[0].run_id, "run-1");
   EXPECT_EQ((*versions)[1].size, 12);
   EXPECT_EQ((*versions)[1].sha256.size(), 64u);
   EXPECT_EQ(*states.Version("acme/web/dev", 1), R"({"serial":1})");
-  EXPECT_EQ(states.Version("acme/web/dev", 3).error().kind, ErrorKind::kNotFound);
+  EXPECT_EQ(states.Version("acme/web/dev", 4).error().kind, ErrorKind::kNotFound);
 }
 
 TEST_P(StoreTest, LocksKnowTheirRunAndAStatesHistoryIsKeptNewestFirst) {
