@@ -49,8 +49,9 @@ int main(int argc, char** argv) {
                  "(a mounted Secret: change it and restart to rotate); none in --data-dir")
       ->excludes(reset);
   app.add_option("--local-runner-uid", options.local_runner_uid,
-                 "the user a root berthd's local runs drop to")
-      ->check(CLI::Range(1, 2147483647));
+                 "the first of the users a root berthd's local runs drop to, one per parallel "
+                 "run (--max-parallel-runs of them; none may be a user this machine has)")
+      ->check(CLI::Range(1, 65534));
   app.add_option("--max-parallel-runs", options.max_parallel_runs,
                  "local runs at once; the others wait their turn")
       ->check(CLI::PositiveNumber);

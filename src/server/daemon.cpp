@@ -456,7 +456,7 @@ class Berthd {
                                            metrics_.ProviderPackages("refused", c.refused);
                                          }};
       if (!local.insecure) {
-        auto sandbox = launch::Sandbox::Probe(options.local_runner_uid);
+        auto sandbox = launch::Sandbox::Probe(options.local_runner_uid, options.max_parallel_runs);
         if (sandbox) local.sandbox = *sandbox;
         if (!sandbox) local.refusal = "local runs are refused: " + sandbox.error().message;
       }

@@ -33,7 +33,9 @@ struct DaemonOptions {
   // refused, unless this lets them run unsandboxed as berthd's user (logged at every start).
   bool insecure_local_runners = false;
   // The user a root berthd's local runs drop to (never berthd's own).
-  uid_t local_runner_uid = 65534;
+  // A root berthd's local runs drop to this user and the --max-parallel-runs - 1 after it, one
+  // per concurrent run; none of them may be a user the machine has.
+  uid_t local_runner_uid = 60100;
   // A provider mirror folder every local run installs providers from, offline.
   std::string providers;
   // Launch runners of the kubernetes types as Pods or Jobs, with the cluster of KUBECONFIG (or

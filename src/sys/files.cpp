@@ -2,6 +2,7 @@
 #include "sys/files.h"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -183,6 +184,30 @@ TempDir::~TempDir() {
   if (path_.empty()) return;
   std::error_code ignored;
   std::filesystem::remove_all(path_, ignored);
+}
+
+namespace {
+
+// nftw gives its callback no context: the owner of the tree being walked, for one walk at a time.
+thread_local uid_t tree_uid = 0;
+thread_local gid_t tree_gid = 0;
+
+int ChownEntry(const char* path, const struct stat*, int, FTW*) {
+  return lchown(path, tree_uid, tree_gid) == 0 ? 0 : errno;
+}
+
+}  // namespace
+
+Result<void> ChownTree(const std::filesystem::path& tree, uid_t uid, gid_t gid) {
+  tree_uid = uid;
+  tree_gid = gid;
+  int failed = nftw(tree.c_str(), ChownEntry, 32, FTW_PHYS | FTW_MOUNT);
+  if (failed != 0)
+    return MakeError(ErrorKind::kUnavailable,
+                     std::string("cannot give the folder to its user: ") +
+                         std::strerror(failed > 0 ? failed : errno),
+                     tree);
+  return {};
 }
 
 }  // namespace berth::sys

@@ -2,6 +2,8 @@
 // itself.
 #pragma once
 
+#include <sys/types.h>
+
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -40,6 +42,10 @@ Result<void> WriteFileAtomicUnsynced(
 // Writes all of data to fd, retrying on EINTR and short writes; false when the fd refuses the
 // rest (a closed reader, a full disk).
 bool WriteAll(int fd, std::string_view data);
+
+// Gives tree and all beneath it to uid:gid, links themselves and never what they point at, and
+// never crossing into another file system. For a tree no other process changes meanwhile.
+Result<void> ChownTree(const std::filesystem::path& tree, uid_t uid, gid_t gid);
 
 class TempDir {
  public:

@@ -67,7 +67,7 @@ class LocalLauncherTest : public ::testing::Test {
     options.runner_binary = BERTH_RUNNER_BIN;
     options.runs_dir = dir_->Path() / "runs";
     options.max_parallel = max_parallel;
-    auto sandbox = Sandbox::Probe(65534);
+    auto sandbox = Sandbox::Probe(60100, max_parallel);
     EXPECT_TRUE(sandbox) << sandbox.error().ToString();
     if (sandbox) options.sandbox = *sandbox;
     for (const std::string& entry : tofu_->Environment(dir_->Path())) {
@@ -412,6 +412,104 @@ TEST_F(LocalLauncherTest, AForkBombStopsAtTheProcessLimitAndDiesWithItsRun) {
   EXPECT_EQ(left, 0) << "processes of the fork bomb outlived its run";
 }
 
+// Forks until refused, lets 24 of its children go (its own tofu needs threads to go on), says
+// how many it holds, and holds them until the run is stopped.
+constexpr const char* kHeldForkBombModule = R"tf(resource "terraform_data" "bomb" {
+  provisioner "local-exec" {
+    command = <<-EOT
+      python3 -c '
+import os, time
+children = []
+try:
+    while len(children) < 2000:
+        pid = os.fork()
+        if pid == 0:
+            os.close(1); os.close(2); time.sleep(600); os._exit(0)
+        children.append(pid)
+except OSError:
+    pass
+for pid in children[:24]:
+    os.kill(pid, 9); os.waitpid(pid, 0)
+print("holding", len(children) - 24, "children", flush=True)
+time.sleep(600)
+'
+    EOT
+  }
+}
+)tf";
+
+// Needs 64 processes at once: more than the bomb above leaves free.
+constexpr const char* kSixtyFourForksModule = R"tf(resource "terraform_data" "forks" {
+  provisioner "local-exec" {
+    command = <<-EOT
+      python3 -c '
+import os, time
+children = []
+for i in range(64):
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(1); os._exit(0)
+    children.append(pid)
+for pid in children:
+    os.waitpid(pid, 0)
+print("forked", len(children), flush=True)
+'
+    EOT
+  }
+}
+)tf";
+
+// The kernel counts processes per user: a root berthd gives each run at once a user of its
+// own, so a fork bomb that holds nearly all its run may have leaves another run all of its own
+// (64 processes at once here), as a user of its own named in its passwd file.
+TEST_F(LocalLauncherTest, AForkBombInOneRunLeavesAnotherRunRoomToRun) {
+  if (geteuid() != 0)
+    GTEST_SKIP() << "a berthd that is not root gives each run a user namespace of its own";
+  fs::create_directories(dir_->Path() / "bomb");
+  ASSERT_TRUE(sys::WriteFileAtomic(dir_->Path() / "bomb/main.tf", kHeldForkBombModule));
+  fs::permissions(dir_->Path() / "bomb/main.tf", fs::perms::others_read, fs::perm_options::add);
+  fs::create_directories(dir_->Path() / "forks");
+  ASSERT_TRUE(sys::WriteFileAtomic(dir_->Path() / "forks/main.tf", kSixtyFourForksModule));
+  fs::permissions(dir_->Path() / "forks/main.tf", fs::perms::others_read, fs::perm_options::add);
+  LocalLauncherOptions options = Options(2);
+  options.max_processes = 128;
+  Start(options);
+  ASSERT_TRUE(launcher_->Launch(Request("bomb", "apply", dir_->Path() / "bomb")));
+  // Runs outlive their launcher (a berthd restart): the bomb is stopped however the test ends.
+  struct StopsTheBomb {
+    LocalLauncher& launcher;
+    OutcomeRecorder& outcomes;
+    ~StopsTheBomb() {
+      if (launcher.Cancel("bomb")) (void)outcomes.WaitFor("bomb");
+    }
+  } stops_the_bomb{*launcher_, outcomes_};
+  std::string log;
+  for (int i = 0; i < 600 && log.find("(local-exec): holding ") == std::string::npos; ++i) {
+    auto read = sys::ReadFile(dir_->Path() / "runs/bomb/runner.log");
+    log = read ? *read : "";
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_NE(log.find("(local-exec): holding "), std::string::npos) << log;
+
+  ASSERT_TRUE(launcher_->Launch(Request("other", "apply", dir_->Path() / "forks")));
+  auto other = outcomes_.WaitFor("other");
+  ASSERT_TRUE(other);
+  EXPECT_TRUE(other->succeeded) << other->FailureName() << ": " << other->message;
+  EXPECT_EQ(launcher_->Running(), 1) << "the bomb's run ended before the other one did";
+  struct stat bomb_home {
+  }, other_home{};
+  ASSERT_EQ(stat((dir_->Path() / "runs/bomb/home").c_str(), &bomb_home), 0);
+  ASSERT_EQ(stat((dir_->Path() / "runs/other/home").c_str(), &other_home), 0);
+  EXPECT_EQ(bomb_home.st_uid, 60100u);
+  EXPECT_EQ(other_home.st_uid, 60101u);
+  auto other_log = sys::ReadFile(dir_->Path() / "runs/other/runner.log");
+  ASSERT_TRUE(other_log);
+  EXPECT_NE(other_log->find("(local-exec): forked 64"), std::string::npos) << *other_log;
+  auto passwd = sys::ReadFile(dir_->Path() / "runs/other/passwd");
+  ASSERT_TRUE(passwd);
+  EXPECT_NE(passwd->find("berth-run:x:60101:60101:"), std::string::npos) << *passwd;
+}
+
 // Empty files fill no disk limit, but counting millions of them held up the launcher at each
 // check: past max_folder_entries a run with a disk limit is stopped as one past it.
 TEST_F(LocalLauncherTest, ARunOfMoreFilesThanTheLauncherCountsIsStoppedSayingSo) {
@@ -567,7 +665,7 @@ TEST_F(LocalRunLimitsTest, ALimitThisBerthdCannotHoldIsRefusedNamingIt) {
 TEST_F(LocalLauncherTest, ARootBerthdsRunsAreTheUserItNames) {
   if (geteuid() != 0) GTEST_SKIP() << "only a root berthd drops runs to another user";
   LocalLauncherOptions options = Options();
-  auto sandbox = Sandbox::Probe(54321);  // --local-runner-uid=54321
+  auto sandbox = Sandbox::Probe(54321, 4);  // --local-runner-uid=54321
   ASSERT_TRUE(sandbox) << sandbox.error().ToString();
   options.sandbox = *sandbox;
   Start(options);

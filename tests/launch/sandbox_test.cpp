@@ -12,6 +12,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The user runs drop to when the test is root (berthd's default --local-runner-uid).
+constexpr uid_t kRunUid = 60100;
+
 // How often path follows a bind option in args (each bind names it twice: source, target).
 long Binds(const std::vector<std::string>& args, const std::string& path) {
   long binds = 0;
@@ -24,7 +27,7 @@ long Binds(const std::vector<std::string>& args, const std::string& path) {
 
 // command's output and exit code, run in a sandbox with nothing but its own /tmp.
 sys::Completed InBareSandbox(const std::vector<std::string>& command) {
-  auto sandbox = Sandbox::Probe(65534);
+  auto sandbox = Sandbox::Probe(kRunUid, 1);
   EXPECT_TRUE(sandbox) << sandbox.error().ToString();
   auto filter = DangerousCallsFilter();
   EXPECT_TRUE(filter) << filter.error().ToString();
@@ -35,7 +38,7 @@ sys::Completed InBareSandbox(const std::vector<std::string>& command) {
   fs::permissions(dir->Path(), fs::perms::all, fs::perm_options::add);
   fs::permissions(dir->Path() / "tmp", fs::perms::all, fs::perm_options::add);
   SandboxMounts mounts{.tmp = dir->Path() / "tmp", .working_dir = "/"};
-  sys::SpawnOptions spawn{.argv = sandbox->Wrap(mounts, command, filter->Get()),
+  sys::SpawnOptions spawn{.argv = sandbox->Wrap(mounts, command, filter->Get(), kRunUid),
                           .env = std::vector<std::string>{}};
   spawn.inherited_fds = {filter->Get()};
   auto done = sys::RunToCompletion(std::move(spawn));
@@ -49,10 +52,10 @@ TEST(SandboxTest, FoldersInsideTheSystemsReadOnlyOnesAreSeenWithoutBindsOfTheirO
   const fs::path root = dir->Path();
   for (const char* sub : {"ro", "rw", "tmp"}) fs::create_directories(root / sub);
   ASSERT_TRUE(sys::WriteFileAtomic(root / "ro/file", "x"));
-  // The run's user (nobody, when the test is root) must reach and write them.
+  // The run's user (kRunUid, when the test is root) must reach and write them.
   for (const fs::path& p : {root, root / "ro", root / "ro/file", root / "rw", root / "tmp"})
     fs::permissions(p, fs::perms::all, fs::perm_options::add);
-  auto sandbox = Sandbox::Probe(65534);
+  auto sandbox = Sandbox::Probe(kRunUid, 1);
   ASSERT_TRUE(sandbox) << sandbox.error().ToString();
   auto filter = DangerousCallsFilter();
   ASSERT_TRUE(filter) << filter.error().ToString();
@@ -68,7 +71,7 @@ TEST(SandboxTest, FoldersInsideTheSystemsReadOnlyOnesAreSeenWithoutBindsOfTheirO
                      "test -x /usr/bin/env && test -d /usr/local/bin && test -f ../ro/file && "
                      "! touch ../ro/new 2>/dev/null && ! touch /usr/bin/new 2>/dev/null && "
                      "touch made"},
-                    filter->Get());
+                    filter->Get(), kRunUid);
 
   EXPECT_EQ(Binds(args, "/usr/bin"), 0);
   EXPECT_EQ(Binds(args, "/usr/local/bin"), 0);
@@ -131,6 +134,34 @@ TEST(SandboxTest, ASecretUnderAFolderEveryRunSeesIsFoundWithThatFolder) {
   EXPECT_EQ(SeenByEveryRun("/etc/berth/tls.key", mirrors), std::nullopt);
   EXPECT_EQ(SeenByEveryRun("/var/lib/berth", mirrors), std::nullopt);
   EXPECT_EQ(SeenByEveryRun("/srv/berth/mirror-keys", mirrors), std::nullopt);
+}
+
+// A root berthd's runs drop to users of their own, one per parallel run; a range that holds a
+// user the machine has (whose processes would count against the runs' limit, and whose files
+// they could write) is refused, naming it. The run's user is in the passwd and group files
+// its sandbox is given.
+TEST(SandboxTest, RunUsersAreARangeNobodyOnTheMachineHas) {
+  if (geteuid() != 0) GTEST_SKIP() << "only a root berthd drops runs to users of their own";
+  auto four = Sandbox::Probe(kRunUid, 4);
+  ASSERT_TRUE(four) << four.error().ToString();
+  EXPECT_EQ(four->RunUids(), (std::vector<uid_t>{kRunUid, kRunUid + 1, kRunUid + 2, kRunUid + 3}));
+  auto with_nobody = Sandbox::Probe(65530, 4);
+  ASSERT_TRUE(with_nobody) << "65530 to 65533 are nobody's here";
+  auto taken = Sandbox::Probe(65531, 4);
+  ASSERT_FALSE(taken);
+  EXPECT_NE(taken.error().message.find("uid 65534 is the user nobody's"), std::string::npos)
+      << taken.error().message;
+  auto root = Sandbox::Probe(0, 1);
+  ASSERT_FALSE(root);
+  EXPECT_NE(root.error().message.find("--local-runner-uid"), std::string::npos);
+
+  const std::string passwd =
+      WithRunUser("root:x:0:0:root:/root:/bin/sh", kRunUid, "/r/home", false);
+  EXPECT_EQ(passwd,
+            "root:x:0:0:root:/root:/bin/sh\nberth-run:x:60100:60100:berth run:/r/home:"
+            "/usr/sbin/nologin\n");
+  EXPECT_EQ(WithRunUser("root:x:0:\n", kRunUid, "/r/home", true),
+            "root:x:0:\nberth-run:x:60100:\n");
 }
 
 }  // namespace

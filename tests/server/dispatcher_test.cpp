@@ -74,7 +74,7 @@ class DispatcherTest : public ::testing::Test {
     launch::LocalLauncherOptions options;
     options.runner_binary = BERTH_RUNNER_BIN;
     options.runs_dir = dir_->Path() / "runs";
-    auto sandbox = launch::Sandbox::Probe(65534);
+    auto sandbox = launch::Sandbox::Probe(60100, 4);
     ASSERT_TRUE(sandbox) << sandbox.error().ToString();
     options.sandbox = *sandbox;
     for (const std::string& entry : (*tofu)->Environment(dir_->Path())) {

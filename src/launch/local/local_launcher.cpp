@@ -168,6 +168,7 @@ fs::path LocalLauncher::RunDir(const LaunchRequest& request) const {
 
 bool LocalLauncher::HasRoom(const LaunchRequest& request) const {
   if (static_cast<int>(running_.size()) >= options_.max_parallel) return false;
+  if (options_.sandbox && !options_.sandbox->RunUids().empty() && !FreeRunUid()) return false;
   int runner_max = RunnerSetting(request, "max_parallel", options_.max_parallel);
   int of_runner = 0;
   for (const auto& [id, run] : running_) of_runner += run.request.runner_id == request.runner_id;
@@ -190,6 +191,24 @@ Result<void> LocalLauncher::Launch(const LaunchRequest& request) {
   return {};
 }
 
+std::optional<uid_t> LocalLauncher::FreeRunUid() const {
+  if (!options_.sandbox) return std::nullopt;
+  for (uid_t uid : options_.sandbox->RunUids()) {
+    if (std::none_of(running_.begin(), running_.end(),
+                     [uid](const auto& entry) { return entry.second.uid == uid; }))
+      return uid;
+  }
+  return std::nullopt;
+}
+
+std::optional<uid_t> LocalLauncher::RunUidOf(const fs::path& dir) const {
+  struct stat st {};
+  if (!options_.sandbox || lstat((dir / "work").c_str(), &st) != 0) return std::nullopt;
+  const auto& uids = options_.sandbox->RunUids();
+  if (std::find(uids.begin(), uids.end(), st.st_uid) == uids.end()) return std::nullopt;
+  return st.st_uid;
+}
+
 void LocalLauncher::StartWaiting() {
   // In order, passing over the runs of a runner that is full: it holds up no other runner.
   for (auto it = waiting_.begin(); it != waiting_.end();) {
@@ -204,6 +223,7 @@ void LocalLauncher::StartWaiting() {
     run.dir = RunDir(request);
     roots_.insert(run.dir.parent_path());
     run.request = std::move(request);
+    run.uid = FreeRunUid();
     if (auto started = Start(run); !started) {
       running_.erase(run_id);
       // Reported from the loop's thread, outside the lock.
@@ -227,6 +247,19 @@ bool LocalLauncher::TakePlanRunWork(const Run& run) const {
   // The providers its init linked from its plugin cache go along (a rename moves a link as it
   // is, never what it points at); without them the apply's tofu finds none and fails.
   (void)rename(RunPluginCache(plan_dir).c_str(), RunPluginCache(run.dir).c_str());
+  // The plan ran as another user than the apply may: what it left becomes the apply's (its
+  // processes are gone with its PID namespace, so nothing changes the tree meanwhile).
+  if (run.uid) {
+    for (const fs::path& tree : {run.dir / "work", RunPluginCache(run.dir)}) {
+      std::error_code exists;
+      if (!fs::exists(tree, exists)) continue;
+      if (auto given = sys::ChownTree(tree, *run.uid, *run.uid); !given) {
+        IgnoreError(given, "the apply inits afresh instead");
+        fs::remove_all(run.dir / "work", exists);
+        return false;
+      }
+    }
+  }
   return true;
 }
 
@@ -243,7 +276,7 @@ Result<void> LocalLauncher::MakeRunFolder(const Run& run) const {
   std::error_code ec;
   fs::create_directories(dir, ec);
   fs::permissions(dir, fs::perms::owner_all, ec);
-  std::optional<uid_t> owner = options_.sandbox ? options_.sandbox->RunUid() : std::nullopt;
+  const std::optional<uid_t>& owner = run.uid;
   for (const char* sub : {"work", "home", "tmp", "out"}) {
     fs::create_directories(dir / sub, ec);
     if (!ec && owner && lchown((dir / sub).c_str(), *owner, *owner) != 0)
@@ -262,6 +295,19 @@ Result<void> LocalLauncher::MakeRunFolder(const Run& run) const {
     return {};
   };
   if (auto given = give("token", run.request.token); !given) return given;
+  // The run's user in the files programs look users up in (ssh and git refuse a user without
+  // one), readable by the run.
+  if (owner) {
+    for (const char* name : {"passwd", "group"}) {
+      auto machines = sys::ReadFile(fs::path("/etc") / name);
+      std::string file = WithRunUser(machines ? *machines : "", *owner, dir / "home",
+                                     std::string_view(name) == "group");
+      if (auto written = sys::WriteFileAtomicUnsynced(dir / name, file); !written)
+        return written.error();
+      fs::permissions(dir / name,
+                      fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read, ec);
+    }
+  }
   constexpr std::string_view kKubeconfig = "KUBE_CONFIG_PATH=";
   for (const std::string& entry : options_.environment) {
     if (!options_.sandbox || !entry.starts_with(kKubeconfig)) continue;
@@ -279,6 +325,10 @@ SandboxMounts LocalLauncher::MountsOf(const Run& run, const RunnerInvocation& in
                        .tmp = dir / "tmp",
                        .working_dir = dir / "work",
                        .hostname = run.request.run_id};
+  if (run.uid) {
+    mounts.passwd = dir / "passwd";
+    mounts.group = dir / "group";
+  }
   for (const std::string* path :
        {&invocation.module, &invocation.config, &invocation.bin, &invocation.providers}) {
     if (!path->empty() && fs::path(*path).is_absolute()) mounts.read_only.emplace_back(*path);
@@ -376,7 +426,8 @@ Result<void> LocalLauncher::Start(Run& run) {
     auto filter = DangerousCallsFilter();
     if (!filter) return filter.error();
     seccomp = std::move(*filter);
-    spawn.argv = options_.sandbox->Wrap(MountsOf(run, invocation), spawn.argv, seccomp.Get());
+    spawn.argv = options_.sandbox->Wrap(MountsOf(run, invocation), spawn.argv, seccomp.Get(),
+                                        run.uid.value_or(0));
     spawn.inherited_fds = {seccomp.Get()};
     // The sandbox's own processes outlive SIGTERM; the runner inside reads it and stops TF.
     spawn.ignore_stop_signals = true;
@@ -506,7 +557,7 @@ Result<void> LocalLauncher::StartRelay(Run& run) const {
     return MakeError(ErrorKind::kUnavailable, "cannot make the run's relay folder", dir / "relay");
   auto listener = sys::ListenUnix(RelaySocket(dir).string());
   if (!listener) return listener.error();
-  std::optional<uid_t> owner = options_.sandbox->RunUid();
+  const std::optional<uid_t>& owner = run.uid;
   if (owner && fchownat(folder.Get(), RelaySocket(dir).filename().c_str(), *owner, *owner,
                         AT_SYMLINK_NOFOLLOW) != 0)
     return MakeError(ErrorKind::kUnavailable, "cannot give the run its relay socket", dir);
@@ -617,6 +668,7 @@ Result<void> LocalLauncher::Recover(const std::vector<LaunchRequest>& adopt,
       run.dir = dir;
       run.request = request;
       run.adopted_pid = pid;
+      run.uid = RunUidOf(dir);
       exits_.Watch(pid);
       run.limits = RunLimits::FromRunner(request.runner_configuration);
       if (options_.cgroups && !run.limits.NeedingCgroup().empty())

@@ -93,6 +93,9 @@ class LocalLauncher final : public Launcher {
     pid_t adopted_pid = -1;                // re-attached after a restart
     bool cancelling = false;
     std::optional<std::chrono::steady_clock::time_point> kill_at;
+    // The user it runs as when berthd is root (one of the sandbox's RunUids, its own while it
+    // runs); none otherwise.
+    std::optional<uid_t> uid;
     RunLimits limits;
     std::optional<RunCgroup> cgroup;
     std::string limit_hit;  // which limit stopped it, as the outcome says
@@ -102,8 +105,14 @@ class LocalLauncher final : public Launcher {
 
   // The run's folder: under its runner's work_dir, else runs_dir.
   std::filesystem::path RunDir(const LaunchRequest& request) const;
-  // Whether the launcher and the request's runner both have room for one more run.
+  // Whether the launcher and the request's runner both have room for one more run (and, when
+  // runs drop to users of their own, a user no run has).
   bool HasRoom(const LaunchRequest& request) const REQUIRES(mutex_);
+  // A user of the sandbox's no running run has; none when runs do not drop to one, or all are
+  // taken.
+  std::optional<uid_t> FreeRunUid() const REQUIRES(mutex_);
+  // The run folder's user, for a run found again after a restart: the owner of its work folder.
+  std::optional<uid_t> RunUidOf(const std::filesystem::path& dir) const;
   Result<void> Start(Run& run) REQUIRES(mutex_);
   // The relay of a run whose network is cut: relay/berthd.sock in its folder, to berthd's URL,
   // and the /etc/hosts that points berthd's host name at the runner's end of it.

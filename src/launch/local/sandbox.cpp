@@ -1,6 +1,7 @@
 #include "launch/local/sandbox.h"
 
 #include <errno.h>
+#include <pwd.h>
 #include <re2/re2.h>
 #include <sched.h>
 #include <seccomp.h>
@@ -112,7 +113,7 @@ std::set<fs::path> FoldersAbove(const std::vector<fs::path>& mounts) {
 
 }  // namespace
 
-Result<Sandbox> Sandbox::Probe(uid_t run_as_uid) {
+Result<Sandbox> Sandbox::Probe(uid_t first_run_uid, int run_uids) {
   bool privileged = geteuid() == 0;
   if (access(kBwrap, X_OK) != 0)
     return MakeError(ErrorKind::kFailedPrecondition,
@@ -134,17 +135,46 @@ Result<Sandbox> Sandbox::Probe(uid_t run_as_uid) {
                                        "user.max_user_namespaces > 0)") +
                          ", or --insecure-local-runners");
   }
-  if (privileged && access(kSetpriv, X_OK) != 0)
+  if (!privileged) return Sandbox({});
+  if (access(kSetpriv, X_OK) != 0)
     return MakeError(ErrorKind::kFailedPrecondition,
                      "a root berthd drops local runs to their own user with /usr/bin/setpriv "
                      "(util-linux), which is missing");
-  return Sandbox(privileged, run_as_uid);
+  std::vector<uid_t> uids;
+  for (int i = 0; i < run_uids; ++i) {
+    const auto uid = static_cast<uid_t>(first_run_uid + static_cast<uid_t>(i));
+    if (uid == 0 || uid >= 65535 || uid < first_run_uid)
+      return MakeError(ErrorKind::kInvalidArgument,
+                       "--local-runner-uid: the users of local runs (" +
+                           std::to_string(first_run_uid) + " and the " +
+                           std::to_string(run_uids - 1) +
+                           " after it, one per parallel run) must lie between 1 and 65534");
+    // A user the machine has would share its process count (and its files) with the runs.
+    if (const passwd* user = getpwuid(uid))
+      return MakeError(ErrorKind::kInvalidArgument,
+                       "--local-runner-uid: uid " + std::to_string(uid) + " is the user " +
+                           user->pw_name + "'s; local runs need " + std::to_string(run_uids) +
+                           " uids (one per parallel run) that nobody on this machine has");
+    uids.push_back(uid);
+  }
+  return Sandbox(std::move(uids));
+}
+
+std::string WithRunUser(const std::string& machines_file, uid_t uid, const fs::path& home,
+                        bool group) {
+  std::string file = machines_file;
+  if (!file.empty() && file.back() != '\n') file += '\n';
+  const std::string id = std::to_string(uid);
+  file += group ? "berth-run:x:" + id + ":\n"
+                : "berth-run:x:" + id + ":" + id + ":berth run:" + home.string() +
+                      ":/usr/sbin/nologin\n";
+  return file;
 }
 
 std::vector<std::string> Sandbox::Wrap(const SandboxMounts& mounts,
-                                       const std::vector<std::string>& command,
-                                       int seccomp_fd) const {
-  std::vector<std::string> args = BaseArgs(privileged_);
+                                       const std::vector<std::string>& command, int seccomp_fd,
+                                       uid_t run_uid) const {
+  std::vector<std::string> args = BaseArgs(Privileged());
   args.insert(args.end(), {"--bind", mounts.tmp.string(), "/tmp"});
   // Outer folders first, so that a mount inside another lands on top of it.
   std::map<fs::path, bool> writable;
@@ -165,13 +195,16 @@ std::vector<std::string> Sandbox::Wrap(const SandboxMounts& mounts,
   if (mounts.own_network) args.emplace_back("--unshare-net");
   if (!mounts.hostname.empty()) args.insert(args.end(), {"--hostname", mounts.hostname});
   if (!mounts.hosts.empty()) args.insert(args.end(), {"--ro-bind", mounts.hosts, "/etc/hosts"});
+  if (!mounts.passwd.empty()) args.insert(args.end(), {"--ro-bind", mounts.passwd, "/etc/passwd"});
+  if (!mounts.group.empty()) args.insert(args.end(), {"--ro-bind", mounts.group, "/etc/group"});
   args.insert(args.end(), {"--chdir", mounts.working_dir.string()});
   args.insert(args.end(), {"--seccomp", std::to_string(seccomp_fd)});
-  if (privileged_) {
+  if (Privileged()) {
     // Root inside only to become the run's user at once; the capabilities go with the uid.
-    args.insert(args.end(), {"--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--", kSetpriv,
-                             "--reuid=" + std::to_string(uid_), "--regid=" + std::to_string(uid_),
-                             "--clear-groups", "--no-new-privs"});
+    args.insert(args.end(),
+                {"--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--", kSetpriv,
+                 "--reuid=" + std::to_string(run_uid), "--regid=" + std::to_string(run_uid),
+                 "--clear-groups", "--no-new-privs"});
   }
   args.push_back("--");
   args.insert(args.end(), command.begin(), command.end());

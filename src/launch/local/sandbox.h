@@ -3,7 +3,10 @@
 // folders (read-write), the system's read-only folders, the programs and provider mirrors it is
 // given (read-only) exist; berthd's data folder, database, admin token and other runs' folders
 // are not there at all. A seccomp filter refuses the calls no run needs. When berthd is root the
-// runner drops to a dedicated user inside; otherwise a user namespace maps berthd's user.
+// runner drops to a user of its own inside, one of a range with one user per concurrent run:
+// the kernel counts a user's processes (RLIMIT_NPROC), so a fork bomb in one run stops at its
+// own limit and leaves the other runs room. Otherwise a user namespace per run maps berthd's
+// user, and the kernel counts each namespace's processes apart.
 // docs/security.md says why bubblewrap and not the kernel's interfaces directly.
 #pragma once
 
@@ -31,25 +34,37 @@ struct SandboxMounts {
   // Its host name (a UTS namespace of its own): the run's id, which TF writes into the state
   // locks it takes ("Who": user@host), so that berthd knows a lock a dead run left.
   std::string hostname;
+  // Its /etc/passwd and /etc/group, when it runs as a user the machine's files do not name.
+  std::filesystem::path passwd;
+  std::filesystem::path group;
 };
 
 class Sandbox {
  public:
   // Whether bubblewrap can make a sandbox here, tried once with a real one; the error says what
-  // is missing and what to enable. run_as_uid: the user runs drop to when berthd is root.
-  static Result<Sandbox> Probe(uid_t run_as_uid);
+  // is missing and what to enable. When berthd is root, runs drop to the users first_run_uid to
+  // first_run_uid + run_uids - 1, which must be nobody's on this machine (the error names one
+  // that is).
+  static Result<Sandbox> Probe(uid_t first_run_uid, int run_uids);
 
-  // The argv that runs command inside, with the seccomp program at seccomp_fd (DangerousCalls).
+  // The argv that runs command inside as run_uid (when berthd is root: one of RunUids()), with
+  // the seccomp program at seccomp_fd (DangerousCalls).
   std::vector<std::string> Wrap(const SandboxMounts& mounts,
-                                const std::vector<std::string>& command, int seccomp_fd) const;
-  // The user that owns a run's writable folders: the dedicated one when berthd is root.
-  std::optional<uid_t> RunUid() const { return privileged_ ? std::optional(uid_) : std::nullopt; }
+                                const std::vector<std::string>& command, int seccomp_fd,
+                                uid_t run_uid) const;
+  // The users runs drop to, one per concurrent run, when berthd is root; none otherwise.
+  const std::vector<uid_t>& RunUids() const { return run_uids_; }
 
  private:
-  Sandbox(bool privileged, uid_t uid) : privileged_(privileged), uid_(uid) {}
-  bool privileged_;
-  uid_t uid_;
+  explicit Sandbox(std::vector<uid_t> run_uids) : run_uids_(std::move(run_uids)) {}
+  bool Privileged() const { return !run_uids_.empty(); }
+  std::vector<uid_t> run_uids_;
 };
+
+// The /etc/passwd or /etc/group of a run that drops to uid: the machine's (given), with an
+// entry for the run's user (and its group of the same id) whose home is home.
+std::string WithRunUser(const std::string& machines_file, uid_t uid,
+                        const std::filesystem::path& home, bool group);
 
 // The seccomp program (classic BPF, for bwrap --seccomp) that fails with EPERM the calls that
 // reach beyond a run: ptrace and cross-process memory, mount and namespaces, kexec, modules,
