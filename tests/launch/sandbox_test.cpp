@@ -3,7 +3,11 @@
 #include "launch/local/sandbox.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
+#include <thread>
+
+#include "sys/fd.h"
 #include "sys/files.h"
 #include "sys/subprocess.h"
 
@@ -38,7 +42,7 @@ sys::Completed InBareSandbox(const std::vector<std::string>& command) {
   fs::permissions(dir->Path(), fs::perms::all, fs::perm_options::add);
   fs::permissions(dir->Path() / "tmp", fs::perms::all, fs::perm_options::add);
   SandboxMounts mounts{.tmp = dir->Path() / "tmp", .working_dir = "/"};
-  sys::SpawnOptions spawn{.argv = sandbox->Wrap(mounts, command, filter->Get(), kRunUid),
+  sys::SpawnOptions spawn{.argv = sandbox->Wrap(mounts, command, filter->Get(), kRunUid, 1024),
                           .env = std::vector<std::string>{}};
   spawn.inherited_fds = {filter->Get()};
   auto done = sys::RunToCompletion(std::move(spawn));
@@ -71,7 +75,7 @@ TEST(SandboxTest, FoldersInsideTheSystemsReadOnlyOnesAreSeenWithoutBindsOfTheirO
                      "test -x /usr/bin/env && test -d /usr/local/bin && test -f ../ro/file && "
                      "! touch ../ro/new 2>/dev/null && ! touch /usr/bin/new 2>/dev/null && "
                      "touch made"},
-                    filter->Get(), kRunUid);
+                    filter->Get(), kRunUid, 1024);
 
   EXPECT_EQ(Binds(args, "/usr/bin"), 0);
   EXPECT_EQ(Binds(args, "/usr/local/bin"), 0);
@@ -162,6 +166,97 @@ TEST(SandboxTest, RunUsersAreARangeNobodyOnTheMachineHas) {
             "/usr/sbin/nologin\n");
   EXPECT_EQ(WithRunUser("root:x:0:\n", kRunUid, "/r/home", true),
             "root:x:0:\nberth-run:x:60100:\n");
+}
+
+// A berthd that is not root runs each run in a user namespace of its own, where the kernel
+// counts the run's processes against the limit set inside it (by prlimit, in the sandbox): a
+// fork bomb holding nearly all of one run's limit leaves another run all of its own. Run as a
+// user that is not root (the test runs itself again as one when it is root).
+TEST(SandboxTest, AnUnprivilegedBerthdsRunsEachCountTheirOwnProcesses) {
+  if (geteuid() == 0) {
+    auto self = sys::SelfExecutable();
+    ASSERT_TRUE(self);
+    sys::SpawnOptions again{
+        .argv = {"/usr/bin/setpriv", "--reuid=60400", "--regid=60400", "--clear-groups",
+                 self->string(),
+                 "--gtest_filter=SandboxTest.AnUnprivilegedBerthdsRunsEachCountTheirOwnProcesses"}};
+    auto done = sys::RunToCompletion(std::move(again));
+    ASSERT_TRUE(done) << done.error().ToString();
+    EXPECT_EQ(done->exit_code, 0) << done->output;
+    EXPECT_NE(done->output.find("[  PASSED  ] 1 test"), std::string::npos) << done->output;
+    return;
+  }
+  auto sandbox = Sandbox::Probe(kRunUid, 2);
+  ASSERT_TRUE(sandbox) << sandbox.error().ToString();
+  ASSERT_TRUE(sandbox->RunUids().empty());
+  auto dir = sys::TempDir::Create("sandbox-unprivileged");
+  ASSERT_TRUE(dir);
+  std::vector<sys::Fd> filters;  // one per run: bwrap reads its program to the end
+  auto run = [&](const std::string& name, const std::string& script) {
+    auto filter = DangerousCallsFilter();
+    EXPECT_TRUE(filter) << filter.error().ToString();
+    filters.push_back(filter ? std::move(*filter) : sys::Fd());
+    for (const char* sub : {"", "/tmp"}) fs::create_directories(dir->Path() / (name + sub));
+    SandboxMounts mounts{.read_write = {dir->Path() / name},
+                         .tmp = dir->Path() / name / "tmp",
+                         .working_dir = dir->Path() / name};
+    sys::SpawnOptions spawn{.argv = sandbox->Wrap(mounts, {"/usr/bin/python3", "-c", script},
+                                                  filters.back().Get(), 0, 64),
+                            .env = std::vector<std::string>{}};
+    spawn.inherited_fds = {filters.back().Get()};
+    spawn.new_process_group = true;
+    return spawn;
+  };
+  // Forks until refused, lets 8 children go, and holds the rest.
+  auto bomb = sys::Subprocess::Spawn(run("bomb", R"(
+import os, time
+children = []
+try:
+    while len(children) < 1000:
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(600); os._exit(0)
+        children.append(pid)
+except OSError:
+    pass
+for pid in children[:8]:
+    os.kill(pid, 9); os.waitpid(pid, 0)
+open("held", "w").write(str(len(children) - 8))
+time.sleep(600)
+)"));
+  ASSERT_TRUE(bomb) << bomb.error().ToString();
+  struct StopsTheBomb {
+    sys::Subprocess& bomb;
+    ~StopsTheBomb() {
+      kill(-bomb.Pid(), SIGKILL);
+      bomb.Wait();
+    }
+  } stops_the_bomb{*bomb};
+  std::string held;
+  for (int i = 0; i < 600 && held.empty(); ++i) {
+    auto read = sys::ReadFile(dir->Path() / "bomb/held");
+    if (read) held = *read;
+    if (held.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(held.empty()) << "the bomb never said how many it holds";
+  EXPECT_LT(std::stoi(held), 64) << "the limit set inside the sandbox did not hold it";
+  EXPECT_GT(std::stoi(held), 40);
+
+  auto other = sys::RunToCompletion(run("other", R"(
+import os, time
+children = []
+for i in range(32):
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(0.5); os._exit(0)
+    children.append(pid)
+for pid in children:
+    os.waitpid(pid, 0)
+print("forked", len(children))
+)"));
+  ASSERT_TRUE(other) << other.error().ToString();
+  EXPECT_EQ(other->exit_code, 0) << other->output;
+  EXPECT_NE(other->output.find("forked 32"), std::string::npos) << other->output;
 }
 
 }  // namespace

@@ -407,10 +407,10 @@ Result<void> LocalLauncher::Start(Run& run) {
   rlim_t file_bytes = options_.max_file_bytes;
   if (run.limits.disk_bytes)
     file_bytes = std::min(file_bytes, static_cast<rlim_t>(*run.limits.disk_bytes));
-  spawn.limits = {{RLIMIT_CORE, 0},
-                  {RLIMIT_NOFILE, options_.max_open_files},
-                  {RLIMIT_FSIZE, file_bytes},
-                  {RLIMIT_NPROC, options_.max_processes}};
+  spawn.limits = {
+      {RLIMIT_CORE, 0}, {RLIMIT_NOFILE, options_.max_open_files}, {RLIMIT_FSIZE, file_bytes}};
+  // A sandboxed run's process limit is set inside its sandbox (Sandbox::Wrap says why).
+  if (!options_.sandbox) spawn.limits.emplace_back(RLIMIT_NPROC, options_.max_processes);
   if (std::string needs = run.limits.NeedingCgroup(); !needs.empty()) {
     if (!options_.cgroups)
       return MakeError(ErrorKind::kFailedPrecondition,
@@ -427,7 +427,7 @@ Result<void> LocalLauncher::Start(Run& run) {
     if (!filter) return filter.error();
     seccomp = std::move(*filter);
     spawn.argv = options_.sandbox->Wrap(MountsOf(run, invocation), spawn.argv, seccomp.Get(),
-                                        run.uid.value_or(0));
+                                        run.uid.value_or(0), options_.max_processes);
     spawn.inherited_fds = {seccomp.Get()};
     // The sandbox's own processes outlive SIGTERM; the runner inside reads it and stops TF.
     spawn.ignore_stop_signals = true;

@@ -24,6 +24,7 @@ namespace fs = std::filesystem;
 
 constexpr const char* kBwrap = "/usr/bin/bwrap";
 constexpr const char* kSetpriv = "/usr/bin/setpriv";  // util-linux: on every Debian
+constexpr const char* kPrlimit = "/usr/bin/prlimit";  // util-linux too
 // The system's read-only folders; a merged-/usr system has some as links, which bwrap follows.
 constexpr const char* kSystemFolders[] = {"/usr", "/bin", "/sbin", "/lib", "/lib64"};
 // Of /etc, only what tofu, its providers and the tools a module runs read: TLS roots, name
@@ -135,6 +136,10 @@ Result<Sandbox> Sandbox::Probe(uid_t first_run_uid, int run_uids) {
                                        "user.max_user_namespaces > 0)") +
                          ", or --insecure-local-runners");
   }
+  if (access(kPrlimit, X_OK) != 0)
+    return MakeError(ErrorKind::kFailedPrecondition,
+                     "local runs set their process limit with /usr/bin/prlimit (util-linux), "
+                     "which is missing");
   if (!privileged) return Sandbox({});
   if (access(kSetpriv, X_OK) != 0)
     return MakeError(ErrorKind::kFailedPrecondition,
@@ -173,7 +178,7 @@ std::string WithRunUser(const std::string& machines_file, uid_t uid, const fs::p
 
 std::vector<std::string> Sandbox::Wrap(const SandboxMounts& mounts,
                                        const std::vector<std::string>& command, int seccomp_fd,
-                                       uid_t run_uid) const {
+                                       uid_t run_uid, rlim_t max_processes) const {
   std::vector<std::string> args = BaseArgs(Privileged());
   args.insert(args.end(), {"--bind", mounts.tmp.string(), "/tmp"});
   // Outer folders first, so that a mount inside another lands on top of it.
@@ -206,7 +211,8 @@ std::vector<std::string> Sandbox::Wrap(const SandboxMounts& mounts,
                  "--reuid=" + std::to_string(run_uid), "--regid=" + std::to_string(run_uid),
                  "--clear-groups", "--no-new-privs"});
   }
-  args.push_back("--");
+  const std::string processes = std::to_string(max_processes);
+  args.insert(args.end(), {"--", kPrlimit, "--nproc=" + processes + ":" + processes, "--"});
   args.insert(args.end(), command.begin(), command.end());
   return args;
 }

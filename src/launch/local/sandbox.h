@@ -10,6 +10,7 @@
 // docs/security.md says why bubblewrap and not the kernel's interfaces directly.
 #pragma once
 
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <filesystem>
@@ -48,10 +49,13 @@ class Sandbox {
   static Result<Sandbox> Probe(uid_t first_run_uid, int run_uids);
 
   // The argv that runs command inside as run_uid (when berthd is root: one of RunUids()), with
-  // the seccomp program at seccomp_fd (DangerousCalls).
+  // the seccomp program at seccomp_fd (DangerousCalls), its user allowed max_processes
+  // processes (RLIMIT_NPROC). The limit is set inside, by prlimit: a user namespace counts its
+  // processes against the limit its creator had, so one set on bwrap would be a limit all runs
+  // of a berthd that is not root share.
   std::vector<std::string> Wrap(const SandboxMounts& mounts,
                                 const std::vector<std::string>& command, int seccomp_fd,
-                                uid_t run_uid) const;
+                                uid_t run_uid, rlim_t max_processes) const;
   // The users runs drop to, one per concurrent run, when berthd is root; none otherwise.
   const std::vector<uid_t>& RunUids() const { return run_uids_; }
 
