@@ -67,10 +67,12 @@ Schema Job(bool kept_pods) {
       Required("namespace", std::move(Schema::String()
                                           .Pattern(kDnsLabel, "a Kubernetes namespace name")
                                           .Doc("namespace of the runner Pods or Jobs"))),
-      Optional("service_account",
-               std::move(Schema::String()
-                             .Pattern(kDnsSubdomain, "a Kubernetes service account name")
-                             .Doc("identity of the runner Pods (empty: the namespace default)"))),
+      Optional(
+          "service_account",
+          std::move(Schema::String()
+                        .Pattern(kDnsSubdomain, "a Kubernetes service account name")
+                        .Doc("identity of the runner Pods (empty: the namespace default); saved "
+                             "by an admin token only"))),
       Optional("pod_template",
                std::move(Schema::ObjectOrJsonString().Doc(
                    "Pod template (metadata, spec) merged into every runner Pod; an object or a "
@@ -275,7 +277,7 @@ Schema Build(RunnerType type) {
                        "other runners (default and ceiling: berthd's --max-parallel-runs, 4)"))),
           Optional("work_dir",
                    AbsolutePath("where this runner's run folders are made (default: runs/ in "
-                                "berthd's data folder)")),
+                                "berthd's data folder); saved by an admin token only")),
           Optional("limits", LocalRunLimits()),
           Optional("network",
                    std::move(Schema::String()

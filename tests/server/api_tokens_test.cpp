@@ -219,5 +219,32 @@ TEST_F(ApiTokens, OnlyAnAdminDefinesARunnerWhosePodIsWeakerThanTheHardenedDefaul
   EXPECT_EQ(CallAs(configure, "PUT", "/orgs/acme/runners/k8s", runner(relaxed)).status, 403);
 }
 
+// What a runner reaches beyond its runs is an admin's too: a local runner's work_dir (where a
+// root berthd makes, chowns and prunes folders: /run would be a daemon's) and a Kubernetes
+// runner's service account (its API rights).
+TEST_F(ApiTokens, OnlyAnAdminPutsRunFoldersOrServiceAccountsWhereARunnerChooses) {
+  std::string configure = Secret({"configure"});
+  const json local = {{"id", "local-run"},
+                      {"runner_configuration", {{"type", "local"}, {"work_dir", "/run"}}},
+                      {"state_storage_configuration", {{"type", "berth"}}}};
+  const json k8s = {{"id", "k8s-sa"},
+                    {"runner_configuration",
+                     {{"type", "kubernetes"},
+                      {"job", {{"namespace", "runs"}, {"service_account", "cluster-admin-sa"}}}}},
+                    {"state_storage_configuration", {{"type", "berth"}}}};
+  for (const auto& [body, field] : {std::pair{local, "$.runner_configuration.work_dir"},
+                                    std::pair{k8s, "$.runner_configuration.job.service_account"}}) {
+    auto refused = CallAs(configure, "POST", "/orgs/acme/runners", body.dump());
+    EXPECT_EQ(refused.status, 403) << refused.body;
+    EXPECT_NE(refused.body.find(field), std::string::npos) << refused.body;
+    EXPECT_NE(refused.body.find("admin"), std::string::npos) << refused.body;
+    EXPECT_EQ(Call("POST", "/orgs/acme/runners", body.dump()).status, 201) << field;
+  }
+  json plain = local;
+  plain["id"] = "local-plain";
+  plain["runner_configuration"].erase("work_dir");
+  EXPECT_EQ(CallAs(configure, "POST", "/orgs/acme/runners", plain.dump()).status, 201);
+}
+
 }  // namespace
 }  // namespace berth::server

@@ -56,11 +56,35 @@ Schema DisplayNameSchema() {
                          Optional("display_name", std::move(Schema::String().MaxLength(256)))});
 }
 
+// What a runner reaches beyond its runs is an admin's to define: a local runner's work_dir (a
+// root berthd makes, gives away and prunes folders there) and a Kubernetes runner's service
+// account (its API rights).
+FieldErrors AdminOnlyReach(const RunnerSpec& spec, const std::string& service_account) {
+  FieldErrors fields;
+  if (spec.type == RunnerType::kLocal && spec.runner_configuration.contains("work_dir"))
+    fields.push_back({"$.runner_configuration.work_dir",
+                      "puts run folders where berthd makes, chowns and prunes them; only an "
+                      "admin may"});
+  if (!service_account.empty())
+    fields.push_back({"$.runner_configuration.job.service_account",
+                      "runs with another ServiceAccount's API rights than the launcher's; only an "
+                      "admin may"});
+  return fields;
+}
+
 // A Kubernetes runner's job is read here as its launcher will read it (pod_template fields
-// included): what is saved can be launched. A Pod weaker than the hardened default is an
-// admin's to define.
+// included): what is saved can be launched. A Pod weaker than the hardened default, and what
+// AdminOnlyReach names, are an admin's to define.
 Result<void> CheckLaunchable(const RunnerSpec& spec, const Caller& caller) {
-  if (!std::string_view(RunnerTypeName(spec.type)).starts_with("kubernetes")) return {};
+  auto needs_admin = [&](FieldErrors fields) -> Result<void> {
+    if (fields.empty() || caller.scopes.Holds(Scope::kAdmin)) return {};
+    Error error = InvalidFields("runner " + spec.id + " reaches beyond its runs: needs scope admin",
+                                std::move(fields));
+    error.kind = ErrorKind::kPermissionDenied;
+    return error;
+  };
+  if (!std::string_view(RunnerTypeName(spec.type)).starts_with("kubernetes"))
+    return needs_admin(AdminOnlyReach(spec, ""));
   auto pod = launch::RunnerPodConfig::Parse(spec.runner_configuration);
   if (!pod) {
     Error error = pod.error();
@@ -69,14 +93,11 @@ Result<void> CheckLaunchable(const RunnerSpec& spec, const Caller& caller) {
           "$.runner_configuration" + field.path.substr(1);  // "$.job..." from the body's root
     return InvalidFields("invalid runner " + spec.id, std::move(error.fields));
   }
-  if (caller.scopes.Holds(Scope::kAdmin)) return {};
-  FieldErrors relaxed =
+  FieldErrors fields =
       launch::PodRelaxations(pod->template_spec, "$.runner_configuration.job.pod_template.spec");
-  if (relaxed.empty()) return {};
-  Error error = InvalidFields("runner " + spec.id + " relaxes the hardened Pod: needs scope admin",
-                              std::move(relaxed));
-  error.kind = ErrorKind::kPermissionDenied;
-  return error;
+  for (FieldError& field : AdminOnlyReach(spec, pod->service_account))
+    fields.push_back(std::move(field));
+  return needs_admin(std::move(fields));
 }
 
 // A local runner's limits that need control groups, or a network cut that needs the sandbox,
