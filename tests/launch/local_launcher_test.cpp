@@ -90,23 +90,28 @@ class LocalLauncherTest : public ::testing::Test {
   }
   fs::path Example(const char* name) { return testenv::SourceDir() / "examples" / name; }
 
-  // Launches an apply of kGreedyModule that runs take, for runner, configured so.
-  void LaunchTaking(const std::string& run_id, const std::string& take, const std::string& runner,
-                    const nlohmann::json& runner_configuration) {
+  // An apply of kGreedyModule that runs take, for runner, configured so.
+  LaunchRequest TakingRequest(const std::string& run_id, const std::string& take,
+                              const std::string& runner,
+                              const nlohmann::json& runner_configuration) {
     if (!fs::exists(dir_->Path() / "greedy/main.tf")) {
       fs::create_directories(dir_->Path() / "greedy");
-      ASSERT_TRUE(sys::WriteFileAtomic(dir_->Path() / "greedy/main.tf", kGreedyModule));
+      EXPECT_TRUE(sys::WriteFileAtomic(dir_->Path() / "greedy/main.tf", kGreedyModule));
       fs::permissions(dir_->Path() / "greedy/main.tf", fs::perms::others_read,
                       fs::perm_options::add);
     }
     fs::path vars = dir_->Path() / (run_id + ".json");
-    ASSERT_TRUE(sys::WriteFileAtomic(vars, nlohmann::json{{"take", take}}.dump()));
+    EXPECT_TRUE(sys::WriteFileAtomic(vars, nlohmann::json{{"take", take}}.dump()));
     fs::permissions(vars, fs::perms::others_read, fs::perm_options::add);
     LaunchRequest request = Request(run_id, "apply", dir_->Path() / "greedy");
     request.invocation.config = vars.string();
     request.runner_id = runner;
     request.runner_configuration = runner_configuration;
-    ASSERT_TRUE(launcher_->Launch(request));
+    return request;
+  }
+  void LaunchTaking(const std::string& run_id, const std::string& take, const std::string& runner,
+                    const nlohmann::json& runner_configuration) {
+    ASSERT_TRUE(launcher_->Launch(TakingRequest(run_id, take, runner, runner_configuration)));
   }
 
   bool WaitUntilLogSays(const std::string& run_id, const std::string& text) {
@@ -625,6 +630,48 @@ TEST_F(LocalRunLimitsTest, ARunThatExhaustsItsMemoryIsKilledByTheKernelAndSaysSo
   EXPECT_EQ(sys::ReadFile(dir_->Path() / "runs/memory/runner.log")->find("2147483648"),
             std::string::npos)
       << "the allocation went through";
+}
+
+// A run with limits that ends while berthd is away leaves its control group behind; the next
+// berthd's recovery removes it with the run's end.
+TEST_F(LocalRunLimitsTest, ARunThatEndedWhileBerthdWasAwayLeavesNoControlGroup) {
+  SkipUnlessRoot();
+  auto own = sys::ReadFile("/proc/self/cgroup");
+  ASSERT_TRUE(own);
+  const size_t at = own->find(":memory:");
+  ASSERT_NE(at, std::string::npos) << *own;
+  const std::string group = own->substr(at + 8, own->find('\n', at) - at - 8);
+  const fs::path left =
+      fs::path("/sys/fs/cgroup/memory") / fs::path(group).relative_path() / "berth-runs/away";
+  LocalLauncherOptions options = Options();
+  auto cgroups = CgroupHost::Probe();
+  ASSERT_TRUE(cgroups) << cgroups.error().ToString();
+  options.cgroups = *cgroups;
+  Start(options);
+  const LaunchRequest request =
+      TakingRequest("away", "echo berth-away-started; sleep 1", "greedy",
+                    {{"type", "local"}, {"limits", {{"memory", "256Mi"}}}});
+  ASSERT_TRUE(launcher_->Launch(request));
+  ASSERT_TRUE(WaitUntilLogSays("away", "berth-away-started"));
+  launcher_.reset();  // berthd stops; the run goes on, and ends
+  EXPECT_TRUE(fs::exists(left)) << left;
+  auto pid = sys::ReadFile(dir_->Path() / "runs/away/pid");
+  ASSERT_TRUE(pid);
+  // Ended: its sandbox's outer process is gone, or a zombie nobody reaps (the launcher that
+  // would have is gone).
+  auto running = [&] {
+    auto stat = sys::ReadFile("/proc/" + *pid + "/stat");
+    return stat && stat->find(") Z ") == std::string::npos;
+  };
+  for (int i = 0; i < 600 && running(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_FALSE(running());
+  Start(options);
+  ASSERT_TRUE(launcher_->Recover({request}, kNoneHeld));
+  auto outcome = outcomes_.WaitFor("away");
+  ASSERT_TRUE(outcome);
+  EXPECT_TRUE(outcome->succeeded) << outcome->FailureName() << ": " << outcome->message;
+  EXPECT_FALSE(fs::exists(left)) << left << " outlived its run";
 }
 
 TEST_F(LocalRunLimitsTest, ARunPastItsCpuTimeIsStoppedAndSaysWhichLimit) {

@@ -684,6 +684,13 @@ Result<void> LocalLauncher::Recover(const std::vector<LaunchRequest>& adopt,
       waiting_.push_back(request);  // never started: start it now
       continue;
     }
+    // Its control group outlived it while berthd was away: removed now, or with the leftovers.
+    if (const RunLimits limits = RunLimits::FromRunner(request.runner_configuration);
+        options_.cgroups && !limits.NeedingCgroup().empty()) {
+      RunCgroup group = options_.cgroups->Existing(request.run_id, limits);
+      group.KillAll();
+      if (!group.Remove()) leftover_cgroups_.push_back(std::move(group));
+    }
     // Read once: what it left decides between an end from its result and a lost runner.
     auto result = ReadRunResult(dir);
     if (!result && result.error().kind == ErrorKind::kNotFound) {
