@@ -35,7 +35,9 @@ elif [[ -n ${BASELINE:-} ]]; then
   rev=$(git rev-parse --short "$BASELINE")
   src=$PWD/build/bench-baseline/$rev
   [[ -d $src ]] || git worktree add --detach "$src" "$rev" >/dev/null
-  (cd "$src" && cmake --preset release >/dev/null && cmake --build --preset release --target berth >/dev/null)
+  # berth up serves in-process and runs the runner beside it: both from REV.
+  (cd "$src" && cmake --preset release >/dev/null &&
+    cmake --build --preset release --target berth runner >/dev/null)
   BASE_BERTH=$src/build/release/apps/berth/berth
 fi
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/berth-bench-XXXXXX")
