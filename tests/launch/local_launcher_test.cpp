@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "fork_scripts.h"
 #include "outcome_recorder.h"
 #include "sys/files.h"
 #include "test_tools.h"
@@ -417,52 +418,12 @@ TEST_F(LocalLauncherTest, AForkBombStopsAtTheProcessLimitAndDiesWithItsRun) {
   EXPECT_EQ(left, 0) << "processes of the fork bomb outlived its run";
 }
 
-// Forks until refused, lets 24 of its children go (its own tofu needs threads to go on), says
-// how many it holds, and holds them until the run is stopped.
-constexpr const char* kHeldForkBombModule = R"tf(resource "terraform_data" "bomb" {
-  provisioner "local-exec" {
-    command = <<-EOT
-      python3 -c '
-import os, time
-children = []
-try:
-    while len(children) < 2000:
-        pid = os.fork()
-        if pid == 0:
-            os.close(1); os.close(2); time.sleep(600); os._exit(0)
-        children.append(pid)
-except OSError:
-    pass
-for pid in children[:24]:
-    os.kill(pid, 9); os.waitpid(pid, 0)
-print("holding", len(children) - 24, "children", flush=True)
-time.sleep(600)
-'
-    EOT
-  }
+// A module whose one local-exec runs a Python program (fork_scripts.h).
+std::string PythonModule(const std::string& script) {
+  return "resource \"terraform_data\" \"python\" {\n  provisioner \"local-exec\" {\n"
+         "    command = <<-EOT\n      python3 -c '\n" +
+         script + "'\n    EOT\n  }\n}\n";
 }
-)tf";
-
-// Needs 64 processes at once: more than the bomb above leaves free.
-constexpr const char* kSixtyFourForksModule = R"tf(resource "terraform_data" "forks" {
-  provisioner "local-exec" {
-    command = <<-EOT
-      python3 -c '
-import os, time
-children = []
-for i in range(64):
-    pid = os.fork()
-    if pid == 0:
-        time.sleep(1); os._exit(0)
-    children.append(pid)
-for pid in children:
-    os.waitpid(pid, 0)
-print("forked", len(children), flush=True)
-'
-    EOT
-  }
-}
-)tf";
 
 // The kernel counts processes per user: a root berthd gives each run at once a user of its
 // own, so a fork bomb that holds nearly all its run may have leaves another run all of its own
@@ -471,10 +432,11 @@ TEST_F(LocalLauncherTest, AForkBombInOneRunLeavesAnotherRunRoomToRun) {
   if (geteuid() != 0)
     GTEST_SKIP() << "a berthd that is not root gives each run a user namespace of its own";
   fs::create_directories(dir_->Path() / "bomb");
-  ASSERT_TRUE(sys::WriteFileAtomic(dir_->Path() / "bomb/main.tf", kHeldForkBombModule));
+  // The bomb lets 24 children go: its own tofu needs threads to go on.
+  ASSERT_TRUE(sys::WriteFileAtomic(dir_->Path() / "bomb/main.tf", PythonModule(HeldForkBomb(24))));
   fs::permissions(dir_->Path() / "bomb/main.tf", fs::perms::others_read, fs::perm_options::add);
   fs::create_directories(dir_->Path() / "forks");
-  ASSERT_TRUE(sys::WriteFileAtomic(dir_->Path() / "forks/main.tf", kSixtyFourForksModule));
+  ASSERT_TRUE(sys::WriteFileAtomic(dir_->Path() / "forks/main.tf", PythonModule(ForksAtOnce(64))));
   fs::permissions(dir_->Path() / "forks/main.tf", fs::perms::others_read, fs::perm_options::add);
   LocalLauncherOptions options = Options(2);
   options.max_processes = 128;

@@ -7,6 +7,7 @@
 
 #include <thread>
 
+#include "fork_scripts.h"
 #include "sys/fd.h"
 #include "sys/files.h"
 #include "sys/subprocess.h"
@@ -207,23 +208,7 @@ TEST(SandboxTest, AnUnprivilegedBerthdsRunsEachCountTheirOwnProcesses) {
     spawn.new_process_group = true;
     return spawn;
   };
-  // Forks until refused, lets 8 children go, and holds the rest.
-  auto bomb = sys::Subprocess::Spawn(run("bomb", R"(
-import os, time
-children = []
-try:
-    while len(children) < 1000:
-        pid = os.fork()
-        if pid == 0:
-            time.sleep(600); os._exit(0)
-        children.append(pid)
-except OSError:
-    pass
-for pid in children[:8]:
-    os.kill(pid, 9); os.waitpid(pid, 0)
-open("held", "w").write(str(len(children) - 8))
-time.sleep(600)
-)"));
+  auto bomb = sys::Subprocess::Spawn(run("bomb", HeldForkBomb(8)));
   ASSERT_TRUE(bomb) << bomb.error().ToString();
   struct StopsTheBomb {
     sys::Subprocess& bomb;
@@ -242,18 +227,7 @@ time.sleep(600)
   EXPECT_LT(std::stoi(held), 64) << "the limit set inside the sandbox did not hold it";
   EXPECT_GT(std::stoi(held), 40);
 
-  auto other = sys::RunToCompletion(run("other", R"(
-import os, time
-children = []
-for i in range(32):
-    pid = os.fork()
-    if pid == 0:
-        time.sleep(0.5); os._exit(0)
-    children.append(pid)
-for pid in children:
-    os.waitpid(pid, 0)
-print("forked", len(children))
-)"));
+  auto other = sys::RunToCompletion(run("other", ForksAtOnce(32)));
   ASSERT_TRUE(other) << other.error().ToString();
   EXPECT_EQ(other->exit_code, 0) << other->output;
   EXPECT_NE(other->output.find("forked 32"), std::string::npos) << other->output;

@@ -365,14 +365,19 @@ TEST_F(BerthdE2e, ABundleThatClimbsOutThroughASymlinkChainIsRefused) {
 // token is given the route's limit and sends the body as usual.
 TEST_F(BerthdE2e, AStrangersLargeBodyIsRefusedBeforeABodyByteIsRead) {
   const int port = std::stoi(url_.substr(url_.rfind(':') + 1));
-  // What berthd answers to headers alone, until it closes (or the 30 s guard gives up).
-  auto answer_to_headers = [&](const std::string& head) {
+  // A connection to berthd whose reads give up after guard seconds.
+  auto connect_guarded = [port](time_t guard) {
     sys::Fd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
     sockaddr_in to{.sin_family = AF_INET, .sin_port = htons(static_cast<uint16_t>(port))};
     to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     EXPECT_EQ(connect(fd.Get(), reinterpret_cast<sockaddr*>(&to), sizeof(to)), 0) << errno;
-    timeval wait{.tv_sec = 30, .tv_usec = 0};
+    timeval wait{.tv_sec = guard, .tv_usec = 0};
     setsockopt(fd.Get(), SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
+    return fd;
+  };
+  // What berthd answers to headers alone, until it closes (or the 30 s guard gives up).
+  auto answer_to_headers = [&](const std::string& head) {
+    sys::Fd fd = connect_guarded(30);
     std::string request = head + "Host: berthd\r\nContent-Length: 62914560\r\n\r\n";
     EXPECT_EQ(send(fd.Get(), request.data(), request.size(), MSG_NOSIGNAL),
               static_cast<ssize_t>(request.size()));
@@ -397,12 +402,7 @@ TEST_F(BerthdE2e, AStrangersLargeBodyIsRefusedBeforeABodyByteIsRead) {
   }
   // With the admin token, the same headers are admitted: berthd waits for the body it was
   // promised (here until the test's own guard, one second, gives up on an answer).
-  sys::Fd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in to{.sin_family = AF_INET, .sin_port = htons(static_cast<uint16_t>(port))};
-  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(connect(fd.Get(), reinterpret_cast<sockaddr*>(&to), sizeof(to)), 0) << errno;
-  timeval wait{.tv_sec = 1, .tv_usec = 0};
-  setsockopt(fd.Get(), SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
+  sys::Fd fd = connect_guarded(1);
   std::string admitted =
       "POST /orgs/default/bundles HTTP/1.1\r\nHost: berthd\r\n"
       "Authorization: Bearer " +
