@@ -595,7 +595,8 @@ TEST_F(LocalRunLimitsTest, ARunThatExhaustsItsMemoryIsKilledByTheKernelAndSaysSo
 }
 
 // A run with limits that ends while berthd is away leaves its control group behind; the next
-// berthd's recovery removes it with the run's end.
+// berthd's recovery removes it with the run's end (or, while its processes are still dying,
+// as soon as they are gone).
 TEST_F(LocalRunLimitsTest, ARunThatEndedWhileBerthdWasAwayLeavesNoControlGroup) {
   SkipUnlessRoot();
   auto own = sys::ReadFile("/proc/self/cgroup");
@@ -633,6 +634,9 @@ TEST_F(LocalRunLimitsTest, ARunThatEndedWhileBerthdWasAwayLeavesNoControlGroup) 
   auto outcome = outcomes_.WaitFor("away");
   ASSERT_TRUE(outcome);
   EXPECT_TRUE(outcome->succeeded) << outcome->FailureName() << ": " << outcome->message;
+  // Removed once the last of the run's processes has left it (they may still be dying).
+  for (int i = 0; i < 300 && fs::exists(left); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_FALSE(fs::exists(left)) << left << " outlived its run";
 }
 
