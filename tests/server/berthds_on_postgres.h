@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "berthd_process.h"
+#include "leftover_runs.h"
 #include "postgres_faults.h"
 #include "postgres_test_server.h"
 #include "sys/files.h"
@@ -45,6 +46,8 @@ class BerthdsOnPostgres : public ::testing::Test {
         EXPECT_EQ(replica->Stop(), 0);
       }
     }
+    // A replica killed mid-run left its runs going (pointed at a port nobody serves now).
+    if (dir_) testenv::StopRunsUnder(dir_->Path());
   }
 
   // Starts n replicas on the database (the first makes the organization and its admin token),
