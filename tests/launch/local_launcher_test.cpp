@@ -579,6 +579,17 @@ class LocalRunLimitsTest : public LocalLauncherTest {
   void SkipUnlessRoot() {
     if (geteuid() != 0) GTEST_SKIP() << "control groups are a root berthd's";
   }
+  // Where the memory controller keeps the control group of run name (under this process's).
+  static fs::path MemoryGroupOf(const std::string& name) {
+    auto own = sys::ReadFile("/proc/self/cgroup");
+    EXPECT_TRUE(own);
+    const size_t at = own ? own->find(":memory:") : std::string::npos;
+    EXPECT_NE(at, std::string::npos);
+    if (at == std::string::npos) return {};
+    const std::string group = own->substr(at + 8, own->find('\n', at) - at - 8);
+    return fs::path("/sys/fs/cgroup/memory") / fs::path(group).relative_path() / "berth-runs" /
+           name;
+  }
 };
 
 TEST_F(LocalRunLimitsTest, ARunThatExhaustsItsMemoryIsKilledByTheKernelAndSaysSo) {
@@ -592,6 +603,9 @@ TEST_F(LocalRunLimitsTest, ARunThatExhaustsItsMemoryIsKilledByTheKernelAndSaysSo
   EXPECT_EQ(sys::ReadFile(dir_->Path() / "runs/memory/runner.log")->find("2147483648"),
             std::string::npos)
       << "the allocation went through";
+  // Its group goes with it, even when berthd stops while its processes are still leaving.
+  launcher_.reset();
+  EXPECT_FALSE(fs::exists(MemoryGroupOf("memory"))) << "the run's control group outlived it";
 }
 
 // A run with limits that ends while berthd is away leaves its control group behind; the next
@@ -599,13 +613,8 @@ TEST_F(LocalRunLimitsTest, ARunThatExhaustsItsMemoryIsKilledByTheKernelAndSaysSo
 // as soon as they are gone).
 TEST_F(LocalRunLimitsTest, ARunThatEndedWhileBerthdWasAwayLeavesNoControlGroup) {
   SkipUnlessRoot();
-  auto own = sys::ReadFile("/proc/self/cgroup");
-  ASSERT_TRUE(own);
-  const size_t at = own->find(":memory:");
-  ASSERT_NE(at, std::string::npos) << *own;
-  const std::string group = own->substr(at + 8, own->find('\n', at) - at - 8);
-  const fs::path left =
-      fs::path("/sys/fs/cgroup/memory") / fs::path(group).relative_path() / "berth-runs/away";
+  const fs::path left = MemoryGroupOf("away");
+  ASSERT_FALSE(left.empty());
   LocalLauncherOptions options = Options();
   auto cgroups = CgroupHost::Probe();
   ASSERT_TRUE(cgroups) << cgroups.error().ToString();

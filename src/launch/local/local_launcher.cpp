@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <thread>
 
 #include "core/decimal.h"
 #include "core/http_url.h"
@@ -159,6 +160,16 @@ LocalLauncher::~LocalLauncher() {
   }
   exits_.Wake();
   thread_.join();
+  // The groups of ended runs whose processes were still leaving (each was sent SIGKILL): a
+  // moment more for them, so that a stopping berthd leaves none behind.
+  MutexLock lock(mutex_);
+  for (int attempt = 0; attempt < 50 && !leftover_cgroups_.empty(); ++attempt) {
+    std::erase_if(leftover_cgroups_, [](const RunCgroup& group) {
+      group.KillAll();
+      return group.Remove();
+    });
+    if (!leftover_cgroups_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 fs::path LocalLauncher::RunDir(const LaunchRequest& request) const {
