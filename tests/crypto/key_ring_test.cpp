@@ -133,6 +133,14 @@ TEST_F(KeyRingTest, ABrokenKeyFileIsRefusedNamingIt) {
   EXPECT_NE(refused.error().ToString().find(file_.string()), std::string::npos);
   ASSERT_TRUE(sys::WriteFileAtomic(file_, "# nothing\n"));
   EXPECT_FALSE(KeyRing::OpenOrCreate(file_));
+  // A mark other than rows, or more after it, is refused rather than read as a key from before.
+  const std::string key = Base64Encode(std::string(32, 'k'));
+  for (const std::string& line : {"k1 " + key + " row\n", "k1 " + key + " rows more\n"}) {
+    ASSERT_TRUE(sys::WriteFileAtomic(file_, line));
+    EXPECT_FALSE(KeyRing::OpenOrCreate(file_)) << line;
+  }
+  ASSERT_TRUE(sys::WriteFileAtomic(file_, "k1 " + key + " rows\n"));
+  EXPECT_TRUE(KeyRing::OpenOrCreate(file_));
 }
 
 }  // namespace

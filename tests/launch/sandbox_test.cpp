@@ -156,6 +156,7 @@ TEST(SandboxTest, RunUsersAreARangeNobodyOnTheMachineHas) {
   ASSERT_FALSE(taken);
   EXPECT_NE(taken.error().message.find("uid 65534 is the user nobody's"), std::string::npos)
       << taken.error().message;
+  EXPECT_FALSE(Sandbox::Probe(kRunUid, 0)) << "no user to drop to: runs would be root";
   auto root = Sandbox::Probe(0, 1);
   ASSERT_FALSE(root);
   EXPECT_NE(root.error().message.find("--local-runner-uid"), std::string::npos);

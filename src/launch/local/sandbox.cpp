@@ -145,6 +145,10 @@ Result<Sandbox> Sandbox::Probe(uid_t first_run_uid, int run_uids) {
     return MakeError(ErrorKind::kFailedPrecondition,
                      "a root berthd drops local runs to their own user with /usr/bin/setpriv "
                      "(util-linux), which is missing");
+  // A root berthd with no user to drop runs to would run them as root.
+  if (run_uids < 1)
+    return MakeError(ErrorKind::kInvalidArgument,
+                     "--max-parallel-runs: a root berthd needs at least one user for local runs");
   std::vector<uid_t> uids;
   for (int i = 0; i < run_uids; ++i) {
     const auto uid = static_cast<uid_t>(first_run_uid + static_cast<uid_t>(i));
