@@ -164,10 +164,7 @@ LocalLauncher::~LocalLauncher() {
   // moment more for them, so that a stopping berthd leaves none behind.
   MutexLock lock(mutex_);
   for (int attempt = 0; attempt < 50 && !leftover_cgroups_.empty(); ++attempt) {
-    std::erase_if(leftover_cgroups_, [](const RunCgroup& group) {
-      group.KillAll();
-      return group.Remove();
-    });
+    RemoveLeftoverCgroups();
     if (!leftover_cgroups_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
@@ -584,14 +581,13 @@ RunOutcome LocalLauncher::FinishRun(Run& run, std::optional<int> exit_code) {
   run.relay.reset();
   RunOutcome outcome = Finish(run.dir, exit_code, ReadRunResult(run.dir));
   if (run.cgroup) {
-    run.cgroup->KillAll();  // what left the process group goes too
     if (run.cgroup->OomKills() > 0 && !outcome.succeeded) {
       outcome.failure = RunnerEnd::kOomKilled;
       outcome.message = "a process of the run went over limits.memory (" +
                         std::to_string(*run.limits.memory_bytes) +
                         " bytes) and the kernel killed it: " + outcome.message;
     }
-    if (!run.cgroup->Remove()) leftover_cgroups_.push_back(*run.cgroup);
+    DropCgroup(*run.cgroup);  // what left the process group goes too
   }
   if (!run.limit_hit.empty()) {
     outcome.succeeded = false;
@@ -601,6 +597,18 @@ RunOutcome LocalLauncher::FinishRun(Run& run, std::optional<int> exit_code) {
   if (fs::path shared = SharedProvidersOf(run.request); !shared.empty())
     harvester_.Enqueue(RunPluginCache(run.dir), std::move(shared));
   return outcome;
+}
+
+void LocalLauncher::DropCgroup(const RunCgroup& group) {
+  group.KillAll();
+  if (!group.Remove()) leftover_cgroups_.push_back(group);
+}
+
+void LocalLauncher::RemoveLeftoverCgroups() {
+  std::erase_if(leftover_cgroups_, [](const RunCgroup& group) {
+    group.KillAll();
+    return group.Remove();
+  });
 }
 
 void LocalLauncher::Loop() {
@@ -642,10 +650,7 @@ void LocalLauncher::Loop() {
       ended_.push_back({it->first, FinishRun(run, code)});
       it = running_.erase(it);
     }
-    std::erase_if(leftover_cgroups_, [](const RunCgroup& group) {
-      group.KillAll();
-      return group.Remove();
-    });
+    RemoveLeftoverCgroups();
     StartWaiting();
     std::vector<std::pair<std::string, RunOutcome>> ended;
     ended.swap(ended_);
@@ -698,9 +703,7 @@ Result<void> LocalLauncher::Recover(const std::vector<LaunchRequest>& adopt,
     // Its control group outlived it while berthd was away: removed now, or with the leftovers.
     if (const RunLimits limits = RunLimits::FromRunner(request.runner_configuration);
         options_.cgroups && !limits.NeedingCgroup().empty()) {
-      RunCgroup group = options_.cgroups->Existing(request.run_id, limits);
-      group.KillAll();
-      if (!group.Remove()) leftover_cgroups_.push_back(std::move(group));
+      DropCgroup(options_.cgroups->Existing(request.run_id, limits));
     }
     // Read once: what it left decides between an end from its result and a lost runner.
     auto result = ReadRunResult(dir);

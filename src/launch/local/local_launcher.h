@@ -130,6 +130,10 @@ class LocalLauncher final : public Launcher {
   void StartWaiting() REQUIRES(mutex_);
   // Stops a run past its CPU time or disk limit (memory and processes are the kernel's).
   void CheckLimits(Run& run, std::chrono::steady_clock::time_point now) REQUIRES(mutex_);
+  // Kills what is left in group and removes it, or keeps it to try again once its processes
+  // are gone (RemoveLeftoverCgroups).
+  void DropCgroup(const RunCgroup& group) REQUIRES(mutex_);
+  void RemoveLeftoverCgroups() REQUIRES(mutex_);
   // Its outcome, saying which limit ended it; and its control group gone.
   RunOutcome FinishRun(Run& run, std::optional<int> exit_code) REQUIRES(mutex_);
   void Loop();
