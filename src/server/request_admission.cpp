@@ -1,5 +1,6 @@
 #include "server/request_admission.h"
 
+#include "core/decimal.h"
 #include "server/api/api.h"
 #include "server/api/router.h"
 #include "server/api/session_credentials.h"
@@ -10,6 +11,18 @@
 
 namespace berth::server {
 namespace {
+
+// Bodies up to this size are read before their token is checked (once, by the handler): reading
+// one costs less than a second token lookup on every API write would. Larger ones, and those of
+// unknown size (chunked), are admitted on their token first.
+constexpr uint64_t kReadUncheckedUpTo = 64 << 10;
+
+bool LargeOrUnknown(const net::ServerRequest& head) {
+  auto length = head.headers.find("content-length");
+  if (length == head.headers.end()) return true;
+  auto bytes = ParseDecimal<uint64_t>(length->second);
+  return !bytes || *bytes > kReadUncheckedUpTo;
+}
 
 net::ServerResponse Unauthenticated(const std::string& message) {
   auto response = ErrorResponse(401, "Unauthenticated", message + " (the body was not read)");
@@ -31,6 +44,7 @@ size_t BodyLimit(std::string_view method, std::string_view target) {
 
 net::Admission RequestAdmission::operator()(const net::ServerRequest& head) const {
   net::Admission admission{.body_limit = BodyLimit(head.method, head.target)};
+  if (!LargeOrUnknown(head)) return admission;
   const std::string path = head.target.substr(0, head.target.find('?'));
   if (StateBackend::Serves(path) || RunGateway::Serves(path)) {
     auto token =

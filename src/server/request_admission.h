@@ -1,8 +1,9 @@
 // What berthd decides of a request once its headers are in, before it reads a byte of its body
-// (net::ServerOptions::admit): the body's limit for its route, and whether its credential is
-// one berthd knows for the surface it addresses. A caller without one is refused there, so no
-// stranger makes berthd hold up to a state's or a bundle's 64 MiB per connection. What the
-// credential may do is still the handler's to check, once the body is in.
+// (net::ServerOptions::admit): the body's limit for its route, and, for a body over 64 KiB or
+// of unknown size, whether its credential is one berthd knows for the surface it addresses. A
+// caller without one is refused there, so no stranger makes berthd hold up to a state's or a
+// bundle's 64 MiB per connection. What the credential may do is still the handler's to check,
+// once the body is in.
 #pragma once
 
 #include <string>
