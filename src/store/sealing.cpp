@@ -15,6 +15,23 @@ const std::vector<SealedColumn>& SealedColumns() {
   return kColumns;
 }
 
+crypto::SealBinding SpecCell(std::string_view org, std::string_view id) {
+  return {kSpecContext, crypto::RowOf({org, id})};
+}
+
+crypto::SealBinding ArtifactCell(std::string_view org, std::string_view deployment,
+                                 std::string_view name) {
+  return {kArtifactContext, crypto::RowOf({org, deployment, name})};
+}
+
+crypto::SealBinding StateCell(std::string_view key, int64_t version) {
+  return {kStateContext, crypto::RowOf({key, std::to_string(version)})};
+}
+
+crypto::SealBinding SharedSecretCell(std::string_view name) {
+  return {kSharedSecretContext, crypto::RowOf({name})};
+}
+
 std::string SealValue(const crypto::KeyRing* keys, std::string_view value,
                       const crypto::SealBinding& where) {
   return keys ? keys->Seal(value, where) : std::string(value);

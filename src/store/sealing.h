@@ -5,6 +5,7 @@
 // `berthd rotate-keys --seal-plaintext` seals it).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,14 @@ inline constexpr std::string_view kSpecContext = "deployments.spec";
 inline constexpr std::string_view kArtifactContext = "deployment_artifacts.content";
 inline constexpr std::string_view kStateContext = "state_versions.content";
 inline constexpr std::string_view kSharedSecretContext = "shared_secrets.value";
+
+// Where each sealed value lives, as SealedColumns() orders its row's key (Reseal binds by that
+// list, the stores by these: one file holds both).
+crypto::SealBinding SpecCell(std::string_view org, std::string_view id);
+crypto::SealBinding ArtifactCell(std::string_view org, std::string_view deployment,
+                                 std::string_view name);
+crypto::SealBinding StateCell(std::string_view key, int64_t version);
+crypto::SealBinding SharedSecretCell(std::string_view name);
 
 // keys null: the value as it is (a store opened without keys, as tests do).
 std::string SealValue(const crypto::KeyRing* keys, std::string_view value,

@@ -166,8 +166,7 @@ class SqlDeploymentDataStore final : public DeploymentDataStore {
         "size = excluded.size, content = excluded.content, at = excluded.at",
         {org, deployment, a.name, a.run_id, crypto::Sha256Hex(a.content),
          static_cast<int64_t>(a.content.size()),
-         SealValue(keys_, Base64Encode(a.content),
-                   {kArtifactContext, crypto::RowOf({org, deployment, a.name})}),
+         SealValue(keys_, Base64Encode(a.content), ArtifactCell(org, deployment, a.name)),
          UnixMillisNow()});
     if (!n) return n.error();
     return {};
@@ -183,8 +182,7 @@ class SqlDeploymentDataStore final : public DeploymentDataStore {
     if (!rows) return rows.error();
     if (rows->empty())
       return MakeError(ErrorKind::kNotFound, "deployment " + deployment + " has no " + name);
-    auto opened = OpenValue(keys_, rows->front().Text(2),
-                            {kArtifactContext, crypto::RowOf({org, deployment, name})});
+    auto opened = OpenValue(keys_, rows->front().Text(2), ArtifactCell(org, deployment, name));
     if (!opened) return opened.error();
     auto content = Base64Decode(*opened);
     if (!content) return content.error();

@@ -37,7 +37,7 @@ Result<Deployment> FromRow(const SqlRow& r, const crypto::KeyRing* keys) {
   d.id = r.Text(3);
   d.sequence = r.Int(4);
   d.state = ParseDeploymentState(r.Text(5)).value_or(DeploymentState::kFailed);
-  auto stored = OpenValue(keys, r.Text(6), {kSpecContext, crypto::RowOf({d.org_id, d.id})});
+  auto stored = OpenValue(keys, r.Text(6), SpecCell(d.org_id, d.id));
   if (!stored) return MakeError(stored.error().kind, stored.error().message, "deployment " + d.id);
   auto spec = DeploymentSpec::FromStored(ParseBoundedJsonOrNull(*stored));
   if (!spec) return MakeError(ErrorKind::kInternal, spec.error().message, "deployment " + d.id);
@@ -88,9 +88,8 @@ class SqlDeploymentStore final : public DeploymentStore {
               "'', '', $12)",
           {d.org_id, d.project_id, d.env_id, d.id, d.sequence,
            std::string(DeploymentStateName(d.state)),
-           SealValue(keys_, d.spec.ToJson().dump(),
-                     {kSpecContext, crypto::RowOf({d.org_id, d.id})}),
-           d.transitions.dump(), d.run_id, d.created_at, d.updated_at, d.spec.source_bundle});
+           SealValue(keys_, d.spec.ToJson().dump(), SpecCell(d.org_id, d.id)), d.transitions.dump(),
+           d.run_id, d.created_at, d.updated_at, d.spec.source_bundle});
       if (!n && n.error().kind == ErrorKind::kAlreadyExists && attempt + 1 < kAttempts) {
         if (Get(d.org_id, d.id))
           return MakeError(ErrorKind::kAlreadyExists, "deployment " + d.id + " exists");

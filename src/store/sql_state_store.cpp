@@ -19,12 +19,6 @@ Error Locked(const std::string& key, const std::string& holder_info) {
   return error;
 }
 
-// Where a state version's content is sealed: bound to its key and version, so that no version
-// opens in another's place.
-crypto::SealBinding VersionCell(const std::string& key, int64_t version) {
-  return {kStateContext, crypto::RowOf({key, std::to_string(version)})};
-}
-
 class SqlStateStore final : public StateStore {
  public:
   SqlStateStore(Pool& pool, const crypto::KeyRing* keys) : pool_(pool), keys_(keys) {}
@@ -38,7 +32,7 @@ class SqlStateStore final : public StateStore {
     if (!rows) return rows.error();
     if (rows->empty() || rows->front().IsNull(0))
       return MakeError(ErrorKind::kNotFound, "no state for " + key);
-    return OpenValue(keys_, rows->front().Text(0), VersionCell(key, rows->front().Int(1)));
+    return OpenValue(keys_, rows->front().Text(0), StateCell(key, rows->front().Int(1)));
   }
 
   Result<StateVersion> Put(const std::string& key, const std::string& content,
@@ -98,7 +92,7 @@ class SqlStateStore final : public StateStore {
     if (rows->empty() || rows->front().IsNull(0))
       return MakeError(ErrorKind::kNotFound,
                        "no state version " + std::to_string(version) + " for " + key);
-    return OpenValue(keys_, rows->front().Text(0), VersionCell(key, version));
+    return OpenValue(keys_, rows->front().Text(0), StateCell(key, version));
   }
 
   Result<void> Lock(const std::string& key, const StateLock& lock) override {
@@ -218,7 +212,7 @@ class SqlStateStore final : public StateStore {
     version.created_at = UnixMillisNow();
     version.deleted = content == nullptr;
     SqlValue stored = content
-                          ? SqlValue(SealValue(keys_, *content, VersionCell(key, version.version)))
+                          ? SqlValue(SealValue(keys_, *content, StateCell(key, version.version)))
                           : SqlValue(nullptr);
     auto n = c->Execute(
         "INSERT INTO state_versions (state_key, version, content, sha256, size, run_id, "

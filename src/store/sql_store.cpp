@@ -120,15 +120,13 @@ class SqlStore final : public Store {
     auto n = c->Execute(
         "INSERT INTO shared_secrets (name, value, created_at) VALUES ($1, $2, $3) ON CONFLICT "
         "(name) DO NOTHING",
-        {name, SealValue(keys_.get(), candidate, {kSharedSecretContext, crypto::RowOf({name})}),
-         UnixMillisNow()});
+        {name, SealValue(keys_.get(), candidate, SharedSecretCell(name)), UnixMillisNow()});
     if (!n) return n.error();
     auto rows = c->Query("SELECT value FROM shared_secrets WHERE name = $1", {name});
     if (!rows) return rows.error();
     if (rows->empty())
       return MakeError(ErrorKind::kInternal, "shared secret " + name + " vanished");
-    return OpenValue(keys_.get(), rows->front().Text(0),
-                     {kSharedSecretContext, crypto::RowOf({name})});
+    return OpenValue(keys_.get(), rows->front().Text(0), SharedSecretCell(name));
   }
 
   Result<ResealReport> Reseal(const crypto::KeyRing& keys, bool seal_plaintext) override {
