@@ -48,10 +48,12 @@ int main(int argc, char** argv) {
                  "the admin token's secret (at least 32 characters), made so at every start "
                  "(a mounted Secret: change it and restart to rotate); none in --data-dir")
       ->excludes(reset);
-  app.add_option("--local-runner-uid", options.local_runner_uid,
-                 "the first of the users a root berthd's local runs drop to, one per parallel "
-                 "run (--max-parallel-runs of them; none may be a user this machine has)")
-      ->check(CLI::Range(1, 65534));
+  CLI::Option* runner_uid =
+      app.add_option("--local-runner-uid", options.local_runner_uid,
+                     "the first of the users a root berthd's local runs drop to, one per "
+                     "parallel run (--max-parallel-runs of them; none may be a user this machine "
+                     "has or another berthd's; default: the first such range from 60100)")
+          ->check(CLI::Range(1, 65534));
   app.add_option("--max-parallel-runs", options.max_parallel_runs,
                  "local runs at once; the others wait their turn")
       ->check(CLI::PositiveNumber);
@@ -104,6 +106,7 @@ int main(int argc, char** argv) {
                  "log verbosity: 1 adds runner traffic and every transition")
       ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
+  options.local_runner_uid_exact = runner_uid->count() > 0;
   berth::sys::Logger::ParseFormat(log_format, &options.log_format);  // checked by the flag
   options.data_dir = data_dir;
   options.run_deadline = std::chrono::seconds(run_deadline_seconds);

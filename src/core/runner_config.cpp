@@ -155,19 +155,22 @@ Schema LocalRunLimits() {
   return Schema::Object({
       Optional("memory", ByteQuantity(64 << 20,
                                       "memory of all the run's processes together, beyond which "
-                                      "the kernel kills one (needs cgroups: a root berthd)")),
+                                      "the kernel kills one (needs control groups: a root berthd "
+                                      "on cgroup v1, or a cgroup v2 group delegated to berthd)")),
       Optional("cpu_seconds",
                std::move(
                    Schema::Integer()
                        .Range(1, int64_t{7} * 24 * 3600)
                        .Doc("CPU time of all the run's processes together, beyond which the run is "
-                            "stopped (needs cgroups: a root berthd)"))),
+                            "stopped (needs control groups: a root berthd on cgroup v1, or a "
+                            "cgroup v2 group delegated to berthd)"))),
       Optional("disk", ByteQuantity(16 << 20,
                                     "what the run's folder (work, home, tmp) may hold, beyond "
                                     "which the run is stopped; no single file may be larger")),
       Optional("processes",
                std::move(Schema::Integer().Range(8, 65536).Doc(
-                   "processes and threads of the run at once (needs cgroups: a root berthd)"))),
+                   "processes and threads of the run at once (needs control groups: a root berthd "
+                   "on cgroup v1, or a cgroup v2 group delegated to berthd)"))),
   });
 }
 
@@ -269,23 +272,51 @@ Schema Build(RunnerType type) {
       return Schema::Object({Required("type", TypeField(name)), Required("key", Ed25519Key()),
                              Optional("work_dir", AbsolutePath("where the agent lays out runs"))});
     case RunnerType::kLocal:
-      return Schema::Object({
-          Required("type", TypeField(name)),
-          Optional("max_parallel",
-                   std::move(Schema::Integer().Range(1, 64).Doc(
-                       "this runner's runs at once; the others wait in order without holding up "
-                       "other runners (default and ceiling: berthd's --max-parallel-runs, 4)"))),
-          Optional("work_dir",
-                   AbsolutePath("where this runner's run folders are made (default: runs/ in "
-                                "berthd's data folder); saved by an admin token only")),
-          Optional("limits", LocalRunLimits()),
-          Optional("network",
-                   std::move(Schema::String()
-                                 .OneOf({"full", "berthd_only"})
-                                 .Doc("full (default): the run shares the machine's network; "
-                                      "berthd_only: a network of its own in which only berthd "
-                                      "(its gateway and state backend) can be reached"))),
-      });
+      return std::move(
+          Schema::Object(
+              {
+                  Required("type", TypeField(name)),
+                  Optional(
+                      "max_parallel",
+                      std::move(Schema::Integer().Range(1, 64).Doc(
+                          "this runner's runs at once; the others wait in order without holding up "
+                          "other runners (default and ceiling: berthd's --max-parallel-runs, 4)"))),
+                  Optional(
+                      "work_dir",
+                      AbsolutePath("where this runner's run folders are made (default: runs/ in "
+                                   "berthd's data folder); saved by an admin token only")),
+                  Optional("limits", LocalRunLimits()),
+                  Optional(
+                      "network",
+                      std::move(Schema::String()
+                                    .OneOf({"full", "berthd_only"})
+                                    .Doc("full (default): the run shares the machine's network, "
+                                         "but for what network_allow opens; berthd_only: a "
+                                         "network of its own in which only berthd (its gateway and "
+                                         "state backend) can be reached"))),
+                  Optional(
+                      "network_allow",
+                      std::move(Schema::ArrayOf(Schema::String().OneOf({"metadata", "loopback"}))
+                                    .Doc("what a run with network: full reaches that a root "
+                                         "berthd's runs otherwise cannot: metadata (the cloud "
+                                         "metadata services, 169.254.169.254, 169.254.170.2, "
+                                         "100.100.100.200, fd00:ec2::254), loopback (this "
+                                         "machine's ports other than berthd's and DNS)"))),
+              })
+              .Require([](const json& config) -> std::optional<std::string> {
+                // Runs on values the fields' own checks refused too: it assumes no type.
+                const auto network = config.find("network");
+                const bool cut = network != config.end() && network->is_string() &&
+                                 network->get_ref<const std::string&>() == "berthd_only";
+                const auto allow = config.find("network_allow");
+                if (cut && allow != config.end() && !allow->is_null())
+                  return "network_allow: only with network: full (a berthd_only run reaches "
+                         "nothing but berthd)";
+                return std::nullopt;
+              })
+              .JsonSchema({{"not",
+                            {{"required", {"network", "network_allow"}},
+                             {"properties", {{"network", {{"const", "berthd_only"}}}}}}}}));
   }
   return Schema::Object({});
 }

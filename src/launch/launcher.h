@@ -92,6 +92,7 @@ inline constexpr std::string_view kImageOverrideIgnored = "ImageOverrideIgnored"
 inline constexpr std::string_view kUntrackedRunnerStopped = "UntrackedRunnerStopped";
 inline constexpr std::string_view kLimitExceeded = "LimitExceeded";
 inline constexpr std::string_view kRelayLost = "BerthdRelayLost";
+inline constexpr std::string_view kNetworkAllowanceLost = "NetworkAllowanceLost";
 
 // Who hears what a launcher says about its runs (the dispatcher), from a launcher thread: each
 // run's end, once, and the events before it.

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/base64.h"
+#include "core/http_url.h"
 #include "core/time_format.h"
 #include "crypto/jws.h"
 #include "crypto/key_ring.h"
@@ -50,6 +51,13 @@ fs::path FindRunnerBesideSelf() {
 }
 
 namespace {
+
+// The port of an http(s) URL (its scheme's when it names none); none for an empty or bad one.
+std::optional<uint16_t> PortOf(const std::string& url) {
+  auto parsed = HttpUrl::Parse(url);
+  if (!parsed) return std::nullopt;
+  return static_cast<uint16_t>(parsed->port);
+}
 
 Result<std::pair<std::string, int>> SplitListen(const std::string& listen) {
   size_t colon = listen.rfind(':');
@@ -456,10 +464,13 @@ class Berthd {
                                            metrics_.ProviderPackages("refused", c.refused);
                                          }};
       if (!local.insecure) {
-        auto sandbox = launch::Sandbox::Probe(options.local_runner_uid, options.max_parallel_runs);
+        auto sandbox = launch::Sandbox::Probe({.first = options.local_runner_uid,
+                                               .count = options.max_parallel_runs,
+                                               .exact = options.local_runner_uid_exact});
         if (sandbox) local.sandbox = *sandbox;
         if (!sandbox) local.refusal = "local runs are refused: " + sandbox.error().message;
       }
+      local.firewall = LocalRunFirewall(local.sandbox, options);
       local_isolation_ = local.sandbox ? "sandboxed" : local.insecure ? "INSECURE" : "refused";
       local_refusal_ = local.refusal;
       local.cgroups = base_.cgroups;
@@ -479,6 +490,9 @@ class Berthd {
     for (ChangeFeed* feed : {&log_feed_, &agent_commands_}) feed->DropWaiters();
     if (kubernetes_) kubernetes_->Stop();
     agents_->Stop();
+    // Runs outlive berthd, and stay held until the next start writes their rules anew.
+    if (local_firewall_ && local_->Running() == 0)
+      IgnoreError(local_firewall_->Remove(), "what is left is written anew at the next start");
     std::error_code ec;
     fs::remove(UrlFilePath(options_.data_dir), ec);
   }
@@ -528,6 +542,7 @@ class Berthd {
                           {"database", base_.database_kind},
                           {"local_runners", local_ ? local_isolation_ : "off"},
                           {"local_run_limits", local_ ? local_limits_ : "off"},
+                          {"local_run_network", local_ ? local_network_ : "off"},
                           {"kubernetes", kubernetes_ ? "on" : "off"}});
     return {};
   }
@@ -546,6 +561,33 @@ class Berthd {
   }
 
  private:
+  // What local runs with network: full cannot reach (launch/local/run_firewall.h): only a root
+  // berthd's runs have users of their own to match, and the rules need iptables.
+  std::shared_ptr<const launch::RunFirewall> LocalRunFirewall(
+      const std::optional<launch::Sandbox>& sandbox, const DaemonOptions& options) {
+    if (!sandbox || sandbox->RunUids().empty()) {
+      local_network_ = "unfiltered (berthd is not root: runs have no users of their own)";
+      return nullptr;
+    }
+    std::vector<uint16_t> ports = {static_cast<uint16_t>(base_.server->Port())};
+    if (auto advertised = PortOf(options.advertise_url)) ports.push_back(*advertised);
+    // Runs whose state storage is kubernetes reach its API server with the kubeconfig berthd
+    // passes them (LocalRunEnvironment), which may be this machine's.
+    if (const char* kubeconfig = std::getenv("KUBE_CONFIG_PATH")) {
+      if (auto config = kube::KubeConfig::FromFiles({kubeconfig}, {})) {
+        if (auto api = PortOf(config->Server())) ports.push_back(*api);
+      }
+    }
+    auto firewall = launch::RunFirewall::Install(sandbox->RunUids(), ports);
+    if (!firewall) {
+      local_network_ = "unfiltered (" + firewall.error().message + ")";
+      return nullptr;
+    }
+    local_network_ = "filtered";
+    local_firewall_ = *firewall;
+    return *firewall;
+  }
+
   net::ServerResponse Handle(const net::ServerRequest& r) {
     auto started = std::chrono::steady_clock::now();
     net::ServerResponse response = Route(r);
@@ -601,7 +643,9 @@ class Berthd {
   std::unique_ptr<launch::LocalLauncher> local_;
   std::string local_isolation_;  // sandboxed, INSECURE or refused
   std::string local_refusal_;
-  std::string local_limits_;  // which runner limits local runs can have: all, or disk only
+  std::string local_limits_;   // which runner limits local runs can have: all, or disk only
+  std::string local_network_;  // whether runs with network: full are held by the firewall
+  std::shared_ptr<const launch::RunFirewall> local_firewall_;
   std::unique_ptr<launch::KubernetesLauncher> kubernetes_;
   std::unique_ptr<AgentLauncher> agents_;
   std::unique_ptr<ReplicaLeaseKeeper> lease_;  // renewed until berthd stops

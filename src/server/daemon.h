@@ -32,10 +32,11 @@ struct DaemonOptions {
   // Local runs execute in a sandbox (launch/local/sandbox.h); where it cannot be made they are
   // refused, unless this lets them run unsandboxed as berthd's user (logged at every start).
   bool insecure_local_runners = false;
-  // The user a root berthd's local runs drop to (never berthd's own).
   // A root berthd's local runs drop to this user and the --max-parallel-runs - 1 after it, one
-  // per concurrent run; none of them may be a user the machine has.
+  // per concurrent run; none of them may be a user the machine has or another berthd holds.
+  // Unless exact (the operator named it), the first such range from it is taken.
   uid_t local_runner_uid = 60100;
+  bool local_runner_uid_exact = false;
   // A provider mirror folder every local run installs providers from, offline.
   std::string providers;
   // Launch runners of the kubernetes types as Pods or Jobs, with the cluster of KUBECONFIG (or

@@ -4,9 +4,12 @@
 // one).
 #include "launch/local/local_launcher.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +20,7 @@
 
 #include "fork_scripts.h"
 #include "outcome_recorder.h"
+#include "own_network.h"
 #include "sys/files.h"
 #include "test_tools.h"
 #include "tofu_test_env.h"
@@ -68,7 +72,7 @@ class LocalLauncherTest : public ::testing::Test {
     options.runner_binary = BERTH_RUNNER_BIN;
     options.runs_dir = dir_->Path() / "runs";
     options.max_parallel = max_parallel;
-    auto sandbox = Sandbox::Probe(60100, max_parallel);
+    auto sandbox = Sandbox::Probe({.first = 60100, .count = max_parallel});
     EXPECT_TRUE(sandbox) << sandbox.error().ToString();
     if (sandbox) options.sandbox = *sandbox;
     for (const std::string& entry : tofu_->Environment(dir_->Path())) {
@@ -441,7 +445,7 @@ TEST_F(LocalLauncherTest, AForkBombInOneRunLeavesAnotherRunRoomToRun) {
   LocalLauncherOptions options = Options(2);
   options.max_processes = 128;
   // Users no other test's runs have: the kernel counts a user's processes machine-wide.
-  auto sandbox = Sandbox::Probe(60300, 2);
+  auto sandbox = Sandbox::Probe({.first = 60300, .count = 2, .exact = true});
   ASSERT_TRUE(sandbox) << sandbox.error().ToString();
   options.sandbox = *sandbox;
   Start(options);
@@ -479,6 +483,112 @@ TEST_F(LocalLauncherTest, AForkBombInOneRunLeavesAnotherRunRoomToRun) {
   auto passwd = sys::ReadFile(dir_->Path() / "runs/other/passwd");
   ASSERT_TRUE(passwd);
   EXPECT_NE(passwd->find("berth-run:x:60301:60301:"), std::string::npos) << *passwd;
+}
+
+// A listening TCP socket on address (IPv4 or IPv6) at a port the kernel picks; the handshake
+// completes without an accept, which is all a probe needs.
+struct Listener {
+  sys::Fd socket;
+  int port = 0;
+};
+Listener ListenOn(const std::string& address) {
+  const bool v6 = address.find(':') != std::string::npos;
+  Listener listener{.socket = sys::Fd(::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0))};
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+  if (v6) {
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&storage);
+    in6->sin6_family = AF_INET6;
+    EXPECT_EQ(inet_pton(AF_INET6, address.c_str(), &in6->sin6_addr), 1);
+    length = sizeof(sockaddr_in6);
+  } else {
+    auto* in4 = reinterpret_cast<sockaddr_in*>(&storage);
+    in4->sin_family = AF_INET;
+    EXPECT_EQ(inet_pton(AF_INET, address.c_str(), &in4->sin_addr), 1);
+    length = sizeof(sockaddr_in);
+  }
+  EXPECT_EQ(bind(listener.socket.Get(), reinterpret_cast<sockaddr*>(&storage), length), 0)
+      << address << ": " << strerror(errno);
+  EXPECT_EQ(listen(listener.socket.Get(), 16), 0);
+  EXPECT_EQ(getsockname(listener.socket.Get(), reinterpret_cast<sockaddr*>(&storage), &length), 0);
+  listener.port = ntohs(v6 ? reinterpret_cast<sockaddr_in6*>(&storage)->sin6_port
+                           : reinterpret_cast<sockaddr_in*>(&storage)->sin_port);
+  return listener;
+}
+
+// A root berthd's runs with network: full reach of this machine berthd's ports alone (and
+// DNS), and no cloud metadata service, over IPv4 or IPv6; a runner's network_allow opens them
+// for its runs, and only while they run: the same user's next run is held again.
+TEST_F(LocalLauncherTest, ARunReachesNoMetadataServiceNorTheMachinesOtherPortsUnlessAllowed) {
+  if (!testenv::InOwnNetwork())
+    GTEST_SKIP() << "runs are held by a root berthd's firewall, tested in a network of its own";
+  std::map<std::string, Listener> listening;
+  listening.emplace("metadata", ListenOn("169.254.169.254"));
+  listening.emplace("metadata6", ListenOn("fd00:ec2::254"));
+  listening.emplace("ecs", ListenOn("169.254.170.2"));
+  listening.emplace("database", ListenOn("127.0.0.1"));
+  listening.emplace("berthd", ListenOn("127.0.0.1"));
+  std::string probe = "python3 -c 'import socket\n";
+  for (const auto& [name, listener] : listening) {
+    std::string address = name == "metadata"    ? "169.254.169.254"
+                          : name == "metadata6" ? "fd00:ec2::254"
+                          : name == "ecs"       ? "169.254.170.2"
+                                                : "127.0.0.1";
+    probe += "try:\n  socket.create_connection((\"" + address + "\", " +
+             std::to_string(listener.port) + "), timeout=5).close(); print(\"reach " + name +
+             ": yes\")\nexcept OSError as e: print(\"reach " + name + ": no\", e)\n";
+  }
+  probe += "'";
+
+  LocalLauncherOptions options = Options(1);  // one user for all three runs
+  ASSERT_TRUE(options.sandbox && !options.sandbox->RunUids().empty());
+  const auto berthd_port = static_cast<uint16_t>(listening.at("berthd").port);
+  ASSERT_TRUE(RunFirewall::Install(options.sandbox->RunUids(), {berthd_port}));
+  auto firewall = RunFirewall::Install(options.sandbox->RunUids(), {berthd_port});
+  ASSERT_TRUE(firewall) << firewall.error().ToString();
+  auto jumps = sys::RunToCompletion({.argv = {"/usr/sbin/iptables", "-w", "-S", "OUTPUT"}});
+  ASSERT_TRUE(jumps);
+  EXPECT_EQ(jumps->output.find("-j BERTH-RUNS-"), jumps->output.rfind("-j BERTH-RUNS-"))
+      << "a start after another writes the chain anew, not a second jump: " << jumps->output;
+  options.firewall = *firewall;
+  Start(options);
+
+  std::string log_seen;  // the last run's, for the failures' messages
+  auto reached = [&](const std::string& run_id, const nlohmann::json& runner) {
+    LaunchTaking(run_id, probe, run_id, runner);
+    auto outcome = outcomes_.WaitFor(run_id);
+    EXPECT_TRUE(outcome && outcome->succeeded);
+    auto log = sys::ReadFile(dir_->Path() / "runs" / run_id / "runner.log");
+    std::map<std::string, bool> reach;
+    for (const auto& [name, _] : listening) {
+      // What the probe printed, not its command line that the log quotes too.
+      const std::string said = "(local-exec): reach " + name + ": ";
+      if (log && log->find(said + "yes") != std::string::npos) reach[name] = true;
+      if (log && log->find(said + "no") != std::string::npos) reach[name] = false;
+    }
+    log_seen = log ? *log : "no log";
+    EXPECT_EQ(reach.size(), listening.size()) << log_seen;
+    return reach;
+  };
+  const std::map<std::string, bool> held = {{"berthd", true},
+                                            {"database", false},
+                                            {"ecs", false},
+                                            {"metadata", false},
+                                            {"metadata6", false}};
+  EXPECT_EQ(reached("held", {{"type", "local"}}), held) << log_seen;
+  const std::map<std::string, bool> open = {
+      {"berthd", true}, {"database", true}, {"ecs", true}, {"metadata", true}, {"metadata6", true}};
+  EXPECT_EQ(reached("allowed", {{"type", "local"}, {"network_allow", {"metadata", "loopback"}}}),
+            open);
+  EXPECT_EQ(reached("held-again", {{"type", "local"}}), held)
+      << "the allowance outlived its run: " << log_seen;
+  // A berthd that stops with no run left takes its rules with it.
+  ASSERT_TRUE((*firewall)->Remove());
+  for (const char* tool : {"/usr/sbin/iptables", "/usr/sbin/ip6tables"}) {
+    auto rules = sys::RunToCompletion({.argv = {tool, "-w", "-S"}});
+    ASSERT_TRUE(rules);
+    EXPECT_EQ(rules->output.find("BERTH-RUNS-"), std::string::npos) << rules->output;
+  }
 }
 
 // Empty files fill no disk limit, but counting millions of them held up the launcher at each
@@ -691,7 +801,8 @@ TEST_F(LocalRunLimitsTest, ALimitThisBerthdCannotHoldIsRefusedNamingIt) {
 TEST_F(LocalLauncherTest, ARootBerthdsRunsAreTheUserItNames) {
   if (geteuid() != 0) GTEST_SKIP() << "only a root berthd drops runs to another user";
   LocalLauncherOptions options = Options();
-  auto sandbox = Sandbox::Probe(54321, 4);  // --local-runner-uid=54321
+  auto sandbox =
+      Sandbox::Probe({.first = 54321, .count = 4, .exact = true});  // --local-runner-uid=54321
   ASSERT_TRUE(sandbox) << sandbox.error().ToString();
   options.sandbox = *sandbox;
   Start(options);

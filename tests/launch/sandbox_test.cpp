@@ -17,8 +17,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The user runs drop to when the test is root (berthd's default --local-runner-uid).
+// Where a root test's run users are looked for from (berthd's default --local-runner-uid).
 constexpr uid_t kRunUid = 60100;
+
+// The user a sandbox's runs drop to: the first it holds when the test is root, ours otherwise.
+uid_t RunUser(const Sandbox& sandbox) {
+  return sandbox.RunUids().empty() ? geteuid() : sandbox.RunUids().front();
+}
 
 // How often path follows a bind option in args (each bind names it twice: source, target).
 long Binds(const std::vector<std::string>& args, const std::string& path) {
@@ -32,7 +37,7 @@ long Binds(const std::vector<std::string>& args, const std::string& path) {
 
 // command's output and exit code, run in a sandbox with nothing but its own /tmp.
 sys::Completed InBareSandbox(const std::vector<std::string>& command) {
-  auto sandbox = Sandbox::Probe(kRunUid, 1);
+  auto sandbox = Sandbox::Probe({.first = kRunUid, .count = 1});
   EXPECT_TRUE(sandbox) << sandbox.error().ToString();
   auto filter = DangerousCallsFilter();
   EXPECT_TRUE(filter) << filter.error().ToString();
@@ -43,8 +48,9 @@ sys::Completed InBareSandbox(const std::vector<std::string>& command) {
   fs::permissions(dir->Path(), fs::perms::all, fs::perm_options::add);
   fs::permissions(dir->Path() / "tmp", fs::perms::all, fs::perm_options::add);
   SandboxMounts mounts{.tmp = dir->Path() / "tmp", .working_dir = "/"};
-  sys::SpawnOptions spawn{.argv = sandbox->Wrap(mounts, command, filter->Get(), kRunUid, 1024),
-                          .env = std::vector<std::string>{}};
+  sys::SpawnOptions spawn{
+      .argv = sandbox->Wrap(mounts, command, filter->Get(), RunUser(*sandbox), 1024),
+      .env = std::vector<std::string>{}};
   spawn.inherited_fds = {filter->Get()};
   auto done = sys::RunToCompletion(std::move(spawn));
   EXPECT_TRUE(done) << done.error().ToString();
@@ -57,10 +63,10 @@ TEST(SandboxTest, FoldersInsideTheSystemsReadOnlyOnesAreSeenWithoutBindsOfTheirO
   const fs::path root = dir->Path();
   for (const char* sub : {"ro", "rw", "tmp"}) fs::create_directories(root / sub);
   ASSERT_TRUE(sys::WriteFileAtomic(root / "ro/file", "x"));
-  // The run's user (kRunUid, when the test is root) must reach and write them.
+  // The run's user (not the test's, when the test is root) must reach and write them.
   for (const fs::path& p : {root, root / "ro", root / "ro/file", root / "rw", root / "tmp"})
     fs::permissions(p, fs::perms::all, fs::perm_options::add);
-  auto sandbox = Sandbox::Probe(kRunUid, 1);
+  auto sandbox = Sandbox::Probe({.first = kRunUid, .count = 1});
   ASSERT_TRUE(sandbox) << sandbox.error().ToString();
   auto filter = DangerousCallsFilter();
   ASSERT_TRUE(filter) << filter.error().ToString();
@@ -76,7 +82,7 @@ TEST(SandboxTest, FoldersInsideTheSystemsReadOnlyOnesAreSeenWithoutBindsOfTheirO
                      "test -x /usr/bin/env && test -d /usr/local/bin && test -f ../ro/file && "
                      "! touch ../ro/new 2>/dev/null && ! touch /usr/bin/new 2>/dev/null && "
                      "touch made"},
-                    filter->Get(), kRunUid, 1024);
+                    filter->Get(), RunUser(*sandbox), 1024);
 
   EXPECT_EQ(Binds(args, "/usr/bin"), 0);
   EXPECT_EQ(Binds(args, "/usr/local/bin"), 0);
@@ -143,21 +149,44 @@ TEST(SandboxTest, ASecretUnderAFolderEveryRunSeesIsFoundWithThatFolder) {
 
 // A root berthd's runs drop to users of their own, one per parallel run; a range that holds a
 // user the machine has (whose processes would count against the runs' limit, and whose files
-// they could write) is refused, naming it. The run's user is in the passwd and group files
-// its sandbox is given.
-TEST(SandboxTest, RunUsersAreARangeNobodyOnTheMachineHas) {
+// they could write) or one another berthd holds is refused when named, naming the uid, and
+// passed over when not. The run's user is in the passwd and group files its sandbox is given.
+TEST(SandboxTest, RunUsersAreARangeNobodyOnTheMachineHasAndNoOtherBerthdHolds) {
   if (geteuid() != 0) GTEST_SKIP() << "only a root berthd drops runs to users of their own";
-  auto four = Sandbox::Probe(kRunUid, 4);
+  constexpr uid_t kFirst = 60500;  // no other test's: holds are machine-wide
+  auto four = Sandbox::Probe({.first = kFirst, .count = 4, .exact = true});
   ASSERT_TRUE(four) << four.error().ToString();
-  EXPECT_EQ(four->RunUids(), (std::vector<uid_t>{kRunUid, kRunUid + 1, kRunUid + 2, kRunUid + 3}));
-  auto with_nobody = Sandbox::Probe(65530, 4);
-  ASSERT_TRUE(with_nobody) << "65530 to 65533 are nobody's here";
-  auto taken = Sandbox::Probe(65531, 4);
+  EXPECT_EQ(four->RunUids(), (std::vector<uid_t>{kFirst, kFirst + 1, kFirst + 2, kFirst + 3}));
+  auto overlapping = Sandbox::Probe({.first = kFirst + 2, .count = 4, .exact = true});
+  ASSERT_FALSE(overlapping) << "two berthds would share run users";
+  EXPECT_NE(overlapping.error().message.find("uid 60502 is a run user of another berthd on this "
+                                             "machine (pid " +
+                                             std::to_string(getpid()) + ")"),
+            std::string::npos)
+      << overlapping.error().message;
+  auto next_free = Sandbox::Probe({.first = kFirst + 2, .count = 4});
+  ASSERT_TRUE(next_free) << next_free.error().ToString();
+  EXPECT_EQ(next_free->RunUids().front(), kFirst + 4) << "the first range past the held one";
+  std::optional<Sandbox> held(std::move(*four));
+  std::optional<Sandbox> copy = held;  // as a launcher's: the users stay held while one lives
+  held.reset();
+  EXPECT_FALSE(Sandbox::Probe({.first = kFirst, .count = 1, .exact = true}));
+  copy.reset();
+  auto freed = Sandbox::Probe({.first = kFirst, .count = 4, .exact = true});
+  EXPECT_TRUE(freed) << "the users of a berthd gone are free: " << freed.error().ToString();
+
+  {
+    auto with_nobody = Sandbox::Probe({.first = 65530, .count = 4, .exact = true});
+    ASSERT_TRUE(with_nobody) << "65530 to 65533 are nobody's here";
+  }
+  auto taken = Sandbox::Probe({.first = 65531, .count = 4, .exact = true});
   ASSERT_FALSE(taken);
   EXPECT_NE(taken.error().message.find("uid 65534 is the user nobody's"), std::string::npos)
       << taken.error().message;
-  EXPECT_FALSE(Sandbox::Probe(kRunUid, 0)) << "no user to drop to: runs would be root";
-  auto root = Sandbox::Probe(0, 1);
+  EXPECT_FALSE(Sandbox::Probe({.first = 65531, .count = 4})) << "no free range up to 65534";
+  EXPECT_FALSE(Sandbox::Probe({.first = kRunUid, .count = 0}))
+      << "no user to drop to: runs would be root";
+  auto root = Sandbox::Probe({.first = 0, .count = 1, .exact = true});
   ASSERT_FALSE(root);
   EXPECT_NE(root.error().message.find("--local-runner-uid"), std::string::npos);
 
@@ -188,7 +217,7 @@ TEST(SandboxTest, AnUnprivilegedBerthdsRunsEachCountTheirOwnProcesses) {
     EXPECT_NE(done->output.find("[  PASSED  ] 1 test"), std::string::npos) << done->output;
     return;
   }
-  auto sandbox = Sandbox::Probe(kRunUid, 2);
+  auto sandbox = Sandbox::Probe({.first = kRunUid, .count = 2});
   ASSERT_TRUE(sandbox) << sandbox.error().ToString();
   ASSERT_TRUE(sandbox->RunUids().empty());
   auto dir = sys::TempDir::Create("sandbox-unprivileged");

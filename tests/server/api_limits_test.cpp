@@ -149,6 +149,31 @@ TEST_F(RunnerNetworkApi, ANetworkCutThisBerthdCannotMakeIsRefusedWhenSaved) {
   EXPECT_NE(bad.body.find("full, berthd_only"), std::string::npos) << bad.body;
 }
 
+// What a run with the machine's network may reach besides berthd is named, from a list; on a
+// network of its own (berthd_only) there is nothing to allow, and allowing it is refused
+// rather than ignored.
+TEST_F(RunnerNetworkApi, NetworkAllowNamesWhatAFullNetworkRunReachesAndNothingElse) {
+  auto save = [&](const std::string& id, const std::string& fields) {
+    return Call("POST", "/orgs/acme/runners",
+                R"({"id":")" + id + R"(","runner_configuration":{"type":"local",)" + fields +
+                    R"(},"state_storage_configuration":{"type":"berth"}})");
+  };
+  EXPECT_EQ(save("open", R"("network_allow":["metadata","loopback"])").status, 201);
+  auto unknown = save("unknown", R"("network_allow":["everything"])");
+  EXPECT_EQ(unknown.status, 400) << unknown.body;
+  EXPECT_NE(unknown.body.find("$.runner_configuration.network_allow[0]"), std::string::npos)
+      << unknown.body;
+  EXPECT_NE(unknown.body.find("metadata, loopback"), std::string::npos) << unknown.body;
+  auto cut = save("cut", R"("network":"berthd_only","network_allow":["metadata"])");
+  EXPECT_EQ(cut.status, 400) << cut.body;
+  EXPECT_NE(cut.body.find("network_allow: only with network: full"), std::string::npos) << cut.body;
+  // Found by schemathesis: the rule across the two fields met a network of the wrong type.
+  auto mistyped = save("mistyped", R"("network":[null,null],"network_allow":[])");
+  EXPECT_EQ(mistyped.status, 400) << mistyped.body;
+  EXPECT_NE(mistyped.body.find("$.runner_configuration.network"), std::string::npos)
+      << mistyped.body;
+}
+
 TEST(HttpServer, ServesTlsFromFilesAndOnlyToClientsThatTrustIt) {
   auto dir = sys::TempDir::Create("tls");
   ASSERT_TRUE(dir);

@@ -8,6 +8,7 @@
 
 #include <thread>
 
+#include "core/http_url.h"
 #include "kube/kube_config.h"
 #include "kube_test_cluster.h"
 #include "launch/local/local_launcher.h"
@@ -74,7 +75,7 @@ class DispatcherTest : public ::testing::Test {
     launch::LocalLauncherOptions options;
     options.runner_binary = BERTH_RUNNER_BIN;
     options.runs_dir = dir_->Path() / "runs";
-    auto sandbox = launch::Sandbox::Probe(60100, 4);
+    auto sandbox = launch::Sandbox::Probe({.first = 60100, .count = 4});
     ASSERT_TRUE(sandbox) << sandbox.error().ToString();
     options.sandbox = *sandbox;
     for (const std::string& entry : (*tofu)->Environment(dir_->Path())) {
@@ -91,6 +92,7 @@ class DispatcherTest : public ::testing::Test {
     // client that holds exactly deploy/kubernetes/state-locks-rbac.yaml in their namespace.
     auto config = kube::KubeConfig::FromFiles({(*cluster)->AdminKubeconfig()}, {});
     ASSERT_TRUE(config) << config.error().ToString();
+    const std::string api_server = config->Server();
     kube_ = kube::MakeKubeClient(std::move(*config));
     auto locks_client = testenv::ClientBoundToRole(
         *kube_, testenv::SourceDir() / "deploy/kubernetes/state-locks-rbac.yaml", "default");
@@ -102,12 +104,28 @@ class DispatcherTest : public ::testing::Test {
         *store_, launchers_, server_->Signer(),
         DispatcherOptions{
             .url = server_->Url(), .left_locks = left_locks_.get(), .clock = &clock_});
+    // As a root berthd: runs reach of this machine only berthd (here the state server) and the
+    // API server their kubeconfig names.
+    if (!options.sandbox->RunUids().empty()) {
+      std::vector<uint16_t> ports;
+      for (const std::string& url : {server_->Url(), api_server}) {
+        auto parsed = HttpUrl::Parse(url);
+        ASSERT_TRUE(parsed) << url;
+        ports.push_back(static_cast<uint16_t>(parsed->port));
+      }
+      auto firewall = launch::RunFirewall::Install(options.sandbox->RunUids(), ports);
+      ASSERT_TRUE(firewall) << firewall.error().ToString();
+      options.firewall = firewall_ = *firewall;
+    }
     launcher_ = std::make_unique<launch::LocalLauncher>(options, *dispatcher_);
     launchers_["local"] = launcher_.get();
   }
 
   void TearDown() override {
     launcher_.reset();  // before the dispatcher its reports go to
+    // No run is left (each test waits for its own): nothing of the test stays in the machine's
+    // firewall.
+    if (firewall_) EXPECT_TRUE(firewall_->Remove());
   }
 
   void Queue(const std::string& env, const std::string& id, const std::string& op,
@@ -162,6 +180,7 @@ class DispatcherTest : public ::testing::Test {
   Launchers launchers_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<launch::LocalLauncher> launcher_;
+  std::shared_ptr<const launch::RunFirewall> firewall_;
 };
 
 TEST_F(DispatcherTest, DeploymentsOfAnEnvironmentRunInOrderWithTheirStateInBerth) {

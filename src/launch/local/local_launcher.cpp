@@ -98,6 +98,17 @@ bool CutsNetwork(const LaunchRequest& request) {
 }
 fs::path RelaySocket(const fs::path& dir) { return dir / "relay" / "berthd.sock"; }
 
+// What a runner's network_allow names (validated when the runner was saved).
+NetworkAllowance AllowanceOf(const LaunchRequest& request) {
+  NetworkAllowance allowance;
+  for (const std::string& reach :
+       RunnerSetting(request, "network_allow", std::vector<std::string>{})) {
+    allowance.metadata |= reach == "metadata";
+    allowance.loopback |= reach == "loopback";
+  }
+  return allowance;
+}
+
 // A sandboxed run's own plugin cache: in its private /tmp, a path every run has, so that an
 // approved apply that continues in its plan run's work folder (whose .terraform links into
 // that cache) finds it at the same path once it is moved along.
@@ -233,6 +244,7 @@ void LocalLauncher::StartWaiting() {
     run.request = std::move(request);
     run.uid = FreeRunUid();
     if (auto started = Start(run); !started) {
+      CloseNetwork(run);
       running_.erase(run_id);
       // Reported from the loop's thread, outside the lock.
       ended_.push_back({run_id, RunnerEnded(RunnerEnd::kFailed, "cannot start the runner: " +
@@ -440,6 +452,7 @@ Result<void> LocalLauncher::Start(Run& run) {
     // The sandbox's own processes outlive SIGTERM; the runner inside reads it and stops TF.
     spawn.ignore_stop_signals = true;
   }
+  if (auto opened = OpenNetwork(run); !opened) return opened.error();
   // Recorded before it exists: a berthd that stops between the two finds a started run (and
   // looks for its process) rather than a run to start a second time. The mark is synced (after
   // a power loss it still says the run may have changed something); the pid need not be, no
@@ -577,8 +590,25 @@ Result<void> LocalLauncher::StartRelay(Run& run) const {
   return {};
 }
 
+Result<void> LocalLauncher::OpenNetwork(Run& run) const {
+  if (!options_.firewall || !run.uid || CutsNetwork(run.request)) return {};
+  const NetworkAllowance allowance = AllowanceOf(run.request);
+  if (auto opened = options_.firewall->Allow(*run.uid, allowance); !opened) return opened.error();
+  run.opened = allowance;
+  return {};
+}
+
+void LocalLauncher::CloseNetwork(Run& run) const {
+  if (!run.opened.Any()) return;
+  IgnoreError(options_.firewall->Revoke(*run.uid, run.opened),
+              "iptables-restore deletes what it inserted unless the kernel refuses: then the "
+              "rule stays until berthd's next start writes the chain anew");
+  run.opened = {};
+}
+
 RunOutcome LocalLauncher::FinishRun(Run& run, std::optional<int> exit_code) {
   run.relay.reset();
+  CloseNetwork(run);
   RunOutcome outcome = Finish(run.dir, exit_code, ReadRunResult(run.dir));
   if (run.cgroup) {
     if (run.cgroup->OomKills() > 0 && !outcome.succeeded) {
@@ -686,6 +716,10 @@ Result<void> LocalLauncher::Recover(const std::vector<LaunchRequest>& adopt,
       run.adopted_pid = pid;
       run.uid = RunUidOf(dir);
       exits_.Watch(pid);
+      // The firewall was written anew at this start: what its runner opens, opened again.
+      if (auto opened = OpenNetwork(run); !opened)
+        observer_.OnRunEvent(request.run_id,
+                             {std::string(kNetworkAllowanceLost), opened.error().message});
       run.limits = RunLimits::FromRunner(request.runner_configuration);
       if (options_.cgroups && !run.limits.NeedingCgroup().empty())
         run.cgroup = options_.cgroups->Existing(request.run_id, run.limits);

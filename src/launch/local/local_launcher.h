@@ -25,6 +25,7 @@
 #include "core/mutex.h"
 #include "launch/launcher.h"
 #include "launch/local/provider_harvest.h"
+#include "launch/local/run_firewall.h"
 #include "launch/local/run_limits.h"
 #include "launch/local/sandbox.h"
 #include "sys/exit_waiter.h"
@@ -54,6 +55,9 @@ struct LocalLauncherOptions {
   // that needs one is refused with cgroups_refusal.
   std::optional<CgroupHost> cgroups;
   std::string cgroups_refusal;
+  // What runs with network: full cannot reach (run_firewall.h), when berthd could install it
+  // (root, iptables); a runner's network_allow opens it for its runs.
+  std::shared_ptr<const RunFirewall> firewall;
   // Where each runner's shared provider cache is (a folder per org and runner), which its
   // sandboxed runs borrow providers from and berthd adds the ones they fetch to
   // (provider_harvest.h); empty: none, each run fetches its own.
@@ -101,6 +105,7 @@ class LocalLauncher final : public Launcher {
     std::string limit_hit;  // which limit stopped it, as the outcome says
     std::chrono::steady_clock::time_point next_limit_check{};
     std::unique_ptr<sys::StreamRelay> relay;  // its only way to berthd, when its network is cut
+    NetworkAllowance opened;                  // what the firewall lets its user reach
   };
 
   // The run's folder: under its runner's work_dir, else runs_dir.
@@ -117,6 +122,10 @@ class LocalLauncher final : public Launcher {
   // The relay of a run whose network is cut: relay/berthd.sock in its folder, to berthd's URL,
   // and the /etc/hosts that points berthd's host name at the runner's end of it.
   Result<void> StartRelay(Run& run) const;
+  // What its runner's network_allow opens, for its user, from before its first process; and
+  // closed again once it has ended (or could not start).
+  Result<void> OpenNetwork(Run& run) const;
+  void CloseNetwork(Run& run) const;
   // Whether an approved apply got its plan run's work folder, to continue without init.
   bool TakePlanRunWork(const Run& run) const;
   // The run's folder made for it: owned by the sandbox's user, the token readable by it only.

@@ -1,7 +1,6 @@
 #include "launch/local/sandbox.h"
 
 #include <errno.h>
-#include <pwd.h>
 #include <re2/re2.h>
 #include <sched.h>
 #include <seccomp.h>
@@ -114,7 +113,7 @@ std::set<fs::path> FoldersAbove(const std::vector<fs::path>& mounts) {
 
 }  // namespace
 
-Result<Sandbox> Sandbox::Probe(uid_t first_run_uid, int run_uids) {
+Result<Sandbox> Sandbox::Probe(const RunUserRange& run_users) {
   bool privileged = geteuid() == 0;
   if (access(kBwrap, X_OK) != 0)
     return MakeError(ErrorKind::kFailedPrecondition,
@@ -140,33 +139,19 @@ Result<Sandbox> Sandbox::Probe(uid_t first_run_uid, int run_uids) {
     return MakeError(ErrorKind::kFailedPrecondition,
                      "local runs set their process limit with /usr/bin/prlimit (util-linux), "
                      "which is missing");
-  if (!privileged) return Sandbox({});
+  if (!privileged) return Sandbox(nullptr);
   if (access(kSetpriv, X_OK) != 0)
     return MakeError(ErrorKind::kFailedPrecondition,
                      "a root berthd drops local runs to their own user with /usr/bin/setpriv "
                      "(util-linux), which is missing");
-  // A root berthd with no user to drop runs to would run them as root.
-  if (run_uids < 1)
-    return MakeError(ErrorKind::kInvalidArgument,
-                     "--max-parallel-runs: a root berthd needs at least one user for local runs");
-  std::vector<uid_t> uids;
-  for (int i = 0; i < run_uids; ++i) {
-    const auto uid = static_cast<uid_t>(first_run_uid + static_cast<uid_t>(i));
-    if (uid == 0 || uid >= 65535 || uid < first_run_uid)
-      return MakeError(ErrorKind::kInvalidArgument,
-                       "--local-runner-uid: the users of local runs (" +
-                           std::to_string(first_run_uid) + " and the " +
-                           std::to_string(run_uids - 1) +
-                           " after it, one per parallel run) must lie between 1 and 65534");
-    // A user the machine has would share its process count (and its files) with the runs.
-    if (const passwd* user = getpwuid(uid))
-      return MakeError(ErrorKind::kInvalidArgument,
-                       "--local-runner-uid: uid " + std::to_string(uid) + " is the user " +
-                           user->pw_name + "'s; local runs need " + std::to_string(run_uids) +
-                           " uids (one per parallel run) that nobody on this machine has");
-    uids.push_back(uid);
-  }
-  return Sandbox(std::move(uids));
+  auto claim = RunUserClaim::Take(run_users);
+  if (!claim) return claim.error();
+  return Sandbox(std::move(*claim));
+}
+
+const std::vector<uid_t>& Sandbox::RunUids() const {
+  static const std::vector<uid_t> kNone;
+  return run_users_ ? run_users_->Uids() : kNone;
 }
 
 std::string WithRunUser(const std::string& machines_file, uid_t uid, const fs::path& home,

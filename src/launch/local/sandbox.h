@@ -14,11 +14,13 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "launch/local/run_users.h"
 #include "sys/fd.h"
 
 namespace berth::launch {
@@ -43,10 +45,10 @@ struct SandboxMounts {
 class Sandbox {
  public:
   // Whether bubblewrap can make a sandbox here, tried once with a real one; the error says what
-  // is missing and what to enable. When berthd is root, runs drop to the users first_run_uid to
-  // first_run_uid + run_uids - 1, which must be nobody's on this machine (the error names one
-  // that is).
-  static Result<Sandbox> Probe(uid_t first_run_uid, int run_uids);
+  // is missing and what to enable. When berthd is root, runs drop to the users of run_users
+  // (run_users.h), held by this berthd from here on: nobody's on this machine and no other
+  // berthd's (the error names one that is).
+  static Result<Sandbox> Probe(const RunUserRange& run_users);
 
   // The argv that runs command inside as run_uid (when berthd is root: one of RunUids()), with
   // the seccomp program at seccomp_fd (DangerousCalls), its user allowed max_processes
@@ -57,12 +59,13 @@ class Sandbox {
                                 const std::vector<std::string>& command, int seccomp_fd,
                                 uid_t run_uid, rlim_t max_processes) const;
   // The users runs drop to, one per concurrent run, when berthd is root; none otherwise.
-  const std::vector<uid_t>& RunUids() const { return run_uids_; }
+  const std::vector<uid_t>& RunUids() const;
 
  private:
-  explicit Sandbox(std::vector<uid_t> run_uids) : run_uids_(std::move(run_uids)) {}
-  bool Privileged() const { return !run_uids_.empty(); }
-  std::vector<uid_t> run_uids_;
+  explicit Sandbox(std::shared_ptr<const RunUserClaim> run_users)
+      : run_users_(std::move(run_users)) {}
+  bool Privileged() const { return run_users_ != nullptr; }
+  std::shared_ptr<const RunUserClaim> run_users_;  // none when berthd is not root
 };
 
 // The /etc/passwd or /etc/group of a run that drops to uid: the machine's (given), with an
