@@ -21,6 +21,7 @@ struct LaunchRequest {
   std::string run_id;           // a DNS label, unique per run: launching it twice starts one runner
   std::string revision;         // of the environment's configuration, for labels
   std::string org_id;           // the organization of the run's environment
+  std::string environment;      // PROJECT/ENV: the run's environment, in org_id
   std::string runner_id;        // the runner (of the org) whose configuration this is
   RunnerInvocation invocation;  // the run; the launcher adds its placement
   std::map<std::string, std::string> labels;  // the run's labels (reserved ones override)

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/base64.h"
+#include "core/decimal.h"
 #include "core/http_url.h"
 #include "core/time_format.h"
 #include "crypto/jws.h"
@@ -464,9 +465,19 @@ class Berthd {
                                            metrics_.ProviderPackages("refused", c.refused);
                                          }};
       if (!local.insecure) {
-        auto sandbox = launch::Sandbox::Probe({.first = options.local_runner_uid,
-                                               .count = options.max_parallel_runs,
-                                               .exact = options.local_runner_uid_exact});
+        // The users of the runs a berthd before this one may have left running, first.
+        const fs::path held_before = options.data_dir / "run-users";
+        auto before = sys::ReadFile(held_before);
+        auto sandbox = launch::Sandbox::Probe(
+            {.first = options.local_runner_uid,
+             .count = options.max_parallel_runs,
+             .exact = options.local_runner_uid_exact,
+             .preferred = before ? ParseDecimal<uid_t>(before->substr(0, before->find('\n')))
+                                 : std::nullopt});
+        if (sandbox && !sandbox->RunUids().empty())
+          IgnoreError(
+              sys::WriteFileAtomic(held_before, std::to_string(sandbox->RunUids().front()) + "\n"),
+              "without it the next start looks for free users from the first");
         if (sandbox) local.sandbox = *sandbox;
         if (!sandbox) local.refusal = "local runs are refused: " + sandbox.error().message;
       }

@@ -1,6 +1,7 @@
 #include "server/request_admission.h"
 
 #include "core/decimal.h"
+#include "server/agents/agent_gateway.h"
 #include "server/api/api.h"
 #include "server/api/router.h"
 #include "server/api/session_credentials.h"
@@ -53,7 +54,18 @@ net::Admission RequestAdmission::operator()(const net::ServerRequest& head) cons
       admission.refusal = Unauthenticated("a run token is required: " + token.error().message);
     return admission;
   }
-  if (!path.starts_with("/orgs/")) return admission;
+  if (AgentGateway::Serves(path)) {
+    admission.refusal = AdmitAgent(head, path);
+    return admission;
+  }
+  if (!path.starts_with("/orgs/")) {
+    // The other surfaces (the dashboard's login, unknown paths) take small bodies only.
+    admission.refusal = ErrorResponse(413, "PayloadTooLarge",
+                                      "a body over 64 KiB or of unknown size is taken only by the "
+                                      "API, the state backend and the runner and agent gateways "
+                                      "(the body was not read)");
+    return admission;
+  }
   const std::string secret = ApiSecretOf(head.headers).secret;
   if (secret.empty()) {
     admission.refusal = Unauthenticated("a bearer token is required");
@@ -68,6 +80,24 @@ net::Admission RequestAdmission::operator()(const net::ServerRequest& head) cons
     admission.refusal = Unauthenticated("the token expired");
   }
   return admission;
+}
+
+std::optional<net::ServerResponse> RequestAdmission::AdmitAgent(const net::ServerRequest& head,
+                                                                const std::string& path) const {
+  // /agents/v1/orgs/{org}/runners/{runner}/...
+  std::vector<std::string> parts;
+  for (size_t at = kAgentGatewayPrefix.size(); at <= path.size();) {
+    const size_t end = std::min(path.find('/', at), path.size());
+    parts.push_back(path.substr(at, end - at));
+    at = end + 1;
+  }
+  if (parts.size() < 4 || parts[0] != "orgs" || parts[2] != "runners")
+    return Unauthenticated("an agent token for a runner's path is required");
+  auto token = AuthenticateAgent(store_, parts[1], parts[3], head, clock_.WallSeconds());
+  if (!token && token.error().kind == ErrorKind::kUnauthenticated)
+    return Unauthenticated(token.error().message);
+  if (!token) return ErrorResponse(token.error());
+  return std::nullopt;
 }
 
 }  // namespace berth::server

@@ -6,6 +6,7 @@
 // once the body is in.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -28,11 +29,15 @@ class RequestAdmission {
   RequestAdmission(store::Store& store, std::string run_token_public_key, Clock& clock)
       : store_(store), run_tokens_(std::move(run_token_public_key)), clock_(clock) {}
   // The run surfaces (state backend, run gateway) need a run token that verifies; the API
-  // (/orgs/...) an API token or session that exists and has not expired. The agent gateway's
-  // tokens are single-use, so they are checked by the gateway alone (its bodies are API-sized).
+  // (/orgs/...) an API token or session that exists and has not expired; the agent gateway an
+  // agent token its runner's key signed (whether it was used before is the gateway's to see,
+  // once: they are single-use); no other surface takes such a body.
   net::Admission operator()(const net::ServerRequest& head) const;
 
  private:
+  std::optional<net::ServerResponse> AdmitAgent(const net::ServerRequest& head,
+                                                const std::string& path) const;
+
   store::Store& store_;
   crypto::RunTokenVerifier run_tokens_;
   Clock& clock_;

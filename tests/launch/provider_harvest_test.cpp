@@ -20,6 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kSecret = "the-secret-berthd-keeps";
+constexpr const char* kEnv = "web/dev";  // the environment whose runs these are
 
 class ProviderHarvest : public ::testing::Test {
  protected:
@@ -74,7 +75,7 @@ TEST_F(ProviderHarvest, APackageIsCopiedReadOnlyUnderItsHashAndOnlyOnce) {
   const std::string h1 = H1Of(PlainPackage("good"));
   // tofu's install lock beside the package is no package.
   Write(Package("good").parent_path() / "linux_amd64.lock", "", fs::perms(0644));
-  HarvestCounts counts = HarvestProviders(RunCache(), Shared());
+  HarvestCounts counts = HarvestProviders(RunCache(), Shared(), kEnv);
   EXPECT_EQ(counts.taken, 1);
   EXPECT_EQ(counts.refused, 0);
   const fs::path kept = Kept("good", h1);
@@ -86,7 +87,7 @@ TEST_F(ProviderHarvest, APackageIsCopiedReadOnlyUnderItsHashAndOnlyOnce) {
   EXPECT_EQ(fs::status(kept / "docs/README").permissions(), fs::perms(0444));
   EXPECT_FALSE(fs::exists(Shared() / ".incoming"));
 
-  counts = HarvestProviders(RunCache(), Shared());
+  counts = HarvestProviders(RunCache(), Shared(), kEnv);
   EXPECT_EQ(counts.taken, 0);
   EXPECT_EQ(counts.known, 1);
 }
@@ -108,7 +109,7 @@ TEST_F(ProviderHarvest, WhatAHostileRunLeavesIsNotTakenAndNothingItPointsAtIsRea
   fs::create_directory_symlink(Package("good").parent_path().parent_path().parent_path(),
                                RunCache() / "registry.opentofu.org/berth/loop");
 
-  HarvestCounts counts = HarvestProviders(RunCache(), Shared());
+  HarvestCounts counts = HarvestProviders(RunCache(), Shared(), kEnv);
   EXPECT_EQ(counts.taken, 1);
   // Kept under the hash of what was copied: the executable alone.
   fs::remove(hostile / "stolen");
@@ -136,17 +137,17 @@ TEST_F(ProviderHarvest, WhatAHostileRunLeavesIsNotTakenAndNothingItPointsAtIsRea
 TEST_F(ProviderHarvest, WhatIsBeyondALimitIsRefusedAndNothingOfItKept) {
   PlainPackage("a");
   PlainPackage("b");
-  EXPECT_EQ(HarvestProviders(RunCache(), Shared(), {.packages = 1}).refused, 1);
+  EXPECT_EQ(HarvestProviders(RunCache(), Shared(), kEnv, {.packages = 1}).refused, 1);
   fs::remove_all(Shared());
-  EXPECT_EQ(HarvestProviders(RunCache(), Shared(), {.files = 2}).refused, 2);
-  EXPECT_EQ(HarvestProviders(RunCache(), Shared(), {.package_bytes = 10}).refused, 2);
+  EXPECT_EQ(HarvestProviders(RunCache(), Shared(), kEnv, {.files = 2}).refused, 2);
+  EXPECT_EQ(HarvestProviders(RunCache(), Shared(), kEnv, {.package_bytes = 10}).refused, 2);
   std::error_code ec;
   for (const auto& entry : fs::recursive_directory_iterator(Shared(), ec))
     EXPECT_FALSE(entry.is_regular_file()) << entry.path();
   // Each package alone is within package_bytes; the second is beyond what one harvest reads
   // (the first is read twice: hashed, then copied).
   fs::remove_all(Shared());
-  HarvestCounts counts = HarvestProviders(RunCache(), Shared(), {.run_bytes = 50});
+  HarvestCounts counts = HarvestProviders(RunCache(), Shared(), kEnv, {.run_bytes = 50});
   EXPECT_EQ(counts.taken, 1);
   EXPECT_EQ(counts.refused, 1);
 }
@@ -156,29 +157,81 @@ TEST_F(ProviderHarvest, AFolderOfTooManyEntriesIsNeitherHeldNorTaken) {
   const fs::path crowded = PlainPackage("crowded");
   for (int i = 0; i < 10001; ++i) fs::create_directory(crowded / ("d" + std::to_string(i)));
   const std::string h1 = H1Of(PlainPackage("fine"));
-  HarvestCounts counts = HarvestProviders(RunCache(), Shared());
+  HarvestCounts counts = HarvestProviders(RunCache(), Shared(), kEnv);
   EXPECT_EQ(counts.refused, 1);
   EXPECT_EQ(counts.taken, 1);
   EXPECT_TRUE(fs::exists(Kept("fine", h1)));
   fs::remove_all(Shared());
   for (int i = 0; i < 10001; ++i)
     fs::create_directory(RunCache() / "registry.opentofu.org" / ("host" + std::to_string(i)));
-  counts = HarvestProviders(RunCache(), Shared());
+  counts = HarvestProviders(RunCache(), Shared(), kEnv);
   EXPECT_EQ(counts.taken + counts.known + counts.refused, 0);
 }
 
 TEST_F(ProviderHarvest, BeyondItsSizeTheCacheLetsThePackagesTakenLongestAgoGo) {
   const std::string old_h1 = H1Of(PlainPackage("old"));
-  HarvestProviders(RunCache(), Shared());
+  HarvestProviders(RunCache(), Shared(), kEnv);
   fs::last_write_time(Kept("old", old_h1),
                       fs::last_write_time(Kept("old", old_h1)) - std::chrono::hours(24));
   fs::remove_all(RunCache());
   const std::string new_h1 = H1Of(PlainPackage("new", "a newer binary"));
   // Room for one: the old package goes, the one just taken stays.
-  HarvestCounts counts = HarvestProviders(RunCache(), Shared(), {.cache_bytes = 30});
+  HarvestCounts counts = HarvestProviders(RunCache(), Shared(), kEnv, {.cache_bytes = 30});
   EXPECT_EQ(counts.taken, 1);
   EXPECT_FALSE(fs::exists(Kept("old", old_h1)));
   EXPECT_TRUE(fs::exists(Kept("new", new_h1)));
+}
+
+// A run that fetches heaps of junk cannot push out of the cache what other environments use:
+// what they used (fetched, or borrowed: the links in their runs' caches) within the window
+// stays, and the junk goes instead; what its own environment used, or nobody did for longer
+// than the window, makes room.
+TEST_F(ProviderHarvest, ARunsJunkCannotPushOutWhatOtherEnvironmentsUse) {
+  const std::string pinned_h1 = H1Of(PlainPackage("pinned"));
+  ASSERT_EQ(HarvestProviders(RunCache(), Shared(), "web/prod").taken, 1);
+  fs::remove_all(RunCache());
+  const std::string lent_h1 = H1Of(PlainPackage("lent", "lent binary"));
+  ASSERT_EQ(HarvestProviders(RunCache(), Shared(), "web/dev").taken, 1);
+  fs::remove_all(RunCache());
+  // Another environment's run borrows "lent": its cache holds a link to the shared package.
+  fs::create_directories(Package("lent").parent_path());
+  fs::create_directory_symlink(Kept("lent", lent_h1), Package("lent"));
+  // A forged link (outside the cache, or not a package) records nothing.
+  fs::create_directories(Package("forged").parent_path());
+  fs::create_directory_symlink(Secret().parent_path(), Package("forged"));
+  EXPECT_EQ(HarvestProviders(RunCache(), Shared(), "web/stage").taken, 0);
+  fs::remove_all(RunCache());
+  // Both older than the junk run's packages, and the cache room for one only.
+  for (const fs::path& kept : {Kept("pinned", pinned_h1), Kept("lent", lent_h1)})
+    fs::last_write_time(kept, fs::last_write_time(kept) - std::chrono::hours(24));
+
+  const std::string junk_h1 = H1Of(PlainPackage("junk", "junk binary"));
+  HarvestCounts counts =
+      HarvestProviders(RunCache(), Shared(), "attacker/env", {.cache_bytes = 30});
+  EXPECT_EQ(counts.taken, 0);
+  EXPECT_EQ(counts.refused, 1) << "no room for the junk";
+  EXPECT_TRUE(fs::exists(Kept("pinned", pinned_h1)));
+  EXPECT_TRUE(fs::exists(Kept("lent", lent_h1))) << "web/stage borrowed it";
+  EXPECT_FALSE(fs::exists(Kept("junk", junk_h1)));
+  fs::remove_all(RunCache());
+
+  // web/prod's own new package makes room by what only it used ("pinned", 20 bytes), not by
+  // what web/dev and web/stage used ("lent", 25): room for two.
+  const std::string next_h1 = H1Of(PlainPackage("next", "next binary"));
+  counts = HarvestProviders(RunCache(), Shared(), "web/prod", {.cache_bytes = 50});
+  EXPECT_EQ(counts.taken, 1);
+  EXPECT_FALSE(fs::exists(Kept("pinned", pinned_h1)));
+  EXPECT_TRUE(fs::exists(Kept("lent", lent_h1)));
+  EXPECT_TRUE(fs::exists(Kept("next", next_h1)));
+  fs::remove_all(RunCache());
+
+  // Past the window nobody holds a package: the junk makes room then.
+  PlainPackage("junk", "junk binary");
+  counts = HarvestProviders(RunCache(), Shared(), "attacker/env",
+                            {.cache_bytes = 30, .protected_for = std::chrono::seconds(0)});
+  EXPECT_EQ(counts.taken, 1);
+  EXPECT_TRUE(fs::exists(Kept("junk", junk_h1)));
+  EXPECT_FALSE(fs::exists(Kept("lent", lent_h1)));
 }
 
 TEST_F(ProviderHarvest, TheHarvesterTakesWhatIsQueuedOnAThreadOfItsOwnAndStopsWithPendingWork) {
@@ -189,13 +242,13 @@ TEST_F(ProviderHarvest, TheHarvesterTakesWhatIsQueuedOnAThreadOfItsOwnAndStopsWi
       taken += counts.taken;
       ++harvests;
     });
-    harvester.Enqueue(RunCache(), Shared());
+    harvester.Enqueue(RunCache(), Shared(), kEnv);
     for (int i = 0; i < 200 && harvests == 0; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     EXPECT_EQ(taken, 1);
     EXPECT_TRUE(fs::exists(Kept("good", h1)));
     // Queued work left when it stops is dropped, not waited for.
-    for (int i = 0; i < 100; ++i) harvester.Enqueue(RunCache(), Shared());
+    for (int i = 0; i < 100; ++i) harvester.Enqueue(RunCache(), Shared(), kEnv);
   }
   EXPECT_TRUE(fs::exists(Kept("good", h1)));
 }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <thread>
 
@@ -174,6 +175,34 @@ TEST(SandboxTest, RunUsersAreARangeNobodyOnTheMachineHasAndNoOtherBerthdHolds) {
   copy.reset();
   auto freed = Sandbox::Probe({.first = kFirst, .count = 4, .exact = true});
   EXPECT_TRUE(freed) << "the users of a berthd gone are free: " << freed.error().ToString();
+
+  // A berthd restarted takes its users of before again (its runs may still be going as them);
+  // a search passes over users whose processes still run (a run of a berthd gone).
+  constexpr uid_t kLeftRunning = 60700;
+  sys::SpawnOptions left{
+      .argv = {"/bin/sleep", "30"}, .run_as_uid = kLeftRunning, .run_as_gid = kLeftRunning};
+  auto run_left = sys::Subprocess::Spawn(left);
+  ASSERT_TRUE(run_left) << run_left.error().ToString();
+  auto runs_as_its_user = [&] {  // the child drops to it a moment after it is forked
+    struct stat st {};
+    return stat(("/proc/" + std::to_string(run_left->Pid())).c_str(), &st) == 0 &&
+           st.st_uid == kLeftRunning;
+  };
+  for (int i = 0; i < 200 && !runs_as_its_user(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(runs_as_its_user());
+  {
+    auto searched = Sandbox::Probe({.first = kLeftRunning, .count = 2});
+    ASSERT_TRUE(searched) << searched.error().ToString();
+    EXPECT_EQ(searched->RunUids().front(), kLeftRunning + 1) << "its user runs a process";
+  }
+  {
+    auto again = Sandbox::Probe({.first = kFirst, .count = 2, .preferred = kLeftRunning});
+    ASSERT_TRUE(again) << again.error().ToString();
+    EXPECT_EQ(again->RunUids().front(), kLeftRunning) << "its own users of before";
+  }
+  run_left->Signal(SIGKILL);
+  run_left->Wait();
 
   {
     auto with_nobody = Sandbox::Probe({.first = 65530, .count = 4, .exact = true});

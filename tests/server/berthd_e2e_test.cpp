@@ -392,10 +392,22 @@ TEST_F(BerthdE2e, AStrangersLargeBodyIsRefusedBeforeABodyByteIsRead) {
         std::string("POST /orgs/default/bundles HTTP/1.1\r\n"),
         std::string("POST /orgs/default/bundles HTTP/1.1\r\nAuthorization: Bearer tok-forged\r\n"),
         std::string("POST /orgs/default/projects/web/envs/dev/state/versions HTTP/1.1\r\n"
-                    "Cookie: berth_session=forged\r\n")}) {
+                    "Cookie: berth_session=forged\r\n"),
+        std::string("POST /agents/v1/orgs/default/runners/local/runs/r1/events HTTP/1.1\r\n"
+                    "Authorization: Bearer forged\r\n"),
+        std::string("POST /agents/v1/orgs/default HTTP/1.1\r\n")}) {
     SCOPED_TRACE(head);
     std::string answer = answer_to_headers(head);
     EXPECT_TRUE(answer.starts_with("HTTP/1.1 401")) << answer;
+    EXPECT_NE(answer.find("the body was not read"), std::string::npos) << answer;
+  }
+  // No other surface takes a large body, with or without a credential.
+  for (const std::string& head :
+       {std::string("POST /ui/login HTTP/1.1\r\n"),
+        std::string("POST /nowhere HTTP/1.1\r\nAuthorization: Bearer " + token_ + "\r\n")}) {
+    SCOPED_TRACE(head);
+    std::string answer = answer_to_headers(head);
+    EXPECT_TRUE(answer.starts_with("HTTP/1.1 413")) << answer;
     EXPECT_NE(answer.find("the body was not read"), std::string::npos) << answer;
   }
   // With the admin token, a 100 KiB body is admitted and read: the handler answers it. A body

@@ -625,7 +625,7 @@ RunOutcome LocalLauncher::FinishRun(Run& run, std::optional<int> exit_code) {
     outcome.message = "stopped: " + run.limit_hit;
   }
   if (fs::path shared = SharedProvidersOf(run.request); !shared.empty())
-    harvester_.Enqueue(RunPluginCache(run.dir), std::move(shared));
+    harvester_.Enqueue(RunPluginCache(run.dir), std::move(shared), run.request.environment);
   return outcome;
 }
 

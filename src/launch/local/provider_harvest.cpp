@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "crypto/digest.h"
+#include "launch/local/shared_cache_room.h"
 #include "sys/fd.h"
 #include "tf/provider_packages.h"
 
@@ -141,11 +143,20 @@ struct Package {
   sys::Fd dir;
 };
 
+// A package the run borrowed: its plugin cache's link to a shared package (or what the run
+// made look like one).
+struct Borrowed {
+  tf::LockedProvider provider;
+  std::string target;
+};
+constexpr size_t kMaxBorrowed = 256;
+
 // The package folders of a plugin cache: HOST/NS/TYPE/VERSION/PLATFORM, this machine's
 // platform only, each name one a package path may have; at most max of them (each holds a
-// descriptor open), the others counted in beyond.
+// descriptor open), the others counted in beyond. Links in a package's place are what the run
+// borrowed: their targets are read, never followed.
 void FindPackages(int dir, std::vector<std::string>& parts, size_t max, std::vector<Package>& found,
-                  int& beyond) {
+                  std::vector<Borrowed>& borrowed, int& beyond) {
   auto names = Names(dir);
   if (!names) return;
   for (const std::string& name : *names) {
@@ -156,61 +167,59 @@ void FindPackages(int dir, std::vector<std::string>& parts, size_t max, std::vec
       continue;
     }
     sys::Fd sub = OpenDir(dir, name);
-    if (!sub) continue;
+    const tf::LockedProvider provider = parts.size() == 4 ? tf::LockedProvider{.host = parts[0],
+                                                                               .ns = parts[1],
+                                                                               .type = parts[2],
+                                                                               .version = parts[3]}
+                                                          : tf::LockedProvider{};
+    if (!sub) {
+      std::array<char, 4096> target{};
+      const ssize_t n = readlinkat(dir, name.c_str(), target.data(), target.size());
+      if (parts.size() == 4 && n > 0 && static_cast<size_t>(n) < target.size() &&
+          borrowed.size() < kMaxBorrowed)
+        borrowed.push_back({provider, std::string(target.data(), static_cast<size_t>(n))});
+      continue;
+    }
     if (parts.size() == 4) {
-      found.push_back({{.host = parts[0], .ns = parts[1], .type = parts[2], .version = parts[3]},
-                       std::move(sub)});
+      found.push_back({provider, std::move(sub)});
       continue;
     }
     parts.push_back(name);
-    FindPackages(sub.Get(), parts, max, found, beyond);
+    FindPackages(sub.Get(), parts, max, found, borrowed, beyond);
     parts.pop_back();
   }
 }
 
-// Removes the packages taken longest ago while the cache is bigger than max_bytes, except
-// those in keep (taken just now).
-void Evict(const fs::path& shared, uint64_t max_bytes, const std::vector<fs::path>& keep) {
-  struct Kept {
-    fs::file_time_type taken;
-    fs::path path;
-    uint64_t bytes = 0;
-  };
-  std::vector<Kept> packages;
-  uint64_t total = 0;
+// The shared package a borrowed link names, if it is one: shared's folder for its provider and
+// this platform, a hash's 64 hex digits.
+std::optional<fs::path> SharedPackageOf(const Borrowed& link, const fs::path& shared) {
+  fs::path target = fs::path(link.target).lexically_normal();
+  const fs::path folder = shared / link.provider.host / link.provider.ns / link.provider.type /
+                          link.provider.version / std::string(tf::ThisPlatform());
+  const std::string hex = target.filename().string();
+  if (target.parent_path() != folder || hex.size() != 64 ||
+      hex.find_first_not_of("0123456789abcdef") != std::string::npos)
+    return std::nullopt;
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(shared, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (it.depth() != 5 || !it->is_directory(ec)) continue;  // HOST/NS/TYPE/VERSION/PLATFORM/HASH
-    Kept package{.taken = fs::last_write_time(it->path(), ec), .path = it->path()};
-    for (const auto& file : fs::recursive_directory_iterator(it->path(), ec)) {
-      if (file.is_regular_file(ec)) package.bytes += file.file_size(ec);
-    }
-    total += package.bytes;
-    packages.push_back(std::move(package));
-    it.disable_recursion_pending();
-  }
-  std::sort(packages.begin(), packages.end(),
-            [](const Kept& a, const Kept& b) { return a.taken < b.taken; });
-  for (const Kept& package : packages) {
-    if (total <= max_bytes) break;
-    if (std::find(keep.begin(), keep.end(), package.path) != keep.end()) continue;
-    fs::remove_all(package.path, ec);
-    if (!ec) total -= package.bytes;
-  }
+  if (!fs::is_directory(fs::symlink_status(target, ec))) return std::nullopt;
+  return target;
 }
 
 }  // namespace
 
 HarvestCounts HarvestProviders(const fs::path& run_cache, const fs::path& shared,
-                               const HarvestLimits& limits) {
+                               const std::string& environment, const HarvestLimits& limits) {
   HarvestCounts counts;
   sys::Fd root(open(run_cache.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!root) return counts;
   std::vector<std::string> parts;
   std::vector<Package> packages;
+  std::vector<Borrowed> borrowed;
   FindPackages(root.Get(), parts, static_cast<size_t>(std::max(limits.packages, 0)), packages,
-               counts.refused);
+               borrowed, counts.refused);
+  for (const Borrowed& link : borrowed) {
+    if (auto package = SharedPackageOf(link, shared)) RecordUse(shared, *package, environment);
+  }
   if (packages.empty()) return counts;
   std::error_code ec;
   const fs::path incoming = shared / kIncoming;
@@ -224,8 +233,10 @@ HarvestCounts HarvestProviders(const fs::path& run_cache, const fs::path& shared
       ++counts.refused;
       continue;
     }
-    if (fs::exists(tf::SharedPackagePath(shared, package.provider, tf::ThisPlatform(), seen.Hash()),
-                   ec)) {
+    if (const fs::path kept =
+            tf::SharedPackagePath(shared, package.provider, tf::ThisPlatform(), seen.Hash());
+        fs::exists(kept, ec)) {
+      RecordUse(shared, kept, environment);
       ++counts.known;
       continue;
     }
@@ -248,11 +259,18 @@ HarvestCounts HarvestProviders(const fs::path& run_cache, const fs::path& shared
       ++(target.empty() ? counts.refused : counts.known);  // a run alongside took it first
       continue;
     }
+    RecordUse(shared, target, environment);
     taken.push_back(target);
     ++counts.taken;
   }
   fs::remove_all(incoming, ec);
-  if (!taken.empty()) Evict(shared, limits.cache_bytes, taken);
+  if (taken.empty()) return counts;
+  // What no room could be made for goes again; the environment's next run fetches it.
+  const auto dropped =
+      MakeRoom(shared, taken, environment,
+               {.max_bytes = limits.cache_bytes, .protected_for = limits.protected_for});
+  counts.taken -= static_cast<int>(dropped.size());
+  counts.refused += static_cast<int>(dropped.size());
   return counts;
 }
 
@@ -271,10 +289,10 @@ ProviderHarvester::~ProviderHarvester() {
   thread_.join();
 }
 
-void ProviderHarvester::Enqueue(fs::path run_cache, fs::path shared) {
+void ProviderHarvester::Enqueue(fs::path run_cache, fs::path shared, std::string environment) {
   {
     MutexLock lock(mutex_);
-    queue_.emplace_back(std::move(run_cache), std::move(shared));
+    queue_.push_back({std::move(run_cache), std::move(shared), std::move(environment)});
   }
   wake_.notify_all();
 }
@@ -284,10 +302,11 @@ void ProviderHarvester::Loop() {
   while (true) {
     wake_.wait(mutex_, [this]() REQUIRES(mutex_) { return stopping_ || !queue_.empty(); });
     if (stopping_) return;
-    auto [run_cache, shared] = std::move(queue_.front());
+    Harvest harvest = std::move(queue_.front());
     queue_.pop_front();
     mutex_.unlock();
-    HarvestCounts counts = HarvestProviders(run_cache, shared, limits_);
+    HarvestCounts counts =
+        HarvestProviders(harvest.run_cache, harvest.shared, harvest.environment, limits_);
     if (done_) done_(counts);
     mutex_.lock();
   }

@@ -8,11 +8,13 @@
 // taken is bounded.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <filesystem>
 #include <functional>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -27,8 +29,10 @@ struct HarvestLimits {
   // All that one harvest reads (each package is read to hash it, and again to copy it): what a
   // run can make berthd read or write for it.
   uint64_t run_bytes = uint64_t{8} << 30;
-  // The shared cache's own size: beyond it, the packages taken longest ago go.
+  // The shared cache's own size: beyond it, the packages used longest ago go, but never one
+  // another environment used within protected_for (shared_cache_room.h).
   uint64_t cache_bytes = uint64_t{16} << 30;
+  std::chrono::seconds protected_for = std::chrono::hours(7 * 24);
 };
 
 struct HarvestCounts {
@@ -37,8 +41,10 @@ struct HarvestCounts {
   int refused = 0;  // beyond a limit, or unreadable
 };
 
+// environment ("PROJECT/ENV", the run's) is recorded as a user of each package the run fetched
+// or borrowed.
 HarvestCounts HarvestProviders(const std::filesystem::path& run_cache,
-                               const std::filesystem::path& shared,
+                               const std::filesystem::path& shared, const std::string& environment,
                                const HarvestLimits& limits = {});
 
 // Harvests one run at a time on a thread of its own, so that hashing and copying a large
@@ -52,7 +58,8 @@ class ProviderHarvester {
   ProviderHarvester(const ProviderHarvester&) = delete;
   ProviderHarvester& operator=(const ProviderHarvester&) = delete;
 
-  void Enqueue(std::filesystem::path run_cache, std::filesystem::path shared) EXCLUDES(mutex_);
+  void Enqueue(std::filesystem::path run_cache, std::filesystem::path shared,
+               std::string environment) EXCLUDES(mutex_);
 
  private:
   void Loop() EXCLUDES(mutex_);
@@ -61,7 +68,11 @@ class ProviderHarvester {
   const std::function<void(const HarvestCounts&)> done_;
   Mutex mutex_;
   std::condition_variable_any wake_;
-  std::deque<std::pair<std::filesystem::path, std::filesystem::path>> queue_ GUARDED_BY(mutex_);
+  struct Harvest {
+    std::filesystem::path run_cache, shared;
+    std::string environment;
+  };
+  std::deque<Harvest> queue_ GUARDED_BY(mutex_);
   bool stopping_ GUARDED_BY(mutex_) = false;
   std::thread thread_;
 };

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <set>
 #include <string>
 
 namespace berth::launch {
@@ -66,6 +67,60 @@ Result<Attempt> TryToHold(int folder, uid_t uid, int count) {
   return Attempt{.lock = std::move(lock)};
 }
 
+// The users that own a process now: a run a berthd left when it stopped runs on as its user.
+std::set<uid_t> UsersWithProcesses() {
+  std::set<uid_t> users;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    const std::string pid = entry.path().filename().string();
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    struct stat st {};
+    if (::stat(entry.path().c_str(), &st) == 0) users.insert(st.st_uid);
+  }
+  return users;
+}
+
+// The uids first .. first + count - 1, held; or why one of them cannot be (and which).
+struct RangeAttempt {
+  std::vector<uid_t> uids;
+  std::vector<sys::Fd> held;
+  std::string refusal;
+  uid_t refused_uid = 0;
+};
+
+Result<RangeAttempt> TryRange(int folder, uid_t first, int count, const std::set<uid_t>& busy) {
+  RangeAttempt range;
+  for (uid_t uid = first; uid < first + static_cast<uid_t>(count); ++uid) {
+    if (busy.contains(uid)) {
+      range.refusal = "uid " + std::to_string(uid) + " runs processes (a run of a berthd gone?)";
+      range.refused_uid = uid;
+      return range;
+    }
+    auto attempt = TryToHold(folder, uid, count);
+    if (!attempt) return attempt.error();
+    if (!attempt->refusal.empty()) {
+      range.refusal = attempt->refusal;
+      range.refused_uid = uid;
+      return range;
+    }
+    range.uids.push_back(uid);
+    range.held.push_back(std::move(attempt->lock));
+  }
+  return range;
+}
+
+Error OutOfRange(uid_t start, uid_t count) {
+  return MakeError(ErrorKind::kInvalidArgument,
+                   "--local-runner-uid: the users of local runs (" + std::to_string(start) +
+                       " and the " + std::to_string(count - 1) +
+                       " after it, one per parallel run) must lie between 1 and " +
+                       std::to_string(kHighestRunUid));
+}
+
+bool InRange(uid_t start, uid_t count) {
+  return start != 0 && start <= kHighestRunUid && count - 1 <= kHighestRunUid - start;
+}
+
 }  // namespace
 
 Result<std::shared_ptr<const RunUserClaim>> RunUserClaim::Take(const RunUserRange& range,
@@ -77,31 +132,31 @@ Result<std::shared_ptr<const RunUserClaim>> RunUserClaim::Take(const RunUserRang
   auto folder = OpenLockFolder(locks);
   if (!folder) return folder.error();
   const auto count = static_cast<uid_t>(range.count);
+  auto claim = [](RangeAttempt& held) {
+    return std::shared_ptr<const RunUserClaim>(
+        new RunUserClaim(std::move(held.uids), std::move(held.held)));
+  };
+  if (range.exact) {
+    if (!InRange(range.first, count)) return OutOfRange(range.first, count);
+    auto held = TryRange(folder->Get(), range.first, range.count, {});
+    if (!held) return held.error();
+    if (!held->refusal.empty()) return MakeError(ErrorKind::kInvalidArgument, held->refusal);
+    return claim(*held);
+  }
+  // The users this berthd had before, whose runs may still be going: its own again.
+  if (range.preferred && InRange(*range.preferred, count)) {
+    auto held = TryRange(folder->Get(), *range.preferred, range.count, {});
+    if (!held) return held.error();
+    if (held->refusal.empty()) return claim(*held);
+  }
+  // Otherwise the first free range, passing over users that still run a gone berthd's runs.
+  const std::set<uid_t> busy = UsersWithProcesses();
   for (uid_t start = range.first;;) {
-    if (start == 0 || start > kHighestRunUid || count - 1 > kHighestRunUid - start)
-      return MakeError(ErrorKind::kInvalidArgument,
-                       "--local-runner-uid: the users of local runs (" + std::to_string(start) +
-                           " and the " + std::to_string(count - 1) +
-                           " after it, one per parallel run) must lie between 1 and " +
-                           std::to_string(kHighestRunUid));
-    std::vector<uid_t> uids;
-    std::vector<sys::Fd> held;
-    std::string refusal;
-    for (uid_t uid = start; uid < start + count && refusal.empty(); ++uid) {
-      auto attempt = TryToHold(folder->Get(), uid, range.count);
-      if (!attempt) return attempt.error();
-      refusal = attempt->refusal;
-      if (!refusal.empty()) {
-        if (range.exact) return MakeError(ErrorKind::kInvalidArgument, refusal);
-        start = uid + 1;  // every range holding uid is out: look past it
-      } else {
-        uids.push_back(uid);
-        held.push_back(std::move(attempt->lock));
-      }
-    }
-    if (refusal.empty())
-      return std::shared_ptr<const RunUserClaim>(
-          new RunUserClaim(std::move(uids), std::move(held)));
+    if (!InRange(start, count)) return OutOfRange(start, count);
+    auto held = TryRange(folder->Get(), start, range.count, busy);
+    if (!held) return held.error();
+    if (held->refusal.empty()) return claim(*held);
+    start = held->refused_uid + 1;  // every range holding it is out: look past it
   }
 }
 

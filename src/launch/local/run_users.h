@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "core/error.h"
@@ -25,6 +26,9 @@ struct RunUserRange {
   // refused naming the uid that cannot be had. Otherwise the first count consecutive uids from
   // first that nobody on the machine has and no other berthd holds.
   bool exact = false;
+  // The first of the users this berthd held before (its data folder keeps it): tried first,
+  // since runs it left may still be going as them; when it cannot be had, the search above.
+  std::optional<uid_t> preferred;
 };
 
 class RunUserClaim {

@@ -58,6 +58,30 @@ AgentGateway::AgentGateway(store::Store& store, AgentGatewayOptions options)
   add("GET", base + "/runs", [this](const RouteRequest&, const Agent& a) { return LiveRuns(a); });
 }
 
+Result<crypto::AgentToken> AuthenticateAgent(store::Store& store, const std::string& org,
+                                             const std::string& runner,
+                                             const net::ServerRequest& request, int64_t now) {
+  auto record = store.Get(store::Kind::kRunner, org, "", runner);
+  if (!record && record.error().kind != ErrorKind::kNotFound) return record.error();
+  if (!record || record->columns["runner_type"].value_or("") != "kubernetes-agent")
+    return MakeError(ErrorKind::kUnauthenticated,
+                     "no kubernetes-agent runner " + runner + " in organization " + org);
+  const json configuration = record->body.value("runner_configuration", json::object());
+  std::vector<std::string> keys;
+  for (const char* name : {"key", "next_key"}) {
+    auto pem = configuration.find(name);
+    if (pem == configuration.end() || !pem->is_string()) continue;
+    if (auto key = ParseEd25519PublicKeyPem(pem->get<std::string>())) keys.push_back(key->raw);
+  }
+  auto token = crypto::VerifyAgentToken(RunTokenOf(request), keys, now);
+  if (!token) return MakeError(ErrorKind::kUnauthenticated, token.error().message);
+  if (token->org != org || token->runner != runner)
+    return MakeError(ErrorKind::kPermissionDenied, "the token is for runner " + token->org + "/" +
+                                                       token->runner + ", not " + org + "/" +
+                                                       runner);
+  return token;
+}
+
 net::ServerResponse AgentGateway::ForAgent(const RouteRequest& r, const Body& body) const {
   const std::string& org = r.params.at("org");
   const std::string& runner = r.params.at("runner");
@@ -66,24 +90,11 @@ net::ServerResponse AgentGateway::ForAgent(const RouteRequest& r, const Body& bo
     response.headers["WWW-Authenticate"] = "Bearer";
     return response;
   };
-  auto record = store_.Get(store::Kind::kRunner, org, "", runner);
-  if (!record && record.error().kind != ErrorKind::kNotFound) return ErrorResponse(record.error());
-  if (!record || record->columns["runner_type"].value_or("") != "kubernetes-agent")
-    return refuse("no kubernetes-agent runner " + runner + " in organization " + org);
-  const json configuration = record->body.value("runner_configuration", json::object());
-  std::vector<std::string> keys;
-  for (const char* name : {"key", "next_key"}) {
-    auto pem = configuration.find(name);
-    if (pem == configuration.end() || !pem->is_string()) continue;
-    if (auto key = ParseEd25519PublicKeyPem(pem->get<std::string>())) keys.push_back(key->raw);
-  }
   int64_t now = clock_.WallSeconds();
-  auto token = crypto::VerifyAgentToken(RunTokenOf(r.http), keys, now);
-  if (!token) return refuse(token.error().message);
-  if (token->org != org || token->runner != runner)
-    return ErrorResponse(403, "PermissionDenied",
-                         "the token is for runner " + token->org + "/" + token->runner + ", not " +
-                             org + "/" + runner);
+  auto token = AuthenticateAgent(store_, org, runner, r.http, now);
+  if (!token && token.error().kind == ErrorKind::kUnauthenticated)
+    return refuse(token.error().message);
+  if (!token) return ErrorResponse(token.error());
   // Remembered as long as the token is taken (its expiry plus the skew allowed).
   auto fresh = store_.Agents().UseTokenId(
       token->id, (token->expires_at + crypto::kAgentClockSkew) * 1000, now * 1000);

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/clock.h"
+#include "crypto/agent_token.h"
 #include "crypto/jws.h"
 #include "launch/launcher.h"
 #include "net/http_server.h"
@@ -31,6 +32,13 @@ struct AgentGatewayOptions {
   std::chrono::seconds lease{90};     // an unacknowledged command returns to the queue after this
   std::chrono::seconds max_wait{25};  // the longest a poll is held
 };
+
+// The agent token of request (its bearer) when a key of runner org/runner signed it for that
+// runner and it has not expired: kUnauthenticated otherwise, kPermissionDenied for a token of
+// another runner. Whether its jti was seen before is the gateway's to check.
+Result<crypto::AgentToken> AuthenticateAgent(store::Store& store, const std::string& org,
+                                             const std::string& runner,
+                                             const net::ServerRequest& request, int64_t now);
 
 class AgentGateway {
  public:

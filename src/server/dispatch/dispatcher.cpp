@@ -138,6 +138,7 @@ Result<Dispatcher::Launch> Dispatcher::Prepare(const store::Deployment& d) {
   launch::LaunchRequest request{.run_id = d.run_id,
                                 .revision = "1",
                                 .org_id = d.org_id,
+                                .environment = d.project_id + "/" + d.env_id,
                                 .runner_id = *runner_id,
                                 .token = *token};
   RunnerInvocation& run = request.invocation;
