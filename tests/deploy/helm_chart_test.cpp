@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -354,21 +355,60 @@ TEST(HelmChart, EachRunnerNamespaceGetsTheRunnersAccountWithTheShippedRole) {
   EXPECT_EQ(EnvValue(controller, "KUBERNETES_SERVICE_ACCOUNT"), "stacks");
 }
 
-TEST(HelmChart, NetworkPoliciesKeepRunnersOffTheMetadataAddressUnlessAllowed) {
-  auto runner_egress = [](const std::vector<json>& objects) {
+// On by default: runner Pods, berthd's and the controller's in each of its runner namespaces,
+// reach no cloud metadata address (IPv4 or IPv6) unless allowed, nor the cluster ranges they
+// are given; the controller's runners take the controller's connection alone.
+TEST(HelmChart, NetworkPoliciesKeepRunnersOffTheMetadataAddressesUnlessAllowed) {
+  auto runner_policies = [](const std::vector<json>& objects) {
+    std::map<std::string, json> policies;  // namespace -> spec
     for (const json& o : objects) {
       if (o["kind"] == "NetworkPolicy" && o["metadata"]["name"] == "t-berth-runners")
-        return o["spec"]["egress"];
+        policies[o["metadata"]["namespace"]] = o["spec"];
     }
-    return json();
+    return policies;
   };
-  json blocked = runner_egress(Render({"networkPolicy.enabled=true"}));
-  ASSERT_FALSE(blocked.is_null());
-  EXPECT_NE(blocked.dump().find("169.254.169.254/32"), std::string::npos) << blocked.dump();
-  json allowed = runner_egress(
-      Render({"networkPolicy.enabled=true", "networkPolicy.allowMetadataAddress=true"}));
-  EXPECT_EQ(allowed.dump().find("169.254.169.254"), std::string::npos) << allowed.dump();
-  EXPECT_TRUE(runner_egress(Render({})).is_null()) << "off by default";
+  auto blocks = [](const json& spec) {
+    std::map<std::string, json> excepted;  // cidr -> its except list
+    for (const json& rule : spec["egress"]) {
+      for (const json& to : rule["to"]) {
+        if (to.contains("ipBlock"))
+          excepted[to["ipBlock"]["cidr"]] = to["ipBlock"].value("except", json::array());
+      }
+    }
+    return excepted;
+  };
+  auto defaults = runner_policies(Render({}));
+  ASSERT_EQ(defaults.size(), 1u) << "on by default, for berthd's runner namespace";
+  auto blocked = blocks(defaults.begin()->second);
+  EXPECT_EQ(blocked["0.0.0.0/0"],
+            json::parse(R"(["169.254.169.254/32","169.254.170.2/32","100.100.100.200/32"])"));
+  EXPECT_EQ(blocked["::/0"], json::parse(R"(["fd00:ec2::254/128"])"));
+  EXPECT_EQ(defaults.begin()->second["ingress"], json::array()) << "berthd's runners take none";
+
+  auto allowed = runner_policies(Render({"networkPolicy.allowMetadataAddress=true"}));
+  EXPECT_EQ(allowed.begin()->second.dump().find("169.254"), std::string::npos);
+  EXPECT_EQ(allowed.begin()->second.dump().find("fd00:ec2"), std::string::npos);
+
+  auto ranges =
+      runner_policies(Render({"networkPolicy.clusterCidrs={10.0.0.0/8,fd00:10::/64}",
+                              "controller.enabled=true", "controller.runnerNamespaces={stacks}"}));
+  ASSERT_EQ(ranges.size(), 2u) << "berthd's runner namespace and the controller's";
+  for (const auto& [ns, spec] : ranges) {
+    SCOPED_TRACE(ns);
+    auto excepted = blocks(spec);
+    EXPECT_EQ(excepted["0.0.0.0/0"].back(), "10.0.0.0/8");
+    EXPECT_EQ(excepted["::/0"].back(), "fd00:10::/64");
+  }
+  const json& controllers = ranges.at("stacks")["ingress"];
+  ASSERT_EQ(controllers.size(), 1u);
+  EXPECT_EQ(controllers[0]["ports"][0]["port"], 30000);
+  EXPECT_EQ(controllers[0]["from"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"],
+            "controller");
+
+  EXPECT_TRUE(runner_policies(Render({"networkPolicy.enabled=false"})).empty());
+  sys::Completed refused =
+      Helm({"template", "t", Chart().string(), "--set", "networkPolicy.clusterCidrs={everything}"});
+  EXPECT_NE(refused.exit_code, 0) << "a range that is not a CIDR";
 }
 
 // Every object the chart renders, with every optional part on, is accepted by the real
@@ -426,10 +466,11 @@ TEST(HelmChart, EveryRenderedObjectPassesTheApiserversDryRun) {
       crds,
       kube::kClusterRoles,
       kube::kClusterRoleBindings};
-  std::vector<json> objects = Render(
-      {"networkPolicy.enabled=true", "tls.secretName=berth-tls", "serviceMonitor.enabled=true",
-       "controller.enabled=true", "controller.runnerNamespaces={" + ns + "}"},
-      ns);
+  std::vector<json> objects =
+      Render({"networkPolicy.clusterCidrs={10.0.0.0/8,fd00:10::/64}", "tls.secretName=berth-tls",
+              "serviceMonitor.enabled=true", "controller.enabled=true",
+              "controller.runnerNamespaces={" + ns + "}"},
+             ns);
   ASSERT_GE(objects.size(), 10U);
   for (const json& object : objects) {
     const kube::ResourceKind* kind = nullptr;
