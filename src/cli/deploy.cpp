@@ -11,6 +11,7 @@
 #include "cli/log_decryption.h"
 #include "cli/opened_outputs.h"
 #include "cli/timings.h"
+#include "core/deployment_state.h"
 #include "core/time_format.h"
 #include "sys/files.h"
 #include "sys/module_bundle.h"
@@ -143,7 +144,7 @@ int Deploy(const Globals& g, const DeployOptions& o) {
   if (began < 0) return static_cast<int>(-began);
   auto d = Send(*c, "GET", "/deployments/" + id);
   if (d.exit_code != kExitOk) return d.exit_code;
-  if (d.body["state"] == "waiting_approval") {
+  if (StateOf(d.body) == DeploymentState::kWaitingApproval) {
     json plan = d.body["plan"];
     std::printf("plan %s\n", PlanLine(plan).c_str());
     if (!o.auto_approve) {
@@ -164,9 +165,9 @@ int Deploy(const Globals& g, const DeployOptions& o) {
     d = Send(*c, "GET", "/deployments/" + id);
     if (d.exit_code != kExitOk) return d.exit_code;
   }
-  std::string state = d.body.value("state", "");
-  std::printf("deployment %s %s\n", id.c_str(), state.c_str());
-  if (state != "succeeded") {
+  const std::optional<DeploymentState> state = StateOf(d.body);
+  std::printf("deployment %s %s\n", id.c_str(), d.body.value("state", "").c_str());
+  if (state != DeploymentState::kSucceeded) {
     const json& result = d.body["result"];
     if (result.is_object() && result.contains("error"))
       std::printf("  %s: %s\n", result["error"].value("kind", "").c_str(),
@@ -251,7 +252,7 @@ int CancelDeployment(const Globals& g, const std::string& id) {
   auto cancelled = Send(*c, "POST", "/deployments/" + id + "/cancel");
   if (cancelled.exit_code == kExitOk)
     std::printf("deployment %s: %s\n", id.c_str(),
-                cancelled.body.value("state", "") == "cancelled" ? "cancelled" : "stopping");
+                StateOf(cancelled.body) == DeploymentState::kCancelled ? "cancelled" : "stopping");
   return cancelled.exit_code;
 }
 

@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/deployment_state.h"
 #include "core/time_format.h"
 
 namespace berth::cli {
@@ -13,19 +14,15 @@ namespace {
 
 using nlohmann::json;
 
-std::string SpanName(const std::string& state) {
-  if (state == "dispatched") return "launch";
-  if (state == "running") return "run";
-  return state;  // queued, waiting_approval
+std::string SpanName(DeploymentState state) {
+  if (state == DeploymentState::kDispatched) return "launch";
+  if (state == DeploymentState::kRunning) return "run";
+  return std::string(DeploymentStateName(state));  // queued, waiting_approval
 }
 
 double Seconds(const json& object) {
   auto it = object.find("seconds");
   return it != object.end() && it->is_number() ? it->get<double>() : 0;
-}
-
-bool Ended(const std::string& state) {
-  return state == "succeeded" || state == "failed" || state == "cancelled";
 }
 
 // The TF steps of one run, as its runner reported them, and the rest of the time from its
@@ -53,32 +50,33 @@ json RunSteps(const json& outcome, double launched_seconds) {
 }  // namespace
 
 json DeploymentTimings(const json& deployment, int64_t now_ms) {
-  const std::string state = deployment.value("state", "");
+  const std::optional<DeploymentState> state = StateOf(deployment);
   const json transitions = deployment.value("transitions", json::array());
   const json result = deployment.value("result", json());
-  std::vector<std::pair<std::string, int64_t>> moments;
+  std::vector<std::pair<DeploymentState, int64_t>> moments;
   for (const json& t : transitions) {
     if (!t.is_object()) continue;
     auto at = ParseRfc3339Millis(t.value("at", ""));
-    if (at) moments.emplace_back(t.value("state", ""), *at);
+    auto to = StateOf(t);
+    if (at && to) moments.emplace_back(*to, *at);
   }
   // A deployment with two runs: the first is the plan run, whose outcome the result keeps.
   int runs = 0;
-  for (const auto& [s, at] : moments) runs += s == "running" ? 1 : 0;
+  for (const auto& [s, at] : moments) runs += s == DeploymentState::kRunning ? 1 : 0;
   json spans = json::array();
   int run = 0;
   int64_t launched_at = 0;
   for (size_t i = 0; i < moments.size(); ++i) {
     const auto& [s, at] = moments[i];
-    if (Ended(s)) break;
+    if (IsTerminal(s)) break;
     bool last = i + 1 == moments.size();
     int64_t until = last ? now_ms : moments[i + 1].second;
     json span = {{"name", SpanName(s)}, {"seconds", static_cast<double>(until - at) / 1000}};
     if (last) span["so_far"] = true;
-    if (s == "dispatched") launched_at = at;
-    if (s == "running") {
+    if (s == DeploymentState::kDispatched) launched_at = at;
+    if (s == DeploymentState::kRunning) {
       ++run;
-      bool plan_run = run == 1 && (runs > 1 || state == "waiting_approval");
+      bool plan_run = run == 1 && (runs > 1 || state == DeploymentState::kWaitingApproval);
       const json outcome =
           result.is_object() ? (plan_run ? result.value("plan_run", json()) : result) : json();
       span["steps"] =
@@ -89,15 +87,16 @@ json DeploymentTimings(const json& deployment, int64_t now_ms) {
   double total = 0;
   for (const json& span : spans) total += Seconds(span);
   return {{"id", deployment.value("id", "")},
-          {"state", state},
+          {"state", deployment.value("state", "")},
           {"total_seconds", total},
           {"spans", spans}};
 }
 
 std::string RenderTimings(const json& timings) {
+  const std::optional<DeploymentState> state = StateOf(timings);
   std::string out = fmt::format("{}  {}  {:.3f} s{}\n", timings.value("id", ""),
                                 timings.value("state", ""), timings["total_seconds"].get<double>(),
-                                Ended(timings.value("state", "")) ? "" : " so far");
+                                state && IsTerminal(*state) ? "" : " so far");
   for (const json& span : timings["spans"]) {
     out += fmt::format("  {:<22}{:>10.3f} s{}\n", span.value("name", ""), Seconds(span),
                        span.value("so_far", false) ? " so far" : "");

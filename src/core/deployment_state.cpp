@@ -25,6 +25,13 @@ std::optional<DeploymentState> ParseDeploymentState(std::string_view name) {
   return ValueOf(kNames, name);
 }
 
+std::optional<DeploymentState> StateOf(const nlohmann::json& object) {
+  if (!object.is_object()) return std::nullopt;
+  auto state = object.find("state");
+  if (state == object.end() || !state->is_string()) return std::nullopt;
+  return ParseDeploymentState(state->get_ref<const std::string&>());
+}
+
 bool IsTerminal(DeploymentState state) {
   return state == DeploymentState::kSucceeded || state == DeploymentState::kFailed ||
          state == DeploymentState::kCancelled;

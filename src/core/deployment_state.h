@@ -3,6 +3,7 @@
 // dispatcher and the API ask before they move a deployment.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
 
@@ -20,6 +21,9 @@ enum class DeploymentState {
 
 std::string_view DeploymentStateName(DeploymentState state);
 std::optional<DeploymentState> ParseDeploymentState(std::string_view name);
+// The "state" of an API object (a deployment, one of its transitions); none when it has no
+// state berth knows.
+std::optional<DeploymentState> StateOf(const nlohmann::json& object);
 
 bool IsTerminal(DeploymentState state);
 // Holds its environment: dispatched, running, or waiting for approval (the apply must meet the

@@ -41,5 +41,14 @@ TEST(DeploymentState, NamesRoundTripAndTheHoldersAreTheExecutingOnes) {
   EXPECT_FALSE(ParseDeploymentState("done"));
 }
 
+// What the CLI reads of berthd's answers: a state it knows, or none, whatever the answer holds.
+TEST(DeploymentState, AnAnswersStateIsOneBerthKnowsOrNone) {
+  EXPECT_EQ(StateOf(nlohmann::json{{"state", "waiting_approval"}}), S::kWaitingApproval);
+  for (const nlohmann::json& odd :
+       {nlohmann::json{{"state", "done"}}, nlohmann::json{{"state", 3}}, nlohmann::json::object(),
+        nlohmann::json::array({"state"}), nlohmann::json("succeeded")})
+    EXPECT_EQ(StateOf(odd), std::nullopt) << odd.dump();
+}
+
 }  // namespace
 }  // namespace berth
