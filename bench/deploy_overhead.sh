@@ -72,13 +72,18 @@ fi
 now() { date +%s%N; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-# berth up from binary $1 with data folder $2.
+# berth up from binary $1 with data folder $2, and its flags after.
 up() {
-  "$1" up --data-dir="$2" --listen=127.0.0.1:0 --providers="$MIRROR" >"$2.up.log" 2>&1 &
+  "$1" up --data-dir="$2" --listen=127.0.0.1:0 --providers="$MIRROR" "${@:3}" >"$2.up.log" 2>&1 &
   UP_PIDS+=($!)
   for _ in $(seq 100); do [[ -s $2/berthd.url ]] && break; sleep 0.1; done
 }
-up "$BERTH" "$WORK/data"
+# As root beside a baseline, this tree's runs take users of their own: a baseline from before
+# run users were held (and firewalled) per berthd runs its runs as 60100 up, which this tree's
+# firewall for those users would cut off from its berthd.
+OWN_USERS=()
+[[ -z $BASE_BERTH || $(id -u) -ne 0 ]] || OWN_USERS=(--local-runner-uid=61100)
+up "$BERTH" "$WORK/data" "${OWN_USERS[@]}"
 [[ -z $BASE_BERTH ]] || up "$BASE_BERTH" "$WORK/base"
 
 vars() { [[ -n $WRITES_FILE ]] && echo "{\"path\": \"$1.txt\"}" || echo "{}"; }

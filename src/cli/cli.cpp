@@ -248,6 +248,11 @@ int Main(int argc, char** argv) {
   server::DaemonOptions up_options;
   up->add_flag("--insecure-local-runners", up_options.insecure_local_runners,
                "run local runs without their sandbox, as your user (logged at every start)");
+  CLI::Option* runner_uid =
+      up->add_option("--local-runner-uid", up_options.local_runner_uid,
+                     "as root: the first of the users local runs drop to, one per parallel run "
+                     "(default: the first free range from 60100)")
+          ->check(CLI::Range(1, 65534));
   up->add_flag("--reset-admin-token", up_options.reset_admin_token,
                "revoke the admin token in the data folder and write a new one (one lost or "
                "leaked)");
@@ -413,6 +418,7 @@ int Main(int argc, char** argv) {
     int code = app.exit(e);
     return code == 0 ? kExitOk : kExitUsage;
   }
+  up_options.local_runner_uid_exact = runner_uid->count() > 0;
   if (*up) return Up(up_options, g.data_dir, listen, providers, log_format, verbosity);
   if (*render_pod) {
     if (render_options.runner_config.empty() == render_options.terraform.empty()) {

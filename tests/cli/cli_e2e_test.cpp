@@ -58,7 +58,7 @@ class BerthCli : public ::testing::Test {
 
   // berth up writes to a file, not a pipe: a pipe nobody reads would block it (a sanitizer
   // report at exit is long).
-  void StartUp() {
+  void StartUp(const std::vector<std::string>& flags = {}) {
     log_ = (dir_->Path() / ("up-" + std::to_string(++starts_) + ".log")).string();
     sys::SpawnOptions options;
     // berthd's local runs find tofu on its PATH, as a user's would, and providers in the mirror.
@@ -68,6 +68,7 @@ class BerthCli : public ::testing::Test {
     ASSERT_TRUE(mirror) << mirror.error().ToString();
     options.argv = {BERTH_CLI_BIN, "up", "--data-dir=" + data_, "--listen=127.0.0.1:0",
                     "--providers=" + mirror->string()};
+    options.argv.insert(options.argv.end(), flags.begin(), flags.end());
     options.output_path = log_;
     options.env = std::vector<std::string>{
         "PATH=" + tofu->parent_path().string() + ":/usr/bin:/bin", "HOME=" + dir_->Path().string()};
@@ -671,6 +672,28 @@ TEST_F(BerthCli, ARunnerThatCutsTheNetworkReachesBerthdAndNothingElse) {
   EXPECT_EQ(poll(&waiting, 1, 0), 0) << "the run connected out";
   auto versions = Berth({"state", "show", "dev", "--project", "default"});
   EXPECT_EQ(versions.exit_code, 0) << versions.output;
+}
+
+// A root `berth up` given --local-runner-uid runs its runs as exactly those users (two on one
+// machine, or a range the operator keeps free); the start refuses one another berthd holds.
+TEST_F(BerthCli, BerthUpRunsItsRunsAsTheUsersItIsGiven) {
+  if (geteuid() != 0) GTEST_SKIP() << "only a root berthd drops runs to users of their own";
+  StopUp();
+  StartUp({"--local-runner-uid=61200"});
+  fs::path module = dir_->Path() / "whoami";
+  fs::create_directories(module);
+  ASSERT_TRUE(sys::WriteFileAtomic(module / "main.tf", R"tf(
+resource "terraform_data" "x" {
+  provisioner "local-exec" {
+    command = "echo ran-as-$(id -u)"
+  }
+}
+)tf"));
+  fs::permissions(module / "main.tf", fs::perms::others_read, fs::perm_options::add);
+  auto deployed = Berth({"deploy", module.string(), "--env", "dev", "--auto-approve"});
+  ASSERT_EQ(deployed.exit_code, 0) << deployed.output << Log();
+  EXPECT_NE(deployed.output.find("(local-exec): ran-as-61200"), std::string::npos)
+      << deployed.output;
 }
 
 // The run's result file is the module's to replace: a link to an endless device made berthd
