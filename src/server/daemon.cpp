@@ -481,7 +481,8 @@ class Berthd {
         if (sandbox) local.sandbox = *sandbox;
         if (!sandbox) local.refusal = "local runs are refused: " + sandbox.error().message;
       }
-      local.firewall = LocalRunFirewall(local.sandbox, options);
+      InstallLocalRunFirewall(local.sandbox, options);
+      local.firewall = local_firewall_;
       local_isolation_ = local.sandbox ? "sandboxed" : local.insecure ? "INSECURE" : "refused";
       local_refusal_ = local.refusal;
       local.cgroups = base_.cgroups;
@@ -574,11 +575,11 @@ class Berthd {
  private:
   // What local runs with network: full cannot reach (launch/local/run_firewall.h): only a root
   // berthd's runs have users of their own to match, and the rules need iptables.
-  std::shared_ptr<const launch::RunFirewall> LocalRunFirewall(
-      const std::optional<launch::Sandbox>& sandbox, const DaemonOptions& options) {
+  void InstallLocalRunFirewall(const std::optional<launch::Sandbox>& sandbox,
+                               const DaemonOptions& options) {
     if (!sandbox || sandbox->RunUids().empty()) {
       local_network_ = "unfiltered (berthd is not root: runs have no users of their own)";
-      return nullptr;
+      return;
     }
     std::vector<uint16_t> ports = {static_cast<uint16_t>(base_.server->Port())};
     if (auto advertised = PortOf(options.advertise_url)) ports.push_back(*advertised);
@@ -592,11 +593,10 @@ class Berthd {
     auto firewall = launch::RunFirewall::Install(sandbox->RunUids(), ports);
     if (!firewall) {
       local_network_ = "unfiltered (" + firewall.error().message + ")";
-      return nullptr;
+      return;
     }
     local_network_ = "filtered";
     local_firewall_ = *firewall;
-    return *firewall;
   }
 
   net::ServerResponse Handle(const net::ServerRequest& r) {

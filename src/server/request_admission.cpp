@@ -91,9 +91,12 @@ std::optional<net::ServerResponse> RequestAdmission::AdmitAgent(const net::Serve
     parts.push_back(path.substr(at, end - at));
     at = end + 1;
   }
-  if (parts.size() < 4 || parts[0] != "orgs" || parts[2] != "runners")
+  // Decoded as the gateway's router decodes them, or a token good there is refused here.
+  std::string org, runner;
+  if (parts.size() < 4 || parts[0] != "orgs" || parts[2] != "runners" ||
+      !PercentDecode(parts[1], org) || !PercentDecode(parts[3], runner))
     return Unauthenticated("an agent token for a runner's path is required");
-  auto token = AuthenticateAgent(store_, parts[1], parts[3], head, clock_.WallSeconds());
+  auto token = AuthenticateAgent(store_, org, runner, head, clock_.WallSeconds());
   if (!token && token.error().kind == ErrorKind::kUnauthenticated)
     return Unauthenticated(token.error().message);
   if (!token) return ErrorResponse(token.error());

@@ -322,6 +322,15 @@ TEST_F(AgentE2e, ForgedExpiredReplayedAndForeignAgentTokensAreRefused) {
   EXPECT_EQ(AgentCall("other", AgentToken(*signer_), "/commands/next", poll).status, 403);
   // Another organization's path.
   EXPECT_EQ(AgentCall("cluster", AgentToken(*signer_), "/commands/next", poll, "acme").status, 401);
+  // A body over 64 KiB is admitted on its token before it is read (then refused by its route,
+  // here for its unknown field), also on a path the router decodes; a stranger's is not read.
+  const json large = {
+      {"agent", "tester"}, {"wait_seconds", 0}, {"pad", std::string(100 << 10, 'x')}};
+  auto admitted = AgentCall("clus%74er", AgentToken(*signer_), "/commands/next", large);
+  EXPECT_EQ(admitted.status, 400) << admitted.body;
+  auto unread = AgentCall("cluster", AgentToken(stranger), "/commands/next", large);
+  EXPECT_EQ(unread.status, 401);
+  EXPECT_NE(unread.body.find("the body was not read"), std::string::npos) << unread.body;
   // A bad body is named.
   auto bad = AgentCall("cluster", AgentToken(*signer_), "/commands/next",
                        {{"agent", "Not A Name"}, {"wait_seconds", 99}});

@@ -675,7 +675,7 @@ TEST_F(BerthCli, ARunnerThatCutsTheNetworkReachesBerthdAndNothingElse) {
 }
 
 // A root `berth up` given --local-runner-uid runs its runs as exactly those users (two on one
-// machine, or a range the operator keeps free); the start refuses one another berthd holds.
+// machine, or a range the operator keeps free).
 TEST_F(BerthCli, BerthUpRunsItsRunsAsTheUsersItIsGiven) {
   if (geteuid() != 0) GTEST_SKIP() << "only a root berthd drops runs to users of their own";
   StopUp();
