@@ -50,9 +50,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", world.error().ToString().c_str());
     return 1;
   }
-  Reconciler reconciler(
-      *(*world)->api, *(*world)->pki,
-      {.settings = (*world)->settings, .runner_creation_timeout = std::chrono::seconds(60)});
+  Reconciler reconciler(*(*world)->api, *(*world)->pki,
+                        {.settings = (*world)->settings,
+                         .state = (*world)->state->Endpoint(),
+                         .runner_creation_timeout = std::chrono::seconds(60)});
   for (const auto& [name, keep] : {std::pair{"fresh", false}, {"kept", true}}) {
     json object =
         (*world)->FileStack(name, kNamespace, (*world)->dir->Path() / (std::string(name) + ".txt"),

@@ -11,6 +11,7 @@
 #include "controller/leader_election.h"
 #include "controller/reconciler.h"
 #include "controller/runner_pki.h"
+#include "controller/state_server.h"
 #include "core/clock.h"
 #include "kube/kube_config.h"
 #include "net/http_server.h"
@@ -60,6 +61,15 @@ int main(int argc, char** argv) {
   app.add_option("--metrics-address", metrics_address, "where /metrics and /healthz listen");
   app.add_option("--metrics-port", metrics_port, "their port (0: any free one, printed)")
       ->check(CLI::Range(0, 65535));
+  controller::StateServerOptions state_options;
+  app.add_option("--state-address", state_options.address,
+                 "where the state service listens (runner Pods keep their object's state there)");
+  app.add_option("--state-port", state_options.port, "its port (0: any free one, printed)")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--state-host", state_options.host,
+                 "the DNS name or IP address runner Pods reach the state service by (its "
+                 "certificate names it)")
+      ->required();
   CLI11_PARSE(app, argc, argv);
 
   // Before any thread starts: the stop signals are read here, not delivered to a thread.
@@ -77,9 +87,14 @@ int main(int argc, char** argv) {
   if (!settings) return Fail(settings.error().ToString());
   auto pki = controller::RunnerPki::LoadOrCreate(*api, SystemClock::Instance(), {.ns = ns});
   if (!pki) return Fail(pki.error().ToString());
+  auto state = controller::StateServer::Start(*api, **pki, SystemClock::Instance(), state_options);
+  if (!state) return Fail(state.error().ToString());
+  std::fprintf(stderr, "berth-controller: serving state on %s:%d as %s\n",
+               state_options.address.c_str(), (*state)->Port(), (*state)->Endpoint().url.c_str());
   controller::Reconciler reconciler(
       *api, **pki,
       {.settings = *settings,
+       .state = (*state)->Endpoint(),
        .runner_creation_timeout = std::chrono::seconds(runner_creation_timeout),
        .instance = env.contains("POD_NAME") ? env.at("POD_NAME") : "berth-controller",
        .destroy_timeout = std::chrono::seconds(destroy_timeout)});

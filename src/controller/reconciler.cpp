@@ -11,6 +11,7 @@
 #include "controller/outputs_secret.h"
 #include "controller/plan_store.h"
 #include "controller/runner_session.h"
+#include "controller/state_service.h"
 #include "core/base64.h"
 #include "core/run_result.h"
 #include "core/time_format.h"
@@ -291,6 +292,16 @@ Result<void> Pass::PlacedFiles(const fs::path& scratch) {
     const fs::path file = scratch / "backend_override.tf";
     if (auto ok = sys::WriteFileAtomic(file, backend); !ok) return ok.error();
     files_.mapped.emplace_back("workspace:berth_backend_override.tf", file);
+  } else {
+    const StateEndpoint& state = options_.state;
+    if (state.url.empty() || state.tokens == nullptr)
+      return MakeError(ErrorKind::kFailedPrecondition,
+                       "berth-controller has no state service (--state-url) and the object "
+                       "names no backend of its own (spec.backendConfig.customConfiguration)");
+    files_.state_token = scratch / "state.token";
+    const std::string token = state.tokens->Mint(
+        object_.ns, object_.name, std::chrono::system_clock::now() + state.token_life);
+    if (auto ok = sys::WriteFileAtomic(files_.state_token, token); !ok) return ok.error();
   }
   if (object_.spec.contains("cliConfigSecretRef")) {
     // The key tofu-controller's users already have: terraform.tfrc.
@@ -319,10 +330,14 @@ std::vector<std::string> Pass::RunArgs(const std::string& op) const {
   std::vector<std::string> args = {"--op=" + op, "--namespace=" + object_.ns,
                                    "--name=" + object_.name, "--binary=" + object_.runner.binary};
   if (CustomBackend(object_.spec).empty()) {
-    // berth's default backend: a Secret beside the object
-    args.insert(args.end(),
-                {"--state-backend=kubernetes", "--backend-config=secret_suffix=" + object_.name,
-                 "--backend-config=namespace=" + object_.ns});
+    // berth's default backend: the controller's state service, which keeps the state in a
+    // Secret beside the object; the Pod itself holds no rights to any Secret.
+    const std::string address = options_.state.url + StatePath(object_.ns, object_.name);
+    args.insert(
+        args.end(),
+        {"--state-backend=http", "--backend-config=address=" + address,
+         "--backend-config=lock_address=" + address, "--backend-config=unlock_address=" + address,
+         "--backend-config=client_ca_certificate_pem=" + options_.state.ca_pem});
   }
   const std::string path = object_.spec.value("path", "");
   if (!path.empty()) args.push_back("--path=" + path);

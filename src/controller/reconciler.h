@@ -10,6 +10,7 @@
 #include <string>
 
 #include "controller/runner_pki.h"
+#include "controller/state_service.h"
 #include "controller/terraform_object.h"
 #include "core/error.h"
 #include "kube/kube_api.h"
@@ -19,6 +20,7 @@ namespace berth::controller {
 
 struct ReconcilerOptions {
   launch::KubernetesSettings settings;  // the runner Pods' defaults (ControllerSettings)
+  StateEndpoint state;
   // A runner Pod that is not Ready by then is RunnerConnectionFailed.
   std::chrono::seconds runner_creation_timeout{120};
   size_t max_source_bytes = size_t{256} << 20;

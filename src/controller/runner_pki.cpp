@@ -1,6 +1,9 @@
 #include "controller/runner_pki.h"
 
+#include <arpa/inet.h>
+
 #include "core/base64.h"
+#include "crypto/digest.h"
 
 namespace berth::controller {
 namespace {
@@ -128,6 +131,21 @@ Result<std::string> RunnerPki::EnsureRunnerSecret(const TerraformObject& object)
                           : api_.Create(kube::kSecrets, object.ns, secret);
   if (!written) return written.error();
   return crypto::CertificateFingerprint(issued->certificate_pem);
+}
+
+std::string RunnerPki::StateTokenKey() const {
+  return crypto::HmacSha256Hex(ca_.key.pem, "berth-controller state tokens v1");
+}
+
+Result<crypto::IssuedCertificate> RunnerPki::StateServerCertificate(const std::string& host) const {
+  in6_addr address{};
+  const bool ip = inet_pton(AF_INET, host.c_str(), &address) == 1 ||
+                  inet_pton(AF_INET6, host.c_str(), &address) == 1;
+  crypto::CertificateRequest request{.common_name = "berth-controller-state",
+                                     .use = crypto::CertificateUse::kServer,
+                                     .validity = options_.state_certificate_validity};
+  (ip ? request.ip_addresses : request.dns_names).push_back(host);
+  return crypto::IssueCertificate(request, ca_);
 }
 
 }  // namespace berth::controller

@@ -22,6 +22,7 @@ struct PkiOptions {
   std::string ca_secret = "berth-controller-ca";
   std::chrono::seconds ca_validity = std::chrono::hours(24 * 365 * 5);
   std::chrono::seconds certificate_validity = std::chrono::hours(24);  // runners' and ours
+  std::chrono::seconds state_certificate_validity = std::chrono::hours(24 * 365);
   std::string field_manager = "berth-controller";
 };
 
@@ -42,6 +43,12 @@ class RunnerPki {
   // more than a third of its life left (writing a new one when not) and returns that
   // certificate's fingerprint: a kept Pod started with another one is replaced.
   Result<std::string> EnsureRunnerSecret(const TerraformObject& object);
+  // The key of the state service's tokens (controller/state_tokens.h), derived from the CA's
+  // key: every replica has the same one and none is stored.
+  std::string StateTokenKey() const;
+  // The state service's certificate for host (a DNS name or an IP address), valid as long as
+  // certificates of the CA may be: the service loads it once, at the controller's start.
+  Result<crypto::IssuedCertificate> StateServerCertificate(const std::string& host) const;
 
  private:
   RunnerPki(kube::KubeApi& api, Clock& clock, PkiOptions options, crypto::IssuedCertificate ca)

@@ -50,4 +50,23 @@ Result<std::string> Inflate(std::string_view data, Compression format, uint64_t 
   return out;
 }
 
+Result<std::string> Gzip(std::string_view data, GzipLevel level) {
+  if (data.size() > UINT32_MAX)
+    return MakeError(ErrorKind::kInvalidArgument, "gzip input over 4 GiB");
+  z_stream z{};
+  const int compression = level == GzipLevel::kFast ? Z_BEST_SPEED : Z_BEST_COMPRESSION;
+  if (deflateInit2(&z, compression, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    return MakeError(ErrorKind::kInternal, "cannot start gzip");
+  std::string out(deflateBound(&z, static_cast<uLong>(data.size())), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  const int rc = deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  if (rc != Z_STREAM_END) return MakeError(ErrorKind::kInternal, "gzip failed");
+  return out;
+}
+
 }  // namespace berth

@@ -108,7 +108,8 @@ Result<RunnerReply> RunnerClient::Run(const std::vector<std::string>& args,
       {v1::FILE_KIND_APPROVED_PLAN, &files.approved_plan},
       {v1::FILE_KIND_STATE_KEY, &files.state_key},
       {v1::FILE_KIND_PLAN_KEY, &files.plan_key},
-      {v1::FILE_KIND_CLI_CONFIG, &files.cli_config}};
+      {v1::FILE_KIND_CLI_CONFIG, &files.cli_config},
+      {v1::FILE_KIND_STATE_TOKEN, &files.state_token}};
   auto send = [&](v1::FileKind kind, const std::filesystem::path& path,
                   const std::string& mapping) -> Result<void> {
     if (!open || path.empty()) return {};

@@ -35,6 +35,7 @@ struct RunnerFiles {
   std::filesystem::path state_key;
   std::filesystem::path plan_key;
   std::filesystem::path cli_config;
+  std::filesystem::path state_token;  // the HTTP state backend's password
   // Files placed before TF starts: "home:PATH" or "workspace:PATH", and the file to send.
   std::vector<std::pair<std::string, std::filesystem::path>> mapped;
 };

@@ -215,6 +215,7 @@ void AddRunFlags(FlagSet& flags, RunOptions& o) {
   });
   flags.Value("plan-key-file", NonEmptyString(&o.plan_key_file));
   flags.Value("state-key-file", NonEmptyString(&o.state_key_file));
+  flags.Value("state-token-file", NonEmptyString(&o.state_token_file));
   flags.Bool("state-encryption", &o.state_encryption);
   flags.Value("log-recipient", [&o](std::string_view v) -> Result<void> {
     auto key = crypto::ParseAgeRecipient(v);
@@ -449,6 +450,9 @@ CommandLine ParseFlags(const std::vector<std::string>& args) {
       line.error = Usage(
           "run: --await-apply waits for the apply of a plan berthd keeps: it needs --op=plan and "
           "--gateway");
+    } else if (!run.options.state_token_file.empty() && run.options.state_backend != "http") {
+      line.error =
+          Usage("run: --state-token-file is the HTTP backend's: it needs --state-backend=http");
     } else if (!run.options.lock && flags.Changed("lock-timeout")) {
       line.error = Usage("run: --lock-timeout waits for a lock that --lock=false does not take");
     } else if (run.options.prepared) {

@@ -71,6 +71,7 @@ struct RunOptions {
   // OpenTofu encrypts state and plans with the key in this file (runner/state_encryption.h);
   // --state-encryption: the key is the gateway's state-key.
   std::string state_key_file;
+  std::string state_token_file;  // the HTTP backend's password; default: BERTH_TOKEN_FILE's
   bool state_encryption = false;
   // Every log chunk shipped to the gateway is encrypted to this age recipient (age1...) first.
   std::string log_recipient;

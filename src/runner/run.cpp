@@ -177,11 +177,13 @@ class Run {
     if (!mapped) return Fail(RunErrorKind::kInvalidFlags, "inputs", mapped.error().ToString());
     auto env = TfEnvironment(context_.environment, o_, dir_);
     if (o_.state_backend == "http") {
-      auto token = sys::ReadFile(Lookup(context_.environment, "BERTH_TOKEN_FILE"));
+      auto token = sys::ReadFile(o_.state_token_file.empty()
+                                     ? Lookup(context_.environment, "BERTH_TOKEN_FILE")
+                                     : o_.state_token_file);
       if (!token || token->empty())
         return Fail(RunErrorKind::kInvalidFlags, "inputs",
-                    "--state-backend=http needs the run's token in the file BERTH_TOKEN_FILE "
-                    "names");
+                    "--state-backend=http needs a token: --state-token-file, or the file "
+                    "BERTH_TOKEN_FILE names");
       masker_.Add(*token);
       env.push_back("TF_HTTP_USERNAME=run");
       env.push_back("TF_HTTP_PASSWORD=" + *token);

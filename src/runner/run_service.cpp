@@ -24,13 +24,14 @@ struct ServedFile {
   std::string_view name;
   std::string_view flag;
 };
-constexpr std::array<ServedFile, 7> kServedFiles = {{
+constexpr std::array<ServedFile, 8> kServedFiles = {{
     {v1::FILE_KIND_SOURCE, "source.tar.gz", "module"},
     {v1::FILE_KIND_CONFIG, "config.tfvars.json", "config"},
     {v1::FILE_KIND_APPROVED_PLAN, "plan", "plan-file"},
     {v1::FILE_KIND_STATE_KEY, "state.key", "state-key-file"},
     {v1::FILE_KIND_PLAN_KEY, "plan.key", "plan-key-file"},
     {v1::FILE_KIND_CLI_CONFIG, "cli.tfrc", "cli-config"},
+    {v1::FILE_KIND_STATE_TOKEN, "state.token", "state-token-file"},
     // Each mapped file is mapped-<n>, named by a --file-mapping of its own.
     {v1::FILE_KIND_MAPPED, "mapped-", "file-mapping"},
 }};

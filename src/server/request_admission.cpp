@@ -1,12 +1,12 @@
 #include "server/request_admission.h"
 
 #include "core/decimal.h"
+#include "net/request_fields.h"
 #include "server/agents/agent_gateway.h"
 #include "server/api/api.h"
 #include "server/api/router.h"
 #include "server/api/session_credentials.h"
 #include "server/gateway/run_gateway.h"
-#include "server/run_token_header.h"
 #include "server/statebackend/state_backend.h"
 #include "store/store.h"
 
@@ -48,8 +48,8 @@ net::Admission RequestAdmission::operator()(const net::ServerRequest& head) cons
   if (!LargeOrUnknown(head)) return admission;
   const std::string path = head.target.substr(0, head.target.find('?'));
   if (StateBackend::Serves(path) || RunGateway::Serves(path)) {
-    auto token =
-        run_tokens_.Verify(RunTokenOf(head), crypto::kRunTokenAudience, clock_.WallSeconds());
+    auto token = run_tokens_.Verify(net::RequestCredential(head), crypto::kRunTokenAudience,
+                                    clock_.WallSeconds());
     if (!token)
       admission.refusal = Unauthenticated("a run token is required: " + token.error().message);
     return admission;

@@ -1,11 +1,10 @@
 #include "sys/module_bundle.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
+#include "core/inflate.h"
 #include "sys/files.h"
 
 namespace berth::sys {
@@ -66,22 +65,6 @@ Result<std::string> Header(const std::string& name, char type, uint64_t size, un
   return header;
 }
 
-Result<std::string> Gzip(const std::string& data) {
-  z_stream z{};
-  if (deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-    return MakeError(ErrorKind::kInternal, "cannot start gzip");
-  std::string out(deflateBound(&z, data.size()), '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  z.avail_in = static_cast<uInt>(data.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  int rc = deflate(&z, Z_FINISH);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  if (rc != Z_STREAM_END) return MakeError(ErrorKind::kInternal, "gzip failed");
-  return out;
-}
-
 }  // namespace
 
 Result<std::string> PackModule(const fs::path& folder) {
@@ -128,7 +111,7 @@ Result<std::string> PackModule(const fs::path& folder) {
     tar.append((kBlock - content.size() % kBlock) % kBlock, '\0');
   }
   tar.append(2 * kBlock, '\0');
-  return Gzip(tar);
+  return Gzip(tar, GzipLevel::kSmallest);
 }
 
 }  // namespace berth::sys

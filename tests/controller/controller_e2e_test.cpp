@@ -27,7 +27,7 @@ class ControllerProcessTest : public ::testing::Test {
     ASSERT_TRUE(world) << world.error().ToString();
     shared = world->release();
     auto started =
-        ControllerProcess::Start(*shared->api, shared->dir->Path(),
+        ControllerProcess::Start(*shared->api, shared->dir->Path(), *shared,
                                  {"--namespace=berth-system", "--watch-namespace=tf-controller",
                                   "--runner-creation-timeout=60", "--destroy-timeout=0",
                                   "--kube-api-qps=80", "--kube-api-burst=160", "--concurrency=2"},

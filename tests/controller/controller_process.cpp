@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "controller/terraform_object.h"
+#include "controller_world.h"
 #include "net/http_client.h"
 #include "role_bound_client.h"
 #include "sys/files.h"
@@ -17,6 +18,7 @@ using nlohmann::json;
 
 Result<std::unique_ptr<ControllerProcess>> ControllerProcess::Start(kube::KubeApi& admin,
                                                                     const fs::path& dir,
+                                                                    const ControllerWorld& world,
                                                                     std::vector<std::string> flags,
                                                                     std::vector<std::string> env) {
   auto bound = testenv::KubeconfigBoundToRole(
@@ -27,6 +29,7 @@ Result<std::unique_ptr<ControllerProcess>> ControllerProcess::Start(kube::KubeAp
   sys::SpawnOptions options;
   options.argv = {BERTH_CONTROLLER_BIN, "--metrics-address=127.0.0.1", "--metrics-port=0"};
   options.argv.insert(options.argv.end(), flags.begin(), flags.end());
+  for (std::string& flag : world.StateFlags()) options.argv.push_back(std::move(flag));
   const char* lsan = std::getenv("LSAN_OPTIONS");  // the leak check knows libgit2's
   env.push_back("KUBECONFIG=" + kubeconfig.string());
   env.emplace_back("PATH=/usr/bin:/bin");

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "controller_world.h"
 #include "core/error.h"
 #include "kube/kube_api.h"
 #include "sys/subprocess.h"
@@ -18,10 +19,12 @@ namespace berth::controller {
 
 class ControllerProcess {
  public:
-  // flags follow the binary (--metrics-address and --metrics-port are set here); env gets
-  // KUBECONFIG, PATH and the sanitizers' LSAN_OPTIONS added. Its kubeconfig and log go in dir.
+  // flags follow the binary (--metrics-address, --metrics-port and the world's state service
+  // flags are set here); env gets KUBECONFIG, PATH and the sanitizers' LSAN_OPTIONS added. Its
+  // kubeconfig and log go in dir.
   static Result<std::unique_ptr<ControllerProcess>> Start(kube::KubeApi& admin,
                                                           const std::filesystem::path& dir,
+                                                          const ControllerWorld& world,
                                                           std::vector<std::string> flags,
                                                           std::vector<std::string> env);
 

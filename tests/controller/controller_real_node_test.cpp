@@ -1,8 +1,9 @@
 // berth-controller with its runner Pods on the real node (tests/env/real_node.h): kubelet,
 // containerd and runc run scripts/images' berth/runner, pulled from the test registry, in a
 // namespace that enforces Pod Security `restricted`. The controller dials each Pod's IP on the
-// Pod bridge with mutual TLS; tofu in the Pod keeps the state in a Secret through the in-cluster
-// ServiceAccount that deploy/kubernetes/tf-runner-rbac.yaml grants, and nothing else. The file
+// Pod bridge with mutual TLS; tofu in the Pod keeps the state through the controller's state
+// service (at the bridge's address, with a token for its own object only), which writes the
+// Secret: the Pod gets no API token at all. The file
 // stack's world is a file in the runner Pod's /tmp, which the test reaches through kubelet's
 // emptyDir folder on the node.
 #include <gtest/gtest.h>
@@ -40,7 +41,7 @@ class ControllerOnARealNode : public ::testing::Test {
     ASSERT_TRUE(world) << world.error().ToString();
     shared = world->release();
     auto started = ControllerProcess::Start(
-        *shared->api, shared->dir->Path(),
+        *shared->api, shared->dir->Path(), *shared,
         {"--namespace=berth-system", std::string("--watch-namespace=") + kNamespace,
          "--runner-creation-timeout=240", "--concurrency=2"},
         {"KUBERNETES_IMAGE=" + shared->image_ref});
@@ -126,6 +127,16 @@ TEST_F(ControllerOnARealNode, AKeptPodWaitsForApprovalAppliesReportsDriftAndDest
   ASSERT_FALSE(pod.empty());
   const fs::path world = WorldOnNode(pod);
   EXPECT_FALSE(fs::exists(world)) << "applied before its approval";
+  // No API token reached the Pod: the ServiceAccount admission added no token volume, and
+  // kubelet projected none onto the node; what the module runs can read no Secret.
+  auto spec = shared->api->Get(kube::kPods, kNamespace, "kept-tf-runner");
+  ASSERT_TRUE(spec);
+  EXPECT_EQ((*spec)["spec"].value("automountServiceAccountToken", true), false);
+  for (const json& volume : (*spec)["spec"].value("volumes", json::array()))
+    EXPECT_FALSE(volume.contains("projected")) << volume.dump();
+  const fs::path volumes = world.parent_path().parent_path().parent_path();
+  EXPECT_TRUE(fs::exists(volumes / "kubernetes.io~empty-dir")) << volumes;
+  EXPECT_FALSE(fs::exists(volumes / "kubernetes.io~projected")) << "a token was projected";
 
   const auto approved = std::chrono::steady_clock::now();
   Approve("kept", pending);

@@ -39,19 +39,17 @@ Result<void> InstallCrd(kube::KubeApi& api, const fs::path& file) {
 
 namespace {
 
-// An image folder for the node agent: the runner, the pinned tofu, the provider mirror and
-// the test cluster's kubeconfig (the node agent's Pods see paths inside their image).
-Result<void> BuildImage(const fs::path& root, const fs::path& kubeconfig) {
+// An image folder for the node agent: the runner, the pinned tofu and the provider mirror (the
+// node agent's Pods see paths inside their image). No kubeconfig: runners need no API access.
+Result<void> BuildImage(const fs::path& root) {
   auto tofu = testenv::TestTool("BERTH_TEST_TOFU");
   if (!tofu) return tofu.error();
   auto mirror = testenv::TestTool("BERTH_TEST_PROVIDER_MIRROR");
   if (!mirror) return mirror.error();
   fs::create_directories(root / "usr/local/bin");
-  fs::create_directories(root / "etc/berth-test");
   fs::create_symlink(*tofu, root / "usr/local/bin/tofu");
   fs::create_symlink(BERTH_RUNNER_BIN, root / "runner");
   fs::create_symlink(*mirror, root / "mirror");
-  fs::copy_file(kubeconfig, root / "etc/berth-test/kubeconfig");
   return {};
 }
 
@@ -82,9 +80,6 @@ Result<void> PrepareRealNode(ControllerWorld& world, const std::string& ns) {
       {{"metadata", {{"labels", {{"pod-security.kubernetes.io/enforce", "restricted"}}}}}},
       "berth-test");
   if (!restricted) return restricted.error();
-  auto account = testenv::BindRole(
-      *world.api, testenv::SourceDir() / "deploy/kubernetes/tf-runner-rbac.yaml", ns);
-  if (!account) return account.error();
   auto image = PushRunnerWithProviders(*world.real_node);
   if (!image) return image.error();
   world.image_ref = *image;
@@ -130,7 +125,7 @@ Result<std::unique_ptr<ControllerWorld>> ControllerWorld::Create(const std::stri
     for (const std::string& name : {ns, std::string("berth-system")})
       if (auto ok = (*cluster)->CreateNamespace(name); !ok) return ok.error();
     world->image = root / "image";
-    if (auto ok = BuildImage(world->image, world->kubeconfig); !ok) return ok.error();
+    if (auto ok = BuildImage(world->image); !ok) return ok.error();
     fs::create_directories(root / "pods");
     auto agent = testenv::TestNodeAgent::Start(
         *world->api, {.images = {{kTestImage, world->image}}, .work_dir = root / "pods"});
@@ -144,26 +139,31 @@ Result<std::unique_ptr<ControllerWorld>> ControllerWorld::Create(const std::stri
   auto pki = RunnerPki::LoadOrCreate(*world->api, SystemClock::Instance(), {.ns = "berth-system"});
   if (!pki) return pki.error();
   world->pki = std::move(*pki);
+  auto state = StateServer::Start(*world->api, *world->pki, SystemClock::Instance(),
+                                  {.address = world->real_node ? "0.0.0.0" : "127.0.0.1",
+                                   .port = 0,
+                                   .host = world->StateHost()});
+  if (!state) return state.error();
+  world->state = std::move(*state);
   auto settings = ControllerSettings({{"KUBERNETES_IMAGE", world->image_ref}});
   if (!settings) return settings.error();
   world->settings = *settings;
   return world;
 }
 
+std::string ControllerWorld::StateHost() const {
+  return real_node != nullptr ? testenv::RealNode::kPodGateway : "127.0.0.1";
+}
+
+std::vector<std::string> ControllerWorld::StateFlags() const {
+  return {real_node != nullptr ? "--state-address=0.0.0.0" : "--state-address=127.0.0.1",
+          "--state-port=0", "--state-host=" + StateHost()};
+}
+
 json ControllerWorld::FileStack(const std::string& name, const std::string& ns,
                                 const fs::path& world, json runner) const {
-  if (real_node != nullptr) {
-    runner["serviceAccountName"] = "tf-runner";
-    runner["podTemplate"]["spec"]["env"] = {
-        {{"name", "BERTH_PROVIDERS"}, {"value", "/berth/providers"}}};
-  } else {
-    runner["podTemplate"]["spec"]["env"] = {
-        // tofu's kubernetes backend reads the test cluster's kubeconfig: the node agent's Pods
-        // have no in-cluster service account files.
-        {{"name", "KUBE_IN_CLUSTER_CONFIG"}, {"value", "false"}},
-        {{"name", "KUBE_CONFIG_PATH"}, {"value", "/etc/berth-test/kubeconfig"}},
-        {{"name", "BERTH_PROVIDERS"}, {"value", "/mirror"}}};
-  }
+  runner["podTemplate"]["spec"]["env"] = {
+      {{"name", "BERTH_PROVIDERS"}, {"value", real_node ? "/berth/providers" : "/mirror"}}};
   return {{"apiVersion", "berth.dev/v1alpha1"},
           {"kind", "Terraform"},
           {"metadata", {{"name", name}, {"namespace", ns}}},

@@ -59,6 +59,7 @@ class DeletionTest : public ReconcilerFixture {
   static Reconciler Hasty(std::chrono::seconds runner_creation_timeout) {
     return Reconciler(*shared->api, *shared->pki,
                       {.settings = shared->settings,
+                       .state = shared->state->Endpoint(),
                        .runner_creation_timeout = runner_creation_timeout,
                        .destroy_timeout = std::chrono::seconds(0)});
   }
@@ -125,9 +126,10 @@ TEST_F(DeletionTest, ARunnerThatCannotStartDoesNotHoldADeletion) {
   json object = Object("unstartable", WorldFile("unstartable"), {{"image", "berth/absent:1"}});
   object["spec"]["deletionPolicy"] = "destroy";
   Create(object);
-  Reconciler impatient(
-      *shared->api, *shared->pki,
-      {.settings = shared->settings, .runner_creation_timeout = std::chrono::seconds(2)});
+  Reconciler impatient(*shared->api, *shared->pki,
+                       {.settings = shared->settings,
+                        .state = shared->state->Endpoint(),
+                        .runner_creation_timeout = std::chrono::seconds(2)});
   EXPECT_FALSE(impatient.Reconcile(Get("unstartable")));
   ASSERT_TRUE(HasDestroyFinalizer(Get("unstartable")));
   DeleteObject(kNamespace, "unstartable");

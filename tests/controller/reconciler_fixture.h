@@ -23,9 +23,10 @@ class ReconcilerFixture : public ::testing::Test {
     auto world = ControllerWorld::Create(ns);
     ASSERT_TRUE(world) << world.error().ToString();
     shared = world->release();
-    reconciler = new Reconciler(
-        *shared->api, *shared->pki,
-        {.settings = shared->settings, .runner_creation_timeout = std::chrono::seconds(60)});
+    reconciler = new Reconciler(*shared->api, *shared->pki,
+                                {.settings = shared->settings,
+                                 .state = shared->state->Endpoint(),
+                                 .runner_creation_timeout = std::chrono::seconds(60)});
   }
   static void TearDownTestSuite() {
     delete reconciler;

@@ -148,9 +148,10 @@ TEST_F(ReconcilerTest, AKeptPodWhoseCertificateWasRenewedIsReplaced) {
   ManualClock clock;
   auto pki = RunnerPki::LoadOrCreate(*shared->api, clock, {.ns = "berth-system"});
   ASSERT_TRUE(pki) << pki.error().ToString();
-  Reconciler rotating(
-      *shared->api, **pki,
-      {.settings = shared->settings, .runner_creation_timeout = std::chrono::seconds(60)});
+  Reconciler rotating(*shared->api, **pki,
+                      {.settings = shared->settings,
+                       .state = shared->state->Endpoint(),
+                       .runner_creation_timeout = std::chrono::seconds(60)});
   auto reconcile = [&] {
     auto done = rotating.Reconcile(Get("rotating"));
     EXPECT_TRUE(done) << done.error().ToString();
@@ -432,9 +433,10 @@ TEST_F(ReconcilerTest, DependsOnWaitsForItsDependencyToBeReadyAndACycleIsNamed) 
 TEST_F(ReconcilerTest, ARunnerPodThatNeverGetsReadyIsRunnerConnectionFailed) {
   json object = Object("no-image", WorldFile("no-image"), {{"image", "berth/absent:1"}});
   Create(object);
-  Reconciler impatient(
-      *shared->api, *shared->pki,
-      {.settings = shared->settings, .runner_creation_timeout = std::chrono::seconds(2)});
+  Reconciler impatient(*shared->api, *shared->pki,
+                       {.settings = shared->settings,
+                        .state = shared->state->Endpoint(),
+                        .runner_creation_timeout = std::chrono::seconds(2)});
   auto done = impatient.Reconcile(Get("no-image"));
   ASSERT_FALSE(done);
   const json ready = ConditionOf(Get("no-image"), "Ready");

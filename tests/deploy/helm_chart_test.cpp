@@ -318,13 +318,15 @@ TEST(HelmChart, EveryControllerValueReachesItsFlagOrSetting) {
   EXPECT_EQ(container["resources"]["limits"]["memory"], "300Mi");
 }
 
-TEST(HelmChart, EachRunnerNamespaceGetsTheRunnersAccountWithTheShippedRole) {
+// Runner Pods keep state through the controller's state service: their account holds no rights
+// and mounts no token, and the controller serves state on the Service name its certificate
+// carries.
+TEST(HelmChart, EachRunnerNamespaceGetsTheRunnersAccountWithNoRights) {
   for (const json& object : Render({"controller.enabled=true"}))
-    EXPECT_NE(object["metadata"]["name"], "berth-tf-runner") << "no runner namespace listed";
+    EXPECT_NE(object["metadata"]["name"], "stacks") << "no runner namespace listed";
   std::vector<json> objects =
       Render({"controller.enabled=true", "controller.runnerNamespaces={infra,apps}",
               "controller.runnerServiceAccount=stacks"});
-  const json shipped = ShippedManifest("tf-runner-rbac.yaml");
   std::vector<std::string> seen;
   for (const json& object : objects) {
     const std::string kind = object["kind"];
@@ -334,25 +336,28 @@ TEST(HelmChart, EachRunnerNamespaceGetsTheRunnersAccountWithTheShippedRole) {
     seen.push_back(kind + "/" + ns);
     if (kind == "ServiceAccount") {
       EXPECT_EQ(object["metadata"]["name"], "stacks");
-    }
-    if (kind == "Role") {
-      EXPECT_EQ(object["rules"], shipped["rules"]) << ns;
-    }
-    if (kind == "RoleBinding") {
-      EXPECT_EQ(object["roleRef"]["name"], shipped["metadata"]["name"]);
-      EXPECT_EQ(object["subjects"],
-                json::array({{{"kind", "ServiceAccount"}, {"name", "stacks"}, {"namespace", ns}}}));
+      EXPECT_EQ(object.value("automountServiceAccountToken", true), false);
     }
   }
   std::sort(seen.begin(), seen.end());
-  EXPECT_EQ(seen, (std::vector<std::string>{"Role/apps", "Role/infra", "RoleBinding/apps",
-                                            "RoleBinding/infra", "ServiceAccount/apps",
-                                            "ServiceAccount/infra"}));
+  EXPECT_EQ(seen, (std::vector<std::string>{"ServiceAccount/apps", "ServiceAccount/infra"}));
   json controller;
-  for (const json& object : objects)
+  json service;
+  for (const json& object : objects) {
     if (object["kind"] == "Deployment" && object["metadata"]["name"] == "t-berth-controller")
       controller = object["spec"]["template"]["spec"]["containers"][0];
+    if (object["kind"] == "Service" && object["metadata"]["name"] == "t-berth-controller")
+      service = object["spec"];
+  }
   EXPECT_EQ(EnvValue(controller, "KUBERNETES_SERVICE_ACCOUNT"), "stacks");
+  const json args = controller["args"];
+  EXPECT_NE(std::find(args.begin(), args.end(), "--state-host=t-berth-controller.berth.svc"),
+            args.end())
+      << args.dump();
+  EXPECT_NE(std::find(args.begin(), args.end(), "--state-port=9443"), args.end());
+  ASSERT_TRUE(service.is_object()) << "the state service's Service";
+  EXPECT_EQ(service["ports"][0]["port"], 9443);
+  EXPECT_EQ(service["selector"]["app.kubernetes.io/component"], "controller");
 }
 
 // On by default: runner Pods, berthd's and the controller's in each of its runner namespaces,
@@ -399,6 +404,14 @@ TEST(HelmChart, NetworkPoliciesKeepRunnersOffTheMetadataAddressesUnlessAllowed) 
     EXPECT_EQ(excepted["0.0.0.0/0"].back(), "10.0.0.0/8");
     EXPECT_EQ(excepted["::/0"].back(), "fd00:10::/64");
   }
+  bool reaches_state = false;
+  for (const json& rule : ranges.at("stacks")["egress"]) {
+    const json ports = rule.value("ports", json::array());
+    if (!ports.empty() && ports[0].value("port", json()) == 9443)
+      reaches_state = rule["to"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"] ==
+                      "controller";
+  }
+  EXPECT_TRUE(reaches_state) << "the controller's runners reach its state service";
   const json& controllers = ranges.at("stacks")["ingress"];
   ASSERT_EQ(controllers.size(), 1u);
   EXPECT_EQ(controllers[0]["ports"][0]["port"], 30000);

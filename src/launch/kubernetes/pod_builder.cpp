@@ -213,9 +213,6 @@ Result<RunnerManifests> BuildRunnerManifests(const KubernetesSettings& settings,
                           {{"name", "HOME"}, {"value", "/home/runner"}}});
   if (served) {
     env.push_back(FieldEnv("POD_IP", "status.podIP"));
-    // State goes through tofu's kubernetes backend with the Pod's ServiceAccount (seed 000);
-    // a template env entry of the same name wins, as Kubernetes lets the last one win.
-    env.push_back({{"name", "KUBE_IN_CLUSTER_CONFIG"}, {"value", "true"}});
     // A kept Pod keeps the providers it downloaded for the next run (seed 000).
     if (!config.always_cleanup)
       env.push_back({{"name", "TF_PLUGIN_CACHE_DIR"}, {"value", "/tmp/plugin-cache"}});
@@ -278,6 +275,10 @@ Result<RunnerManifests> BuildRunnerManifests(const KubernetesSettings& settings,
   std::string account =
       config.service_account.empty() ? settings.service_account : config.service_account;
   if (!account.empty()) pod_spec["serviceAccountName"] = account;
+  // A served Pod keeps its state through berth-controller's state service, so it needs no API
+  // token: it gets one only when its object names the account it runs as (a module that
+  // manages Kubernetes objects, or a backend of its own in the cluster).
+  if (served && config.service_account.empty()) pod_spec["automountServiceAccountToken"] = false;
   if (config.termination_grace_period_seconds)
     pod_spec["terminationGracePeriodSeconds"] = *config.termination_grace_period_seconds;
   std::vector<std::string> pull_secrets = settings.image_pull_secrets;

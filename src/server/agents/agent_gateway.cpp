@@ -7,10 +7,10 @@
 #include "crypto/agent_token.h"
 #include "crypto/random.h"
 #include "launch/run_outcome.h"
+#include "net/request_fields.h"
 #include "server/agents/agent_launcher.h"
 #include "server/api/request_support.h"
 #include "server/live_run.h"
-#include "server/run_token_header.h"
 
 namespace berth::server {
 namespace {
@@ -73,7 +73,7 @@ Result<crypto::AgentToken> AuthenticateAgent(store::Store& store, const std::str
     if (pem == configuration.end() || !pem->is_string()) continue;
     if (auto key = ParseEd25519PublicKeyPem(pem->get<std::string>())) keys.push_back(key->raw);
   }
-  auto token = crypto::VerifyAgentToken(RunTokenOf(request), keys, now);
+  auto token = crypto::VerifyAgentToken(net::RequestCredential(request), keys, now);
   if (!token) return MakeError(ErrorKind::kUnauthenticated, token.error().message);
   if (token->org != org || token->runner != runner)
     return MakeError(ErrorKind::kPermissionDenied, "the token is for runner " + token->org + "/" +

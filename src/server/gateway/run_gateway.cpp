@@ -9,10 +9,10 @@
 #include "core/run_result.h"
 #include "crypto/jws.h"
 #include "crypto/random.h"
+#include "net/request_fields.h"
 #include "server/approved_apply.h"
 #include "server/live_run.h"
 #include "server/run_inputs.h"
-#include "server/run_token_header.h"
 
 namespace berth::server {
 namespace {
@@ -64,7 +64,8 @@ RunGateway::RunGateway(store::Store& store, RunGatewayOptions options)
 Result<crypto::RunToken> RunGateway::TokenForRun(const RouteRequest& r,
                                                  net::ServerResponse& refusal) const {
   const std::string& run = r.params.at("run");
-  auto token = tokens_.Verify(RunTokenOf(r.http), crypto::kRunTokenAudience, clock_.WallSeconds());
+  auto token = tokens_.Verify(net::RequestCredential(r.http), crypto::kRunTokenAudience,
+                              clock_.WallSeconds());
   if (!token) {
     refusal =
         ErrorResponse(401, "Unauthenticated", "a run token is required: " + token.error().message);

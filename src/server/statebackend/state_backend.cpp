@@ -9,8 +9,8 @@
 #include "core/bounded_json.h"
 #include "core/environment_ref.h"
 #include "crypto/jws.h"
+#include "net/request_fields.h"
 #include "server/live_run.h"
-#include "server/run_token_header.h"
 
 namespace berth::server {
 namespace {
@@ -31,20 +31,6 @@ net::ServerResponse Problem(int status, const std::string& message) {
   return response;
 }
 
-std::string QueryValue(const std::string& target, const std::string& name) {
-  auto question = target.find('?');
-  if (question == std::string::npos) return {};
-  std::string query = target.substr(question + 1);
-  for (size_t start = 0; start <= query.size();) {
-    size_t end = query.find('&', start);
-    if (end == std::string::npos) end = query.size();
-    std::string pair = query.substr(start, end - start);
-    if (pair.starts_with(name + "=")) return pair.substr(name.size() + 1);
-    start = end + 1;
-  }
-  return {};
-}
-
 int StatusOf(const Error& error) { return HttpStatus(error.kind); }
 
 }  // namespace
@@ -59,7 +45,8 @@ net::ServerResponse StateBackend::Handle(const net::ServerRequest& request) cons
   if (!where) return Problem(404, "no such state: the path is /state/v1/{org}/{project}/{env}");
   std::string key = where->Key();
 
-  auto token = tokens_.Verify(RunTokenOf(request), crypto::kRunTokenAudience, clock_.WallSeconds());
+  auto token = tokens_.Verify(net::RequestCredential(request), crypto::kRunTokenAudience,
+                              clock_.WallSeconds());
   if (!token) return Problem(401, "a run token is required: " + token.error().message);
   if (token->scope != key)
     return Problem(403, "the run's token is for " + token->scope + ", not " + key);
@@ -70,7 +57,7 @@ net::ServerResponse StateBackend::Handle(const net::ServerRequest& request) cons
   // A write with no lock ID comes from TF run with -lock=false: berthd holds the lock for the
   // whole run, with the run's id as its ID, so the write is under that lock (and refused once an
   // operator broke it: a run cut off cannot write over what came after).
-  std::string lock_id = QueryValue(request.target, "ID");
+  std::string lock_id = net::QueryValue(request.target, "ID");
   if (lock_id.empty()) lock_id = token->run_id;
   if (method == "GET") {
     auto state = states_.Current(key);
