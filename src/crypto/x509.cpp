@@ -13,25 +13,18 @@
 
 #include <ctime>
 
+#include "crypto/openssl_support.h"
+
 namespace berth::crypto {
 namespace {
 
-template <class T, void (*Free)(T*)>
-struct Deleter {
-  void operator()(T* p) const { Free(p); }
-};
-using PKey = std::unique_ptr<EVP_PKEY, Deleter<EVP_PKEY, EVP_PKEY_free>>;
+using openssl::Bio;
+using openssl::Deleter;
+using openssl::PKey;
 using Cert = std::unique_ptr<X509, Deleter<X509, X509_free>>;
-using Bio = std::unique_ptr<BIO, Deleter<BIO, BIO_free_all>>;
 using Ext = std::unique_ptr<X509_EXTENSION, Deleter<X509_EXTENSION, X509_EXTENSION_free>>;
 
-Error OpenSslError(const std::string& what) {
-  unsigned long code = ERR_get_error();
-  char text[256] = "unknown error";
-  if (code != 0) ERR_error_string_n(code, text, sizeof text);
-  ERR_clear_error();
-  return MakeError(ErrorKind::kInternal, what + ": " + text);
-}
+Error OpenSslError(const std::string& what) { return openssl::LastError(what); }
 
 std::string BioString(BIO* bio) {
   char* data = nullptr;
@@ -39,12 +32,7 @@ std::string BioString(BIO* bio) {
   return std::string(data, static_cast<size_t>(size));
 }
 
-Result<PKey> ParsePrivateKey(const std::string& pem) {
-  Bio bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-  PKey key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
-  if (!key) return OpenSslError("private key");
-  return key;
-}
+Result<PKey> ParsePrivateKey(const std::string& pem) { return openssl::ReadPrivateKey(pem); }
 
 Result<Cert> ParseCertificate(const std::string& pem) {
   Bio bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));

@@ -85,6 +85,14 @@ Result<void> GatewayRun::Prepare(RunOptions& options, LogSink& log) {
     options.plan_key_file = (staging_ / "plan.key").string();
     if (auto staged = Stage("plan-key", options.plan_key_file); !staged) return staged.error();
   }
+  // An ID token for the module's providers, when the environment asks for one (404: it does
+  // not, or berthd is older than ID tokens).
+  const fs::path id_token = staging_ / "id-token";
+  if (auto staged = Stage("id-token", id_token); staged) {
+    options.id_token_file = id_token.string();
+  } else if (staged.error().kind != ErrorKind::kNotFound) {
+    return staged.error();
+  }
   return {};
 }
 

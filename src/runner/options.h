@@ -72,6 +72,9 @@ struct RunOptions {
   // --state-encryption: the key is the gateway's state-key.
   std::string state_key_file;
   std::string state_token_file;  // the HTTP backend's password; default: BERTH_TOKEN_FILE's
+  // The run's OpenID Connect ID token, from berthd's gateway when its environment asks for one
+  // (docs/oidc.md); no flag: only the gateway's run sets it.
+  std::string id_token_file;
   bool state_encryption = false;
   // Every log chunk shipped to the gateway is encrypted to this age recipient (age1...) first.
   std::string log_recipient;

@@ -188,6 +188,12 @@ class Run {
       env.push_back("TF_HTTP_USERNAME=run");
       env.push_back("TF_HTTP_PASSWORD=" + *token);
     }
+    if (!o_.id_token_file.empty()) {
+      auto token = sys::ReadFile(o_.id_token_file);
+      if (!token) return Fail(RunErrorKind::kInvalidFlags, "inputs", token.error().ToString());
+      masker_.Add(*token);
+      env.push_back("BERTH_ID_TOKEN_FILE=" + std::filesystem::absolute(o_.id_token_file).string());
+    }
     if (!o_.state_key_file.empty()) {
       auto key = ReadStateKey(o_.state_key_file);
       if (!key) return Fail(RunErrorKind::kInvalidFlags, "inputs", key.error().ToString());

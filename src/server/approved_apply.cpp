@@ -13,6 +13,11 @@ Result<ApprovedPlan> ApprovedPlanOf(store::Store& store, const store::Deployment
                       .sha256 = plan_file->sha256};
 }
 
+std::string RunOpOf(const store::Deployment& d) {
+  if (d.spec.PlanOnly() || (d.spec.NeedsApproval() && d.run_id != ApplyRunId(d.id))) return "plan";
+  return std::string(DeploymentOpName(d.spec.op));
+}
+
 Result<std::string> MintRunTokenOf(const store::Deployment& d, const std::string& run_id,
                                    std::chrono::seconds lifetime,
                                    const crypto::Ed25519Signer& signer, int64_t now) {

@@ -15,6 +15,8 @@ namespace berth::server {
 
 // The apply run's id of a deployment whose plan was approved.
 std::string ApplyRunId(const std::string& deployment_id);
+// What the deployment's current run does: plan, apply or destroy.
+std::string RunOpOf(const store::Deployment& d);
 
 struct ApprovedPlan {
   std::string hash;    // the plan's effect, as the approver saw it ("sha256:...")

@@ -25,6 +25,7 @@
 #include "server/dispatch/dispatcher.h"
 #include "server/gateway/run_gateway.h"
 #include "server/metrics.h"
+#include "server/oidc/oidc_issuer.h"
 #include "server/replica.h"
 #include "server/request_admission.h"
 #include "server/retention.h"
@@ -282,6 +283,14 @@ struct Foundations {
   std::string cgroups_refusal;
 };
 
+// The OpenID Connect issuer's URL (the tokens' iss): the public URL users reach berthd at, else
+// the URL it serves on.
+std::string IssuerUrl(const DaemonOptions& options, const std::string& served) {
+  std::string url = options.public_url.empty() ? served : options.public_url;
+  while (url.ends_with('/')) url.pop_back();
+  return url;
+}
+
 // How long a run token opens anything: no longer than the run may last, and the little a
 // stopping runner needs to save its state and send the rest of its log.
 std::chrono::seconds RunTokenLifetime(const DaemonOptions& options) {
@@ -390,10 +399,12 @@ class Berthd {
         log_(options.log_format, options.verbosity),
         base_(std::move(foundations)),
         states_(*base_.store, base_.signer.PublicKey(), SystemClock::Instance()),
+        oidc_(*base_.store, SystemClock::Instance(), {.issuer = IssuerUrl(options, base_.url)}),
         gateway_(*base_.store, {.public_key = base_.signer.PublicKey(),
                                 .signer = &base_.signer,
                                 .token_lifetime = RunTokenLifetime(options),
-                                .feed = &log_feed_}),
+                                .feed = &log_feed_,
+                                .issuer = &oidc_}),
         agent_gateway_(*base_.store, {.signer = &base_.signer,
                                       .events = &dispatcher_,
                                       .commands = &agent_commands_,
@@ -622,6 +633,11 @@ class Berthd {
       response.route = std::string(kStatePathPrefix) + "{key}";
       return response;
     }
+    if (OidcIssuer::Serves(r.target)) {
+      net::ServerResponse response = oidc_.Handle(r);
+      response.route = r.target.substr(0, r.target.find('?'));
+      return response;
+    }
     if (AgentGateway::Serves(r.target)) return agent_gateway_.Handle(r);
     if (UiRoutes::Serves(r.target)) return ui_.Handle(r);
     if (RunGateway::Serves(r.target)) {
@@ -642,6 +658,7 @@ class Berthd {
   ChangeFeed agent_ends_;      // an agent reported a run's end: the agent launcher records it
   Foundations base_;
   StateBackend states_;
+  OidcIssuer oidc_;
   UiRoutes ui_;
   RunGateway gateway_;
   AgentGateway agent_gateway_;

@@ -6,6 +6,7 @@
 
 #include <csignal>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/base64.h"
 #include "kube/kube_config.h"
@@ -26,9 +27,36 @@ std::string& AdvertisedAddress() {
   return address;
 }
 
+std::optional<JwtIssuer>& TrustedIssuer() {
+  static std::optional<JwtIssuer> issuer;
+  return issuer;
+}
+
+// The AuthenticationConfiguration that trusts it.
+std::string AuthenticationConfig(const JwtIssuer& issuer) {
+  std::string ca = "        " + issuer.ca_pem;
+  for (size_t at = ca.find('\n'); at != std::string::npos && at + 1 < ca.size();
+       at = ca.find('\n', at + 1))
+    ca.insert(at + 1, "        ");
+  return fmt::format(
+      "apiVersion: apiserver.config.k8s.io/v1\n"
+      "kind: AuthenticationConfiguration\n"
+      "jwt:\n"
+      "  - issuer:\n"
+      "      url: {}\n"
+      "      audiences: [{}]\n"
+      "      certificateAuthority: |\n{}\n"
+      "    claimMappings:\n"
+      "      username:\n"
+      "        claim: sub\n"
+      "        prefix: \"{}\"\n",
+      issuer.url, issuer.audience, ca, issuer.username_prefix);
+}
+
 }  // namespace
 
 void AdvertiseApiserverOn(const std::string& address) { AdvertisedAddress() = address; }
+void TrustJwtIssuer(const JwtIssuer& issuer) { TrustedIssuer() = issuer; }
 
 Result<KubeTestCluster*> KubeTestCluster::Shared() {
   static Result<std::unique_ptr<KubeTestCluster>> cluster = Start();
@@ -154,6 +182,11 @@ Result<void> KubeTestCluster::StartApiserver() {
       // ConfigMaps bypass the watch cache, so that a test can expire a watch by
       // compacting etcd (the cache would serve an old version from memory).
       "--watch-cache-sizes=configmaps#0"};
+  if (const auto& issuer = TrustedIssuer()) {
+    const std::filesystem::path file = dir / "authentication.yaml";
+    if (auto r = Write(file, AuthenticationConfig(*issuer)); !r) return r.error();
+    options.argv.push_back("--authentication-config=" + file.string());
+  }
   options.output_path = (dir / "kube-apiserver.log").string();
   apiserver_options_ = std::move(options);
   return RunApiserver();

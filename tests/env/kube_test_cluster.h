@@ -23,6 +23,18 @@ namespace berth::testenv {
 // which Pods reach through the `kubernetes` Service.
 void AdvertiseApiserverOn(const std::string& address);
 
+// An OpenID Connect issuer whose ID tokens the apiserver takes as users (a structured
+// AuthenticationConfiguration, as a cluster that trusts berthd has): discovery over TLS against
+// ca_pem, the audience checked, the user named prefix + sub. Before the cluster starts (its
+// server may answer later: the apiserver fetches discovery in the background until it does).
+struct JwtIssuer {
+  std::string url;
+  std::string audience;
+  std::string ca_pem;
+  std::string username_prefix;
+};
+void TrustJwtIssuer(const JwtIssuer& issuer);
+
 class KubeTestCluster {
  public:
   // Starts the cluster on first call; later calls return the same one. A start failure is

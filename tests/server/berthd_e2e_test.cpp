@@ -520,9 +520,26 @@ TEST_F(BerthdE2e, AnHttpsPublicUrlMakesTheSessionCookieSecure) {
   };
   EXPECT_EQ(cookie().find("; Secure"), std::string::npos) << "plain HTTP, no proxy said";
   StopBerthd();
-  berthd_flags_ = {"--public-url=https://berth.example.com"};
+  berthd_flags_ = {"--public-url=https://berth.example.com/"};
   StartBerthd();
   EXPECT_NE(cookie().find("; Secure"), std::string::npos);
+  // The public URL is berthd's OpenID Connect issuer (docs/oidc.md), and its keys outlive a
+  // restart (they are the store's).
+  auto anonymous = [&](const std::string& path) {
+    auto response = http_->Send({.url = url_ + path});
+    EXPECT_TRUE(response && response->status == 200) << path;
+    return json::parse(response ? response->body : "", nullptr, false);
+  };
+  const json discovery = anonymous("/.well-known/openid-configuration");
+  EXPECT_EQ(discovery["issuer"], "https://berth.example.com");
+  EXPECT_EQ(discovery["jwks_uri"], "https://berth.example.com/.well-known/jwks");
+  const json keys = anonymous("/.well-known/jwks");
+  ASSERT_EQ(keys["keys"].size(), 3u) << keys.dump();
+  StopBerthd();
+  StartBerthd();
+  const json after = anonymous("/.well-known/jwks")["keys"];
+  // (a week's boundary passed meanwhile makes the signing key the previous one: still there)
+  EXPECT_NE(std::find(after.begin(), after.end(), keys["keys"][1]), after.end()) << after.dump();
   StopBerthd();
   auto refused = berthd_->Start({"--public-url=ftp://berth.example.com"});
   ASSERT_FALSE(refused) << "a public URL that is not http(s) was taken";
@@ -530,6 +547,54 @@ TEST_F(BerthdE2e, AnHttpsPublicUrlMakesTheSessionCookieSecure) {
       << refused.error().message;
   berthd_flags_ = {};
   StartBerthd();
+}
+
+// An environment that asks for an ID token gives each run one: tofu's providers find it in
+// the file BERTH_ID_TOKEN_FILE names, its claims name the run's environment and phase, and the
+// whole token never reaches the stored log (its payload alone, which the module prints here,
+// is no secret).
+TEST_F(BerthdE2e, ARunOfAnEnvironmentThatAsksForAnIdTokenFindsOneInItsFile) {
+  auto created = Call("POST", "/projects/web/envs",
+                      R"({"id":"federated","env_type_id":"development",)"
+                      R"("id_token":{"audience":"sts.amazonaws.com"}})");
+  ASSERT_EQ(created.status, 201) << created.body;
+  EXPECT_EQ(json::parse(created.body)["id_token"]["audience"], "sts.amazonaws.com");
+  auto refused = Call("POST", "/projects/web/envs",
+                      R"({"id":"blank","env_type_id":"development","id_token":{"audience":""}})");
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_NE(refused.body.find("$.id_token.audience"), std::string::npos) << refused.body;
+
+  const fs::path module = dir_->Path() / "id-token-module";
+  fs::create_directories(module);
+  ASSERT_TRUE(sys::WriteFileAtomic(module / "main.tf", R"hcl(resource "terraform_data" "who" {
+  provisioner "local-exec" {
+    command = "echo claims=$(cut -d. -f2 \"$BERTH_ID_TOKEN_FILE\") whole=$(cat \"$BERTH_ID_TOKEN_FILE\")"
+  }
+}
+)hcl"));
+  const std::string id = Api().Deploy(module, {{"op", "apply"}}, "web/federated");
+  json done = WaitFor(id, {"succeeded", "failed"});
+  ASSERT_EQ(done["state"], "succeeded") << done.dump(2) << Log(id);
+  const std::string log = Log(id);
+  const std::string marker = "(local-exec): claims=";
+  const size_t at = log.find(marker);
+  ASSERT_NE(at, std::string::npos) << log;
+  const size_t start = at + marker.size();
+  auto payload =
+      Base64Decode(log.substr(start, log.find(' ', start) - start), Base64Alphabet::kUrlNoPadding);
+  ASSERT_TRUE(payload) << log;
+  const json claims = json::parse(*payload);
+  EXPECT_EQ(claims["sub"], "org:default:project:web:env:federated:phase:apply");
+  EXPECT_EQ(claims["aud"], "sts.amazonaws.com");
+  EXPECT_EQ(claims["deployment"], id);
+  const size_t whole = log.find("whole=", at);
+  ASSERT_NE(whole, std::string::npos) << log;
+  EXPECT_FALSE(log.substr(whole + 6).starts_with("ey")) << "the token itself was logged: " << log;
+
+  // The environment the others use asks for none: its runs are told of no file.
+  const std::string plain = Deploy(module, {{"op", "apply"}});
+  ASSERT_EQ(WaitFor(plain, {"succeeded", "failed"})["state"], "succeeded") << Log(plain);
+  EXPECT_NE(Log(plain).find("(local-exec): claims= whole="), std::string::npos) << Log(plain);
 }
 
 // The admin token's secret is written beside the data before the store takes it: a start that

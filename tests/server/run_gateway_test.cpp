@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/base64.h"
 #include "core/run_result.h"
 #include "crypto/digest.h"
@@ -234,6 +236,70 @@ TEST_F(RunGatewayTest, AResultThatIsNoRunResultIsRefusedAndNothingIsKept) {
   auto kept = server_->Store().DeploymentData().GetArtifact("acme", "d1", "result:run-1");
   ASSERT_TRUE(kept);
   EXPECT_EQ(ParseRunResult(kept->content).value(), planned);
+}
+
+// A run gets an ID token only when its environment asks for one: signed by a key berthd
+// publishes, its claims name the organization, project, environment and phase (plan for a plan
+// run, apply for the approved apply, with the approved plan's hash), and the environment's
+// audience. Another run's token gets none.
+TEST_F(RunGatewayTest, ARunGetsAnIdTokenNamingItsEnvironmentAndPhaseWhenItsEnvironmentAsks) {
+  store::Store& store = server_->Store();
+  auto none = Send("GET", "/runs/v1/run-1/id-token", Token("run-1"));
+  EXPECT_EQ(none.status, 404) << none.body;
+  EXPECT_NE(none.body.find("id_token"), std::string::npos) << none.body;
+  auto env = store.Get(store::Kind::kEnvironment, "acme", "web", "dev");
+  ASSERT_TRUE(env);
+  env->body["id_token"] = {{"audience", "sts.amazonaws.com"}};
+  ASSERT_TRUE(store.Update(*env, env->version));
+
+  const json keys = json::parse(
+      server_->Oidc().Handle({.method = "GET", .target = std::string(kJwksPath)}).body)["keys"];
+  auto claims_of = [&](const std::string& run) {
+    auto answer = Send("GET", "/runs/v1/" + run + "/id-token", Token(run));
+    EXPECT_EQ(answer.status, 200) << answer.body;
+    const size_t first = answer.body.find('.');
+    const size_t second = answer.body.find('.', first + 1);
+    auto header = Base64Decode(answer.body.substr(0, first), Base64Alphabet::kUrlNoPadding);
+    auto payload = Base64Decode(answer.body.substr(first + 1, second - first - 1),
+                                Base64Alphabet::kUrlNoPadding);
+    if (!header || !payload) return json();
+    const std::string kid = json::parse(*header).value("kid", "");
+    EXPECT_TRUE(
+        std::any_of(keys.begin(), keys.end(), [&](const json& key) { return key["kid"] == kid; }))
+        << kid << " is not among " << keys.dump();
+    return json::parse(*payload);
+  };
+  const json applied = claims_of("run-1");  // d1: an apply without approval
+  EXPECT_EQ(applied["sub"], "org:acme:project:web:env:dev:phase:apply");
+  EXPECT_EQ(applied["aud"], "sts.amazonaws.com");
+  EXPECT_EQ(applied["iss"], StateServer::kIssuer);
+  EXPECT_EQ(applied["deployment"], "d1");
+  EXPECT_EQ(applied["run"], "run-1");
+  EXPECT_FALSE(applied.contains("plan_hash")) << "no plan was approved";
+  EXPECT_GT(applied["exp"].get<int64_t>(), UnixSecondsNow());
+  EXPECT_EQ(Send("GET", "/runs/v1/run-1/id-token", Token("run-2")).status, 403);
+
+  // A deployment that waits for approval: its plan run, then its approved apply.
+  ASSERT_TRUE(store.Deployments().Transition("acme", "d1", S::kDispatched, S::kFailed, "test"));
+  store::Deployment d3{.org_id = "acme", .project_id = "web", .env_id = "dev", .id = "d3"};
+  d3.spec = {.op = DeploymentOp::kApply, .source_path = "/nowhere", .approval_required = true};
+  ASSERT_TRUE(store.Deployments().Create(d3));
+  ASSERT_TRUE(store.Deployments().Transition("acme", "d2", S::kQueued, S::kCancelled, "test"));
+  ASSERT_TRUE(store.Deployments().Transition("acme", "d3", S::kQueued, S::kDispatched, "",
+                                             {.run_id = "d3"}));
+  EXPECT_EQ(claims_of("d3")["sub"], "org:acme:project:web:env:dev:phase:plan");
+  const std::string plan_hash = "sha256:" + std::string(64, 'd');
+  ASSERT_TRUE(store.DeploymentData().PutArtifact(
+      "acme", "d3", {.name = "plan", .run_id = "d3", .content = "the plan file"}));
+  ASSERT_TRUE(store.Deployments().Transition("acme", "d3", S::kDispatched, S::kRunning, ""));
+  ASSERT_TRUE(store.Deployments().Transition("acme", "d3", S::kRunning, S::kWaitingApproval, "",
+                                             {.result = json{{"plan", {{"hash", plan_hash}}}}}));
+  ASSERT_TRUE(store.Deployments().Transition("acme", "d3", S::kWaitingApproval, S::kDispatched, "",
+                                             {.run_id = "d3-apply"}));
+  const json approved = claims_of("d3-apply");
+  EXPECT_EQ(approved["sub"], "org:acme:project:web:env:dev:phase:apply");
+  EXPECT_EQ(approved["phase"], "apply");
+  EXPECT_EQ(approved["plan_hash"], plan_hash);
 }
 
 // A plan run's runner kept for the apply asks /next with the plan run's token (its run has

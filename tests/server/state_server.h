@@ -30,10 +30,13 @@ class StateServer {
     server->signer_.emplace(std::move(*signer));
     server->backend_ = std::make_unique<StateBackend>(*server->store_, server->signer_->PublicKey(),
                                                       SystemClock::Instance());
+    server->oidc_ = std::make_unique<OidcIssuer>(*server->store_, SystemClock::Instance(),
+                                                 OidcIssuerOptions{.issuer = kIssuer});
     server->gateway_ = std::make_unique<RunGateway>(
         *server->store_, RunGatewayOptions{.public_key = server->signer_->PublicKey(),
                                            .signer = &*server->signer_,
-                                           .feed = &server->feed_});
+                                           .feed = &server->feed_,
+                                           .issuer = server->oidc_.get()});
     StateServer* raw = server.get();
     auto http = net::StartHttpServer({}, [raw](const net::ServerRequest& request) {
       return RunGateway::Serves(request.target) ? raw->gateway_->Handle(request)
@@ -44,7 +47,9 @@ class StateServer {
     return server;
   }
 
+  static constexpr char kIssuer[] = "https://berth.test";
   store::Store& Store() { return *store_; }
+  OidcIssuer& Oidc() { return *oidc_; }
   ChangeFeed& Feed() { return feed_; }
   const crypto::Ed25519Signer& Signer() const { return *signer_; }
   std::string Url() const { return "http://127.0.0.1:" + std::to_string(http_->Port()); }
@@ -99,6 +104,7 @@ class StateServer {
   std::unique_ptr<store::Store> store_;
   std::optional<crypto::Ed25519Signer> signer_;
   std::unique_ptr<StateBackend> backend_;
+  std::unique_ptr<OidcIssuer> oidc_;  // before the gateway, which signs with it
   ChangeFeed feed_;
   std::unique_ptr<RunGateway> gateway_;
   std::unique_ptr<net::HttpServer> http_;  // last: stopped first

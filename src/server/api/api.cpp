@@ -282,6 +282,19 @@ std::vector<ResourceType> ResourceTypes(const ApiOptions& options) {
                          .OneOf({"none", "berth"})
                          .Doc("berth: OpenTofu encrypts the environment's state and plans with a "
                               "key berth keeps for it (docs/security.md); none (the default)"))),
+             Optional(
+                 "id_token",
+                 std::move(Schema::Object(
+                               {Required("audience", std::move(Schema::String()
+                                                                   .Pattern("[!-~]+",
+                                                                            "printable ASCII, no "
+                                                                            "spaces")
+                                                                   .MaxLength(256)
+                                                                   .Doc("the token's aud: what "
+                                                                        "the verifier expects")))})
+                               .Doc("each run gets an OpenID Connect ID token signed by "
+                                    "berthd (docs/oidc.md) in the file "
+                                    "BERTH_ID_TOKEN_FILE names"))),
          });
          auto valid = ValidateWith(kSchema, std::move(body));
          if (!valid) return valid.error();
@@ -310,6 +323,8 @@ std::vector<ResourceType> ResourceTypes(const ApiOptions& options) {
                     StateRetentionJson(valid->value("state_retention", json::object()))},
                    {"state_encryption", encryption}};
          if (valid->contains("log_recipient")) r.body["log_recipient"] = (*valid)["log_recipient"];
+         if (valid->value("id_token", json()).is_object())
+           r.body["id_token"] = (*valid)["id_token"];
          r.columns = {{"env_type_id", (*valid)["env_type_id"].get<std::string>()},
                       {"runner_id", std::nullopt}};
          return r;

@@ -29,12 +29,6 @@ constexpr size_t kKeptEndedRuns = 50;
 // Kept states the store could not take yet are pushed again this often.
 constexpr std::chrono::seconds kSettleEvery{5};
 
-// What the deployment's current run does.
-std::string RunOp(const store::Deployment& d) {
-  if (d.spec.PlanOnly() || (d.spec.NeedsApproval() && d.run_id != ApplyRunId(d.id))) return "plan";
-  return std::string(DeploymentOpName(d.spec.op));
-}
-
 // Where a dispatcher without a log writes: nowhere.
 sys::Logger& Silent() {
   static sys::Logger silent(sys::Logger::Format::kText, 0, -1);
@@ -134,7 +128,7 @@ Result<Dispatcher::Launch> Dispatcher::Prepare(const store::Deployment& d) {
 
   auto token = MintRunTokenOf(d, d.run_id, options_.token_lifetime, signer_, clock_.WallSeconds());
   if (!token) return token.error();
-  std::string op = RunOp(d);
+  std::string op = RunOpOf(d);
   launch::LaunchRequest request{.run_id = d.run_id,
                                 .revision = "1",
                                 .org_id = d.org_id,
@@ -273,13 +267,14 @@ Result<void> Dispatcher::HoldStateLock(const store::Deployment& d) {
   const std::string created = FormatRfc3339(
       std::chrono::system_clock::time_point(std::chrono::milliseconds(clock_.WallMillis())));
   // TF's LockInfo, as a TF of another run that finds it locked prints it.
-  const json info = {{"ID", d.run_id},
-                     {"Operation", RunOp(d) == "plan" ? "OperationTypePlan" : "OperationTypeApply"},
-                     {"Info", "held by berthd for run " + d.run_id + " of deployment " + d.id},
-                     {"Who", "berthd@" + d.run_id},
-                     {"Version", ""},
-                     {"Created", created},
-                     {"Path", ""}};
+  const json info = {
+      {"ID", d.run_id},
+      {"Operation", RunOpOf(d) == "plan" ? "OperationTypePlan" : "OperationTypeApply"},
+      {"Info", "held by berthd for run " + d.run_id + " of deployment " + d.id},
+      {"Who", "berthd@" + d.run_id},
+      {"Version", ""},
+      {"Created", created},
+      {"Path", ""}};
   auto locked = store_.States().Lock(key, {d.run_id, info.dump(), 0, d.run_id});
   if (locked || locked.error().reason != "Locked") return locked;
   json holder = json::parse(locked.error().context, nullptr, false);

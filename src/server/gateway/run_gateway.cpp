@@ -52,6 +52,8 @@ RunGateway::RunGateway(store::Store& store, RunGatewayOptions options)
   add("GET", run + "/plan-key", [this](const RouteRequest&, const auto& d) { return PlanKey(d); });
   add("GET", run + "/state-key",
       [this](const RouteRequest&, const auto& d) { return StateKey(d); });
+  add("GET", run + "/id-token",
+      [this](const RouteRequest& r, const auto& d) { return IdToken(r.params.at("run"), d); });
   add("POST", run + "/logs",
       [this](const RouteRequest& r, const auto& d) { return AppendLog(r, d); });
   add("PUT", run + "/artifacts/{name}",
@@ -162,6 +164,39 @@ net::ServerResponse RunGateway::PlanKey(const store::Deployment& d) const {
       store_.EnsureSharedSecret("plan-key/" + d.Environment().Key(), crypto::RandomToken(32));
   if (!key) return ErrorResponse(key.error());
   return Bytes(std::move(*key), "application/octet-stream");
+}
+
+net::ServerResponse RunGateway::IdToken(const std::string& run, const store::Deployment& d) const {
+  auto environment = store_.Get(store::Kind::kEnvironment, d.org_id, d.project_id, d.env_id);
+  if (!environment) return ErrorResponse(environment.error());
+  const json asked = environment->body.value("id_token", json());
+  if (!asked.is_object() || options_.issuer == nullptr)
+    return ErrorResponse(
+        404, "NotFound",
+        "environment " + d.Environment().Key() + " asks for no ID token (its id_token is not set)");
+  const std::string phase = RunOpOf(d) == "plan" ? "plan" : "apply";
+  const auto runner = environment->columns.find("runner_id");
+  json claims = {
+      {"sub",
+       "org:" + d.org_id + ":project:" + d.project_id + ":env:" + d.env_id + ":phase:" + phase},
+      {"aud", asked.value("audience", "")},
+      {"org", d.org_id},
+      {"project", d.project_id},
+      {"environment", d.env_id},
+      {"phase", phase},
+      {"deployment", d.id},
+      {"run", run},
+      {"runner", runner != environment->columns.end() && runner->second ? json(*runner->second)
+                                                                        : json(nullptr)}};
+  // An apply names the plan it was approved to make: a trust policy may pin it.
+  if (phase == "apply" && d.spec.NeedsApproval()) {
+    auto approved = ApprovedPlanOf(store_, d);
+    if (!approved) return ErrorResponse(approved.error());
+    claims["plan_hash"] = approved->hash;
+  }
+  auto token = options_.issuer->Mint(std::move(claims), options_.token_lifetime);
+  if (!token) return ErrorResponse(token.error());
+  return Bytes(std::move(*token), "application/jwt");
 }
 
 net::ServerResponse RunGateway::AppendLog(const RouteRequest& r, const store::Deployment& d) const {

@@ -2,7 +2,8 @@
 // run only, under /runs/v1/{run}: fetch the module bundle, the rendered inputs and the plan it
 // was approved to apply, and its organization's plan-hash key; append log chunks (numbered, so a
 // retried chunk is stored once); upload artifacts (plan, outputs, state); post its result. A token
-// for another run, an expired token, or a run that has ended is refused.
+// for another run, an expired token, or a run that has ended is refused. And an OpenID Connect ID
+// token for the module's providers, when the run's environment asks for one (docs/oidc.md).
 #pragma once
 
 #include <chrono>
@@ -15,6 +16,7 @@
 #include "net/http_server.h"
 #include "server/api/router.h"
 #include "server/change_feed.h"
+#include "server/oidc/oidc_issuer.h"
 #include "store/store.h"
 
 namespace berth::server {
@@ -27,8 +29,9 @@ struct RunGatewayOptions {
   // no runner is ever handed an apply.
   const crypto::Ed25519Signer* signer = nullptr;
   std::chrono::seconds token_lifetime{6 * 3600};
-  Clock* clock = nullptr;      // what tokens expire by; null: the system's
-  ChangeFeed* feed = nullptr;  // told of every stored chunk; may be null
+  Clock* clock = nullptr;        // what tokens expire by; null: the system's
+  ChangeFeed* feed = nullptr;    // told of every stored chunk; may be null
+  OidcIssuer* issuer = nullptr;  // what signs runs' ID tokens; null: none is given
   size_t max_log_chunk = size_t{1} << 20;
 };
 
@@ -60,6 +63,9 @@ class RunGateway {
   // The environment's state encryption key (32 bytes, base64), made at its first use; 404
   // for an environment whose state_encryption is not berth.
   net::ServerResponse StateKey(const store::Deployment& d) const;
+  // The run's ID token: sub org:O:project:P:env:E:phase:plan|apply, the environment's audience;
+  // 404 when the environment asks for none.
+  net::ServerResponse IdToken(const std::string& run, const store::Deployment& d) const;
   net::ServerResponse AppendLog(const RouteRequest& r, const store::Deployment& d) const;
   net::ServerResponse PutArtifact(const RouteRequest& r, const store::Deployment& d) const;
   net::ServerResponse PostResult(const RouteRequest& r, const store::Deployment& d) const;
