@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "crypto/random.h"
+#include "runner/id_token_setup.h"
 #include "runner/sealed_outputs.h"
 #include "runner/work_dir.h"
 #include "sys/files.h"
@@ -87,12 +88,12 @@ Result<void> GatewayRun::Prepare(RunOptions& options, LogSink& log) {
   }
   // An ID token for the module's providers, when the environment asks for one (404: it does
   // not, or berthd is older than ID tokens).
-  const fs::path id_token = staging_ / "id-token";
-  if (auto staged = Stage("id-token", id_token); staged) {
-    options.id_token_file = id_token.string();
-  } else if (staged.error().kind != ErrorKind::kNotFound) {
-    return staged.error();
-  }
+  auto answer = client_.Fetch("id-token");
+  if (!answer) return answer.error().kind == ErrorKind::kNotFound ? Result<void>() : answer.error();
+  auto placed = PlaceIdToken(*answer, staging_, options.run_id);
+  if (!placed) return placed.error();
+  options.id_token_file = placed->file.string();
+  options.id_token_env = std::move(placed->env);
   return {};
 }
 

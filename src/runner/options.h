@@ -73,8 +73,10 @@ struct RunOptions {
   std::string state_key_file;
   std::string state_token_file;  // the HTTP backend's password; default: BERTH_TOKEN_FILE's
   // The run's OpenID Connect ID token, from berthd's gateway when its environment asks for one
-  // (docs/oidc.md); no flag: only the gateway's run sets it.
+  // (docs/oidc.md), and the variables that point TF's providers at it; no flag: only the
+  // gateway's run sets them.
   std::string id_token_file;
+  std::vector<std::string> id_token_env;
   bool state_encryption = false;
   // Every log chunk shipped to the gateway is encrypted to this age recipient (age1...) first.
   std::string log_recipient;

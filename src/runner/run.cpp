@@ -192,7 +192,7 @@ class Run {
       auto token = sys::ReadFile(o_.id_token_file);
       if (!token) return Fail(RunErrorKind::kInvalidFlags, "inputs", token.error().ToString());
       masker_.Add(*token);
-      env.push_back("BERTH_ID_TOKEN_FILE=" + std::filesystem::absolute(o_.id_token_file).string());
+      env.insert(env.end(), o_.id_token_env.begin(), o_.id_token_env.end());
     }
     if (!o_.state_key_file.empty()) {
       auto key = ReadStateKey(o_.state_key_file);

@@ -550,25 +550,43 @@ TEST_F(BerthdE2e, AnHttpsPublicUrlMakesTheSessionCookieSecure) {
 }
 
 // An environment that asks for an ID token gives each run one: tofu's providers find it in
-// the file BERTH_ID_TOKEN_FILE names, its claims name the run's environment and phase, and the
-// whole token never reaches the stored log (its payload alone, which the module prints here,
-// is no secret).
+// the file BERTH_ID_TOKEN_FILE names (and AWS's, Azure's and Google's SDKs where the
+// environment names them), its claims name the run's environment and phase, and the whole
+// token never reaches the stored log (its payload alone, which the module prints here, is no
+// secret).
 TEST_F(BerthdE2e, ARunOfAnEnvironmentThatAsksForAnIdTokenFindsOneInItsFile) {
   auto created = Call("POST", "/projects/web/envs",
                       R"({"id":"federated","env_type_id":"development",)"
-                      R"("id_token":{"audience":"sts.amazonaws.com"}})");
+                      R"("id_token":{"audience":"sts.amazonaws.com",)"
+                      R"("aws":{"role_arn":"arn:aws:iam::123456789012:role/deploy"},)"
+                      R"("azure":{"client_id":"11111111-2222-3333-4444-555555555555",)"
+                      R"("tenant_id":"66666666-7777-8888-9999-000000000000"},)"
+                      R"("gcp":{"workload_identity_provider":)"
+                      R"("projects/42/locations/global/workloadIdentityPools/p/providers/x"}}})");
   ASSERT_EQ(created.status, 201) << created.body;
   EXPECT_EQ(json::parse(created.body)["id_token"]["audience"], "sts.amazonaws.com");
-  auto refused = Call("POST", "/projects/web/envs",
-                      R"({"id":"blank","env_type_id":"development","id_token":{"audience":""}})");
-  EXPECT_EQ(refused.status, 400) << refused.body;
-  EXPECT_NE(refused.body.find("$.id_token.audience"), std::string::npos) << refused.body;
+  for (const auto& [field, id_token] : std::vector<std::pair<std::string, std::string>>{
+           {"$.id_token.audience", R"({"audience":""})"},
+           {"$.id_token.aws.role_arn", R"({"audience":"a","aws":{"role_arn":"deploy"}})"},
+           {"$.id_token.azure.tenant_id",
+            R"({"audience":"a","azure":{"client_id":"11111111-2222-3333-4444-555555555555"}})"},
+           {"$.id_token.gcp.workload_identity_provider",
+            R"({"audience":"a","gcp":{"workload_identity_provider":"pools/p"}})"}}) {
+    auto refused =
+        Call("POST", "/projects/web/envs",
+             R"({"id":"blank","env_type_id":"development","id_token":)" + id_token + "}");
+    EXPECT_EQ(refused.status, 400) << refused.body;
+    EXPECT_NE(refused.body.find(field), std::string::npos) << refused.body;
+  }
 
   const fs::path module = dir_->Path() / "id-token-module";
   fs::create_directories(module);
   ASSERT_TRUE(sys::WriteFileAtomic(module / "main.tf", R"hcl(resource "terraform_data" "who" {
   provisioner "local-exec" {
     command = "echo claims=$(cut -d. -f2 \"$BERTH_ID_TOKEN_FILE\") whole=$(cat \"$BERTH_ID_TOKEN_FILE\")"
+  }
+  provisioner "local-exec" {
+    command = "[ \"$AWS_WEB_IDENTITY_TOKEN_FILE\" = \"$BERTH_ID_TOKEN_FILE\" ] && [ \"$ARM_OIDC_TOKEN_FILE_PATH\" = \"$BERTH_ID_TOKEN_FILE\" ] && echo clouds=$AWS_ROLE_ARN,$ARM_USE_OIDC,$ARM_TENANT_ID,$(grep -c external_account \"$GOOGLE_APPLICATION_CREDENTIALS\")"
   }
 }
 )hcl"));
@@ -590,6 +608,10 @@ TEST_F(BerthdE2e, ARunOfAnEnvironmentThatAsksForAnIdTokenFindsOneInItsFile) {
   const size_t whole = log.find("whole=", at);
   ASSERT_NE(whole, std::string::npos) << log;
   EXPECT_FALSE(log.substr(whole + 6).starts_with("ey")) << "the token itself was logged: " << log;
+  EXPECT_NE(log.find("(local-exec): clouds=arn:aws:iam::123456789012:role/deploy,true,"
+                     "66666666-7777-8888-9999-000000000000,1"),
+            std::string::npos)
+      << log;
 
   // The environment the others use asks for none: its runs are told of no file.
   const std::string plain = Deploy(module, {{"op", "apply"}});

@@ -257,11 +257,12 @@ TEST_F(RunGatewayTest, ARunGetsAnIdTokenNamingItsEnvironmentAndPhaseWhenItsEnvir
   auto claims_of = [&](const std::string& run) {
     auto answer = Send("GET", "/runs/v1/" + run + "/id-token", Token(run));
     EXPECT_EQ(answer.status, 200) << answer.body;
-    const size_t first = answer.body.find('.');
-    const size_t second = answer.body.find('.', first + 1);
-    auto header = Base64Decode(answer.body.substr(0, first), Base64Alphabet::kUrlNoPadding);
-    auto payload = Base64Decode(answer.body.substr(first + 1, second - first - 1),
-                                Base64Alphabet::kUrlNoPadding);
+    const std::string token = json::parse(answer.body, nullptr, false).value("token", "");
+    const size_t first = token.find('.');
+    const size_t second = token.find('.', first + 1);
+    auto header = Base64Decode(token.substr(0, first), Base64Alphabet::kUrlNoPadding);
+    auto payload =
+        Base64Decode(token.substr(first + 1, second - first - 1), Base64Alphabet::kUrlNoPadding);
     if (!header || !payload) return json();
     const std::string kid = json::parse(*header).value("kid", "");
     EXPECT_TRUE(

@@ -188,6 +188,43 @@ json StateRetentionJson(const json& given) {
            given.value("keep_younger_than", std::string(StateRetention::kDefaultKeepYoungerThan))}};
 }
 
+// An environment's id_token (docs/oidc.md): the audience of its runs' ID tokens and the clouds
+// whose SDKs are pointed at the token.
+Schema IdTokenSchema() {
+  auto text = [](const char* pattern, const char* description, const char* doc) {
+    return std::move(Schema::String().Pattern(pattern, description).MaxLength(512).Doc(doc));
+  };
+  const char* guid = "[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}";
+  return std::move(
+      Schema::Object(
+          {Required("audience", text("[!-~]+", "printable ASCII, no spaces",
+                                     "the token's aud: what the verifier expects")),
+           Optional("aws",
+                    Schema::Object({Required(
+                        "role_arn",
+                        text("arn:aws[a-z-]*:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]+",
+                             "an IAM role's ARN",
+                             "AWS_ROLE_ARN, with AWS_WEB_IDENTITY_TOKEN_FILE the token's file"))})),
+           Optional("azure",
+                    Schema::Object({Required("client_id", text(guid, "a GUID", "ARM_CLIENT_ID")),
+                                    Required("tenant_id", text(guid, "a GUID", "ARM_TENANT_ID"))})),
+           Optional("gcp",
+                    Schema::Object(
+                        {Required("workload_identity_provider",
+                                  text("projects/[0-9]+/locations/global/workloadIdentityPools/"
+                                       "[a-z0-9-]+/providers/[a-z0-9-]+",
+                                       "projects/N/locations/global/workloadIdentityPools/P/"
+                                       "providers/X",
+                                       "the provider that trusts berthd: the credentials "
+                                       "file's audience")),
+                         Optional("service_account",
+                                  text("[a-z0-9-]+@[a-z0-9.-]+\\.gserviceaccount\\.com",
+                                       "a service account's email",
+                                       "the account the federated token impersonates"))}))})
+          .Doc("each run gets an OpenID Connect ID token signed by berthd (docs/oidc.md) in the "
+               "file BERTH_ID_TOKEN_FILE names, and the variables the named clouds' SDKs read"));
+}
+
 // An environment whose state was encrypted with berth's key stays so: a run without the key
 // could read neither its state nor its plans.
 Result<void> KeepsItsEncryption(store::Store& store, const std::string& org,
@@ -282,19 +319,7 @@ std::vector<ResourceType> ResourceTypes(const ApiOptions& options) {
                          .OneOf({"none", "berth"})
                          .Doc("berth: OpenTofu encrypts the environment's state and plans with a "
                               "key berth keeps for it (docs/security.md); none (the default)"))),
-             Optional(
-                 "id_token",
-                 std::move(Schema::Object(
-                               {Required("audience", std::move(Schema::String()
-                                                                   .Pattern("[!-~]+",
-                                                                            "printable ASCII, no "
-                                                                            "spaces")
-                                                                   .MaxLength(256)
-                                                                   .Doc("the token's aud: what "
-                                                                        "the verifier expects")))})
-                               .Doc("each run gets an OpenID Connect ID token signed by "
-                                    "berthd (docs/oidc.md) in the file "
-                                    "BERTH_ID_TOKEN_FILE names"))),
+             Optional("id_token", IdTokenSchema()),
          });
          auto valid = ValidateWith(kSchema, std::move(body));
          if (!valid) return valid.error();

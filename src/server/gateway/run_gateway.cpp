@@ -196,7 +196,11 @@ net::ServerResponse RunGateway::IdToken(const std::string& run, const store::Dep
   }
   auto token = options_.issuer->Mint(std::move(claims), options_.token_lifetime);
   if (!token) return ErrorResponse(token.error());
-  return Bytes(std::move(*token), "application/jwt");
+  // The token, and the clouds whose SDKs the runner points at it.
+  json answer = {{"token", *token}};
+  for (const char* cloud : {"aws", "azure", "gcp"})
+    if (asked.contains(cloud) && asked[cloud].is_object()) answer[cloud] = asked[cloud];
+  return Bytes(answer.dump(), "application/json");
 }
 
 net::ServerResponse RunGateway::AppendLog(const RouteRequest& r, const store::Deployment& d) const {

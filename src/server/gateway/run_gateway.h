@@ -63,8 +63,9 @@ class RunGateway {
   // The environment's state encryption key (32 bytes, base64), made at its first use; 404
   // for an environment whose state_encryption is not berth.
   net::ServerResponse StateKey(const store::Deployment& d) const;
-  // The run's ID token: sub org:O:project:P:env:E:phase:plan|apply, the environment's audience;
-  // 404 when the environment asks for none.
+  // The run's ID token ({"token", and the environment's "aws", "azure", "gcp" settings}): sub
+  // org:O:project:P:env:E:phase:plan|apply, the environment's audience; 404 when the
+  // environment asks for none.
   net::ServerResponse IdToken(const std::string& run, const store::Deployment& d) const;
   net::ServerResponse AppendLog(const RouteRequest& r, const store::Deployment& d) const;
   net::ServerResponse PutArtifact(const RouteRequest& r, const store::Deployment& d) const;
