@@ -1,7 +1,7 @@
 // berth's dashboard in Debian's Chromium, driven by Playwright, against a real `berth up` with
 // real deployments of the real tofu. One berth up and one browser serve every test here.
 // Screenshots of each main page go to build/ui-screenshots/.
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe, test as nodeTest } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -51,6 +51,33 @@ async function loggedIn(viewport = kDesktop, { bypassCSP = false } = {}) {
   await page.getByRole('heading', { name: 'Environments' }).waitFor();
   assert.equal(new URL(page.url()).hash, '#/', 'the login code is gone from the address bar');
   return page;
+}
+
+// A test that fails leaves what its pages showed in the log (CI keeps nothing else): each open
+// page's address, its text and the problems it saw, and a screenshot beside the others.
+function test(name, body) {
+  nodeTest(name, async () => {
+    try {
+      await body();
+    } catch (failure) {
+      await reportOpenPages(name);
+      throw failure;
+    }
+  });
+}
+
+async function reportOpenPages(testName) {
+  const slug = testName.replace(/[^a-z0-9]+/gi, '-').slice(0, 40);
+  let n = 0;
+  for (const context of browser.contexts()) {
+    for (const page of context.pages()) {
+      const text = await page.evaluate(() => document.body?.innerText ?? '').catch(String);
+      console.log(`--- page ${n} of failed test "${testName}": ${page.url()}\n${text.slice(0, 3000)}` +
+                  `\n--- its problems: ${JSON.stringify(page.problems ?? [])}`);
+      await shoot(page, `failed-${slug}-${n++}`).catch(() => {});
+    }
+    await context.close();
+  }
 }
 
 async function deploy(module, env, ...flags) {
