@@ -84,6 +84,10 @@ int main(int argc, char** argv) {
   app.add_flag("--kubernetes", options.kubernetes,
                "launch runners of the kubernetes types as Pods or Jobs (KUBECONFIG or in-cluster, "
                "and the KUBERNETES_* settings)");
+  app.add_option("--cluster-token-dir", options.cluster_token_dir,
+                 "a folder of bearer token files for other clusters, one folder per organization "
+                 "(DIR/ORG/FILE), which a kubernetes runner's cluster.auth.token_file names")
+      ->check(CLI::ExistingDirectory);
   app.add_option("--public-url", options.public_url,
                  "berthd's URL as people reach it, when a proxy in front of it serves TLS "
                  "(https://berth.example.com): the dashboard's session cookie is then Secure")

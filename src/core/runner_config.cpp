@@ -1,6 +1,7 @@
 // Runner and state storage types, their schemas, and the compatibility matrix.
 #include "core/runner_config.h"
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <utility>
@@ -133,6 +134,96 @@ Schema KubernetesType(std::string_view name, Field cluster) {
                          Required("job", Job(/*kept_pods=*/true))});
 }
 
+// How berthd proves who it is to a cluster named by its server: a token file of the
+// organization's, or an ID token berthd signs itself for a cluster that trusts it as an issuer.
+Schema ClusterAuth() {
+  return std::move(
+      Schema::Object(
+          {Optional("token_file",
+                    std::move(Text("[A-Za-z0-9][A-Za-z0-9._-]{0,252}", "a file name")
+                                  .Doc("a file in the organization's folder of berthd's "
+                                       "--cluster-token-dir (DIR/ORG/FILE) holding a bearer token "
+                                       "for the server, re-read as it rotates"))),
+           Optional(
+               "oidc_audience",
+               std::move(
+                   Text("\\S+", "text without spaces")
+                       .MaxLength(256)
+                       .Doc("berthd signs its own ID token for the server (docs/oidc.md): this "
+                            "audience, sub org:ORG:runner:RUNNER; for a cluster whose "
+                            "AuthenticationConfiguration trusts berthd's issuer")))})
+          .Require([](const nlohmann::json& auth) -> std::optional<std::string> {
+            const bool file = auth.contains("token_file") && !auth["token_file"].is_null();
+            const bool oidc = auth.contains("oidc_audience") && !auth["oidc_audience"].is_null();
+            if (file == oidc) return "give token_file or oidc_audience: one of them";
+            return std::nullopt;
+          })
+          .JsonSchema({{"oneOf",
+                        {{{"required", {"token_file"}},
+                          {"properties", {{"oidc_audience", {{"type", "null"}}}}}},
+                         {{"required", {"oidc_audience"}},
+                          {"properties", {{"token_file", {{"type", "null"}}}}}}}}})
+          .Doc("how berthd proves who it is there"));
+}
+
+// A kubernetes runner's cluster: a context of the kubeconfig berthd was given, or an API server
+// named by URL and CA with the credential berthd proves itself with there. Without it, runs go
+// to berthd's own cluster (in-cluster or KUBECONFIG's current context).
+Schema KubernetesCluster() {
+  const std::vector<std::string> by_server = {"server", "certificate_authority", "auth"};
+  return std::move(
+      Schema::Object(
+          {Optional("kubeconfig_context",
+                    std::move(Schema::String().MaxLength(253).Doc(
+                        "a context of the kubeconfig berthd was given (KUBECONFIG): its server, "
+                        "CA and user"))),
+           Optional("server", std::move(Text("https://[^\\s/?#@]+(/[^\\s?#]*)?", "an https URL")
+                                            .MaxLength(2048)
+                                            .Doc("the cluster's API server"))),
+           Optional(
+               "certificate_authority",
+               std::move(Schema::String()
+                             .MaxLength(65536)
+                             .Require([](const nlohmann::json& v) -> std::optional<std::string> {
+                               if (v.get_ref<const std::string&>().find(
+                                       "-----BEGIN CERTIFICATE-----") == std::string::npos)
+                                 return "must be a PEM certificate";
+                               return std::nullopt;
+                             })
+                             .JsonSchema({{"pattern", "-----BEGIN CERTIFICATE-----"}})
+                             .Doc("PEM of the CA that signed the API server's certificate"))),
+           Optional("auth", ClusterAuth())})
+          .Require([by_server](const nlohmann::json& cluster) -> std::optional<std::string> {
+            auto set = [&cluster](const std::string& field) {
+              auto it = cluster.find(field);
+              return it != cluster.end() && !it->is_null();
+            };
+            const bool context = set("kubeconfig_context");
+            const bool any_server = std::ranges::any_of(by_server, set);
+            if (context && any_server)
+              return "kubeconfig_context or server, certificate_authority and auth: not both";
+            if (!context && !std::ranges::all_of(by_server, set))
+              return "names no cluster: give kubeconfig_context, or server, certificate_authority "
+                     "and auth";
+            return std::nullopt;
+          })
+          .JsonSchema({{"oneOf",
+                        {{{"required", {"kubeconfig_context"}},
+                          {"properties",
+                           {{"kubeconfig_context", {{"type", "string"}}},
+                            {"server", {{"type", "null"}}},
+                            {"certificate_authority", {{"type", "null"}}},
+                            {"auth", {{"type", "null"}}}}}},
+                         {{"required", by_server},
+                          {"properties",
+                           {{"kubeconfig_context", {{"type", "null"}}},
+                            {"server", {{"type", "string"}}},
+                            {"certificate_authority", {{"type", "string"}}},
+                            {"auth", {{"type", "object"}}}}}}}}})
+          .Doc("the cluster its runs go to, reached with berthd's own credentials there; "
+               "without it, berthd's own cluster (in-cluster or KUBECONFIG)"));
+}
+
 // Bytes as a Kubernetes quantity ("512Mi", "10Gi"): whole, at least min.
 Schema ByteQuantity(int64_t min, std::string doc) {
   return std::move(Schema::String()
@@ -178,15 +269,7 @@ Schema Build(RunnerType type) {
   std::string_view name = RunnerTypeName(type);
   switch (type) {
     case RunnerType::kKubernetes:
-      return KubernetesType(
-          name,
-          Optional(
-              "cluster",
-              std::move(Schema::Object({Optional("kubeconfig_context",
-                                                 std::move(Schema::String().MaxLength(253).Doc(
-                                                     "context of berthd's kubeconfig to use")))})
-                            .Doc("the cluster berthd reaches with its own credentials "
-                                 "(in-cluster or KUBECONFIG)"))));
+      return KubernetesType(name, Optional("cluster", KubernetesCluster()));
     case RunnerType::kKubernetesAgent:
       return Schema::Object({
           Required("type", TypeField(name)),
@@ -462,7 +545,7 @@ std::string RunnerSchemasMarkdown() {
     out += "\n### `" + std::string(RunnerTypeName(t)) + "`\n" + header +
            DescribeFields(RunnerConfigurationSchema(t));
     // What of the type berthd refuses for now (409 when saved), with every field it may set.
-    FieldErrors refused = NotHonouredYet(t, {{"cluster", nlohmann::json::object()}});
+    FieldErrors refused = NotHonouredYet(t);
     if (!refused.empty())
       out += "\nNot honoured yet, so refused when saved (409, naming the field):\n";
     for (const FieldError& field : refused) out += "- `" + field.path + "` " + field.rule + "\n";
@@ -610,22 +693,14 @@ Result<RunnerSpec> ParseRunnerSpec(std::string_view id, json body) {
   return spec;
 }
 
-FieldErrors NotHonouredYet(RunnerType type, const nlohmann::json& runner_configuration) {
+FieldErrors NotHonouredYet(RunnerType type) {
   const std::string name(RunnerTypeName(type));
   constexpr const char* kNoFederation =
       "is not honoured yet: berthd does not obtain cloud credentials for runners yet";
   const std::string elsewhere =
-      "; a kubernetes runner without cluster runs in berthd's own cluster, and a "
-      "kubernetes-agent runner in the cluster its agent runs in";
+      "; a kubernetes runner reaches a cluster by its API server or a kubeconfig context, and a "
+      "kubernetes-agent runner runs in the cluster its agent runs in";
   switch (type) {
-    case RunnerType::kKubernetes: {
-      auto cluster = runner_configuration.find("cluster");
-      if (cluster == runner_configuration.end() || cluster->is_null()) return {};
-      return {{"$.runner_configuration.cluster",
-               "is not honoured yet: berthd runs a kubernetes runner's runs in the cluster it "
-               "reaches itself (in-cluster or KUBECONFIG), not the one named here; leave it out "
-               "to run there"}};
-    }
     case RunnerType::kKubernetesGke:
     case RunnerType::kKubernetesEks:
     case RunnerType::kKubernetesAks:
@@ -640,6 +715,7 @@ FieldErrors NotHonouredYet(RunnerType type, const nlohmann::json& runner_configu
     case RunnerType::kVm:
       return {{"$.runner_configuration.type",
                "is not honoured yet: berthd has no " + name + " launcher yet" + elsewhere}};
+    case RunnerType::kKubernetes:  // its cluster is reached: launch/kubernetes/cluster_target.h
     case RunnerType::kKubernetesAgent:
     case RunnerType::kLocal:
       return {};
@@ -647,9 +723,8 @@ FieldErrors NotHonouredYet(RunnerType type, const nlohmann::json& runner_configu
   return {};
 }
 
-Result<void> CheckHonoured(std::string_view runner_id, RunnerType type,
-                           const nlohmann::json& runner_configuration) {
-  FieldErrors fields = NotHonouredYet(type, runner_configuration);
+Result<void> CheckHonoured(std::string_view runner_id, RunnerType type) {
+  FieldErrors fields = NotHonouredYet(type);
   if (fields.empty()) return {};
   // Named before the fields move into the error (arguments are evaluated in no set order).
   const std::string first = fields.front().path + " " + fields.front().rule;

@@ -50,17 +50,17 @@ const Schema& StateStorageSchema(StateStorageType type);
 // and the fields only berthd's own Kubernetes launcher honours (keep_for_approval).
 const Schema& KubernetesJobSchema();
 
-// What a runner's configuration names that this berthd does not honour yet (issue 44): a
-// cluster other than the one berthd reaches itself, cloud credentials to obtain, a type no
-// launcher here runs. Each with its field's path and why. A runner that sets one is refused
-// when saved, and a deployment routed to one saved before fails at its launch, rather than run
-// in berthd's own cluster with berthd's own credentials.
-FieldErrors NotHonouredYet(RunnerType type, const nlohmann::json& runner_configuration);
+// What a runner's configuration names that this berthd does not honour yet (issue 44): the
+// cluster of a cloud type, cloud credentials to obtain, a type no launcher here runs (a
+// kubernetes runner's own cluster is reached: launch/kubernetes/cluster_target.h). Each with its
+// field's path and why. A runner that sets one is refused when saved, and a deployment routed to
+// one saved before fails at its launch, rather than run in berthd's own cluster with berthd's own
+// credentials.
+FieldErrors NotHonouredYet(RunnerType type);
 // The same as an error: kFailedPrecondition (the API's 409; what this berthd cannot honour, not
 // a document that breaks the schema) with every field, its message naming the first, as the
 // API refuses such a runner and a deployment routed to one fails.
-Result<void> CheckHonoured(std::string_view runner_id, RunnerType type,
-                           const nlohmann::json& runner_configuration);
+Result<void> CheckHonoured(std::string_view runner_id, RunnerType type);
 
 struct RunnerSpec {
   std::string id;

@@ -119,6 +119,20 @@ Environment CurrentEnvironment() {
   return env;
 }
 
+std::vector<fs::path> KubeconfigFiles(const Environment& env) {
+  std::vector<fs::path> files;
+  auto list = env.find("KUBECONFIG");
+  if (list == env.end()) return files;
+  size_t start = 0;
+  while (start <= list->second.size()) {
+    size_t end = list->second.find(':', start);
+    if (end == std::string::npos) end = list->second.size();
+    if (end > start) files.emplace_back(list->second.substr(start, end - start));
+    start = end + 1;
+  }
+  return files;
+}
+
 class KubeConfigBuilder {
  public:
   static Result<KubeConfig> Resolve(const Merged& merged, const KubeConfigOptions& options) {
@@ -226,22 +240,27 @@ Result<KubeConfig> KubeConfig::InCluster(const Environment& env, const fs::path&
 }
 
 Result<KubeConfig> KubeConfig::Load(const Environment& env, const KubeConfigOptions& options) {
-  if (auto list = env.find("KUBECONFIG"); list != env.end() && !list->second.empty()) {
-    std::vector<fs::path> files;
-    size_t start = 0;
-    while (start <= list->second.size()) {
-      size_t end = list->second.find(':', start);
-      if (end == std::string::npos) end = list->second.size();
-      if (end > start) files.emplace_back(list->second.substr(start, end - start));
-      start = end + 1;
-    }
+  if (std::vector<fs::path> files = KubeconfigFiles(env); !files.empty())
     return FromFiles(files, options);
-  }
   auto dir = env.find("BERTH_SERVICE_ACCOUNT_DIR");
   return InCluster(env, dir != env.end() ? fs::path(dir->second) : fs::path(kServiceAccountDir));
 }
 
+Result<KubeConfig> KubeConfig::ForServer(ServerAccess access) {
+  KubeConfig config;
+  config.server_ = WithoutTrailingSlash(std::move(access.server));
+  if (!config.server_.starts_with("https://") || config.server_.size() == 8)
+    return Invalid("server must be an https URL", "cluster");
+  if (access.ca_pem.find("-----BEGIN CERTIFICATE-----") == std::string::npos)
+    return Invalid("certificate_authority must be a PEM certificate", "cluster");
+  config.tls_.ca_pem = std::move(access.ca_pem);
+  config.token_file_ = std::move(access.token_file);
+  config.token_source_ = std::move(access.token_source);
+  return config;
+}
+
 Result<std::string> KubeConfig::Token() const {
+  if (token_source_) return token_source_();
   if (token_file_.empty()) return token_;
   // Read on every request: a projected token rotates under us, and reading it costs a syscall.
   auto token = ReadTrimmed(token_file_);

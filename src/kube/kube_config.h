@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -18,6 +19,8 @@ using Environment = std::map<std::string, std::string>;
 
 // The process's own environment.
 Environment CurrentEnvironment();
+// The files KUBECONFIG lists (colon-separated); empty when it is not set.
+std::vector<std::filesystem::path> KubeconfigFiles(const Environment& env);
 
 struct KubeConfigOptions {
   std::string context;              // empty: current-context
@@ -27,6 +30,16 @@ struct KubeConfigOptions {
 // The default service account folder inside a Pod.
 inline constexpr std::string_view kServiceAccountDir =
     "/var/run/secrets/kubernetes.io/serviceaccount";
+
+// A cluster named by its API server and CA, and the bearer token berth proves who it is with
+// there: from a file (read on every request: it may rotate) or from a source that hands out a
+// current one.
+struct ServerAccess {
+  std::string server;  // https://host:port
+  std::string ca_pem;
+  std::filesystem::path token_file;
+  std::function<Result<std::string>()> token_source;
+};
 
 class KubeConfig {
  public:
@@ -45,6 +58,9 @@ class KubeConfig {
   // KUBECONFIG (a colon-separated list) when set, else in-cluster (BERTH_SERVICE_ACCOUNT_DIR
   // overrides the service account folder).
   static Result<KubeConfig> Load(const Environment& env, const KubeConfigOptions& options);
+  // server must be https and ca_pem a certificate: berth sends a token to no server it cannot
+  // verify.
+  static Result<KubeConfig> ForServer(ServerAccess access);
 
   const std::string& Server() const { return server_; }  // https://host:port, no trailing /
   const net::TlsConfig& Tls() const { return tls_; }
@@ -62,6 +78,7 @@ class KubeConfig {
   std::string namespace_;
   std::string token_;
   std::filesystem::path token_file_;
+  std::function<Result<std::string>()> token_source_;
 };
 
 }  // namespace berth::kube

@@ -145,9 +145,14 @@ class Launcher {
     (void)plan_run_id;
     return false;
   }
-  // The URL its runners reach berthd at (gateway and state backend) when it is not the one the
-  // dispatcher was given: a Pod may need a Service name where a local process uses loopback.
-  virtual std::optional<std::string> BerthdUrlForRunners() const { return std::nullopt; }
+  // The URL the runners of a runner so configured reach berthd at (gateway and state backend)
+  // when it is not the one the dispatcher was given: a Pod may need a Service name where a
+  // local process uses loopback, and a Pod in another cluster berthd's public URL.
+  virtual std::optional<std::string> BerthdUrlForRunners(
+      const nlohmann::json& runner_configuration) const {
+    (void)runner_configuration;
+    return std::nullopt;
+  }
 };
 
 }  // namespace berth::launch

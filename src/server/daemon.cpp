@@ -15,6 +15,7 @@
 #include "crypto/key_ring.h"
 #include "crypto/random.h"
 #include "kube/kube_config.h"
+#include "launch/kubernetes/cluster_router.h"
 #include "launch/kubernetes/kubernetes_launcher.h"
 #include "launch/local/local_launcher.h"
 #include "net/http_server.h"
@@ -278,6 +279,7 @@ struct Foundations {
   std::string database_kind;                      // "sqlite" or "postgres", for the log
   std::unique_ptr<kube::KubeClient> kube_client;  // null without --kubernetes
   std::optional<launch::KubernetesSettings> kube_settings;
+  std::optional<launch::ClusterMeans> cluster_means;  // with --kubernetes: for runners' clusters
   // Control groups for local runs' limits, or why there are none (with local runs only).
   std::optional<launch::CgroupHost> cgroups;
   std::string cgroups_refusal;
@@ -372,6 +374,8 @@ Result<Foundations> LayFoundations(const DaemonOptions& options) {
     if (!settings) return settings.error();
     f.kube_settings = std::move(*settings);
     f.kube_client = kube::MakeKubeClient(std::move(*config));
+    f.cluster_means = launch::ClusterMeans{.kubeconfig_files = kube::KubeconfigFiles(env),
+                                           .token_dir = options.cluster_token_dir};
   }
   return f;
 }
@@ -437,25 +441,42 @@ class Berthd {
                             options.insecure_local_runners
                                 ? "local runs have no sandbox (--insecure-local-runners)"
                                 : "",
+                        .clusters = ClusterMeansWithIdTokens(),
                         .secure_cookies = !options.tls_cert_file.empty() ||
                                           options.public_url.starts_with("https://"),
                         .environment_metrics = [&store = *base_.store](const std::string& org) {
                           return BerthdMetrics::ScrapeEnvironments(store, org);
                         }}) {
     if (base_.kube_client) {
+      launch::KubernetesSettings elsewhere = *base_.kube_settings;
+      elsewhere.container_backend_url.clear();  // the router names berthd's URL there
       kubernetes_ = std::make_unique<launch::KubernetesLauncher>(
           *base_.kube_client, std::move(*base_.kube_settings), SystemClock::Instance(), dispatcher_,
-          launch::KubernetesLauncherOptions{
-              .launcher_id = base_.installation,
-              .api_notice = [this](const std::string& ns, bool reachable, const std::string& why) {
-                if (reachable)
-                  log_.Info("kubernetes api answers again", {{"namespace", ns}});
-                else
-                  log_.Warn("kubernetes api not answering; runs go on, watching again",
-                            {{"namespace", ns}, {"why", why}});
-              }});
+          launch::KubernetesLauncherOptions{.launcher_id = base_.installation,
+                                            .api_notice = ApiNotice("")});
+      clusters_ = std::make_unique<launch::ClusterRouter>(
+          *kubernetes_,
+          launch::ClusterRouter::Options{
+              .means = *ClusterMeansWithIdTokens(),
+              .make = [this, elsewhere](
+                          kube::KubeApi& api, const std::string& name,
+                          const std::string& ns) -> Result<std::unique_ptr<launch::Launcher>> {
+                launch::KubernetesSettings settings = elsewhere;
+                settings.ns = ns;
+                auto launcher = std::make_unique<launch::KubernetesLauncher>(
+                    api, std::move(settings), SystemClock::Instance(), dispatcher_,
+                    launch::KubernetesLauncherOptions{.launcher_id = base_.installation,
+                                                      .api_notice = ApiNotice(name)});
+                if (auto started = launcher->Start(); !started) return started.error();
+                log_.Info("cluster reached", {{"cluster", name}});
+                return std::unique_ptr<launch::Launcher>(std::move(launcher));
+              },
+              // Not KUBERNETES_CONTAINER_BACKEND_URL: often a Service of berthd's own cluster.
+              .berthd_url_elsewhere =
+                  options.public_url.empty() ? options.advertise_url : options.public_url,
+              .observer = &dispatcher_});
       for (const char* type : {"kubernetes", "kubernetes-gke", "kubernetes-eks", "kubernetes-aks"})
-        launchers_[type] = kubernetes_.get();
+        launchers_[type] = clusters_.get();
     }
     // kubernetes-agent runners need nothing of this berthd but its database: any berthd
     // queues their launches, and takes their agents' polls and reports.
@@ -584,6 +605,34 @@ class Berthd {
   }
 
  private:
+  // What berthd reaches other clusters with (with --kubernetes): its kubeconfig, its token
+  // folder, and ID tokens it signs itself. Uses base_ and oidc_ only (made before the API).
+  std::optional<launch::ClusterMeans> ClusterMeansWithIdTokens() {
+    if (!base_.cluster_means) return std::nullopt;
+    launch::ClusterMeans means = *base_.cluster_means;
+    means.sign_id_token = [this](const nlohmann::json& claims, std::chrono::seconds lifetime) {
+      return oidc_.Mint(claims, lifetime);
+    };
+    means.issuer = oidc_.Issuer();
+    return means;
+  }
+
+  // Logs when a cluster's API stops answering a launcher's watch and when it answers again
+  // (cluster: empty for berthd's own).
+  std::function<void(const std::string&, bool, const std::string&)> ApiNotice(
+      const std::string& cluster) {
+    return [this, cluster](const std::string& ns, bool reachable, const std::string& why) {
+      sys::LogFields fields = {{"namespace", ns}};
+      if (!cluster.empty()) fields.emplace_back("cluster", cluster);
+      if (reachable) {
+        log_.Info("kubernetes api answers again", fields);
+        return;
+      }
+      fields.emplace_back("why", why);
+      log_.Warn("kubernetes api not answering; runs go on, watching again", fields);
+    };
+  }
+
   // What local runs with network: full cannot reach (launch/local/run_firewall.h): only a root
   // berthd's runs have users of their own to match, and the rules need iptables.
   void InstallLocalRunFirewall(const std::optional<launch::Sandbox>& sandbox,
@@ -674,7 +723,8 @@ class Berthd {
   std::string local_limits_;   // which runner limits local runs can have: all, or disk only
   std::string local_network_;  // whether runs with network: full are held by the firewall
   std::shared_ptr<const launch::RunFirewall> local_firewall_;
-  std::unique_ptr<launch::KubernetesLauncher> kubernetes_;
+  std::unique_ptr<launch::KubernetesLauncher> kubernetes_;  // of berthd's own cluster
+  std::unique_ptr<launch::ClusterRouter> clusters_;         // kubernetes_ and other clusters'
   std::unique_ptr<AgentLauncher> agents_;
   std::unique_ptr<ReplicaLeaseKeeper> lease_;  // renewed until berthd stops
 };

@@ -116,7 +116,7 @@ INSTANTIATE_TEST_SUITE_P(Types, EveryRunnerType, ::testing::ValuesIn(AllRunnerTy
 TEST_P(EveryRunnerType, SaysWhatOfItsValidShapeIsNotHonouredYet) {
   const std::string type(RunnerTypeName(GetParam()));
   std::vector<std::string> paths;
-  for (const FieldError& field : NotHonouredYet(GetParam(), Valid(type))) {
+  for (const FieldError& field : NotHonouredYet(GetParam())) {
     paths.push_back(field.path);
     EXPECT_TRUE(field.rule.starts_with("is not honoured yet: ")) << field.rule;
   }
@@ -132,21 +132,71 @@ TEST_P(EveryRunnerType, SaysWhatOfItsValidShapeIsNotHonouredYet) {
   EXPECT_EQ(paths, expected.at(type));
 }
 
-TEST(NotHonouredYet, AKubernetesRunnerNamingAnyClusterIsRefusedAndANullOneIsAbsent) {
-  json configuration = Valid("kubernetes");
-  configuration["cluster"] = json::object();
-  ASSERT_EQ(NotHonouredYet(RunnerType::kKubernetes, configuration).size(), 1u);
-  EXPECT_EQ(NotHonouredYet(RunnerType::kKubernetes, configuration)[0].path,
-            "$.runner_configuration.cluster");
-  configuration["cluster"] = nullptr;
-  EXPECT_TRUE(NotHonouredYet(RunnerType::kKubernetes, configuration).empty());
-  EXPECT_TRUE(CheckHonoured("k8s", RunnerType::kKubernetes, configuration));
+// A kubernetes runner's cluster is one of two shapes, never both, never half of one; null is
+// no cluster (berthd's own).
+TEST(KubernetesCluster, IsAContextOrAServerWithItsCaAndOneWayInAndNothingInBetween) {
+  const json server = {
+      {"server", "https://10.0.0.1:6443"},
+      {"certificate_authority", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"},
+      {"auth", {{"token_file", "prod.token"}}}};
+  auto errors = [](json cluster) {
+    json configuration = Valid("kubernetes");
+    configuration["cluster"] = std::move(cluster);
+    auto spec = ParseRunnerSpec("k8s", {{"runner_configuration", configuration},
+                                        {"state_storage_configuration", Storage("berth")}});
+    std::vector<std::string> found;
+    if (!spec)
+      for (const FieldError& field : spec.error().fields)
+        found.push_back(field.path + " " + field.rule);
+    return found;
+  };
+  EXPECT_EQ(errors(nullptr), std::vector<std::string>{});
+  EXPECT_EQ(errors({{"kubeconfig_context", "prod"}}), std::vector<std::string>{});
+  EXPECT_EQ(errors(server), std::vector<std::string>{});
+  json both = server;
+  both["kubeconfig_context"] = "prod";
+  EXPECT_EQ(errors(both),
+            std::vector<std::string>{"$.runner_configuration.cluster kubeconfig_context or server, "
+                                     "certificate_authority and auth: not both"});
+  json half = server;
+  half.erase("auth");
+  EXPECT_EQ(errors(half), std::vector<std::string>{
+                              "$.runner_configuration.cluster names no cluster: give "
+                              "kubeconfig_context, or server, certificate_authority and auth"});
+  EXPECT_EQ(errors(json::object()).size(), 1u);
+  json plain = server;
+  plain["server"] = "http://10.0.0.1:6443";
+  EXPECT_EQ(errors(plain),
+            std::vector<std::string>{"$.runner_configuration.cluster.server must be an https URL"});
+  json escaping = server;
+  escaping["auth"]["token_file"] = "../berthd/admin-token";
+  EXPECT_EQ(errors(escaping),
+            std::vector<std::string>{"$.runner_configuration.cluster.auth.token_file must be a "
+                                     "file name"});
+  json no_pem = server;
+  no_pem["certificate_authority"] = "MIIB";
+  EXPECT_EQ(errors(no_pem),
+            std::vector<std::string>{
+                "$.runner_configuration.cluster.certificate_authority must be a PEM certificate"});
+  json by_id_token = server;
+  by_id_token["auth"] = {{"oidc_audience", "prod-cluster"}};
+  EXPECT_EQ(errors(by_id_token), std::vector<std::string>{});
+  json two_ways = by_id_token;
+  two_ways["auth"]["token_file"] = "prod.token";
+  const std::vector<std::string> one_way = {
+      "$.runner_configuration.cluster.auth give token_file or oidc_audience: one of them"};
+  EXPECT_EQ(errors(two_ways), one_way);
+  json no_way = server;
+  no_way["auth"] = json::object();
+  EXPECT_EQ(errors(no_way), one_way);
+  EXPECT_TRUE(NotHonouredYet(RunnerType::kKubernetes).empty());
+  EXPECT_TRUE(CheckHonoured("k8s", RunnerType::kKubernetes));
 }
 
 // The API's refusal and a deployment's failure are one error: 409's kind, every field, the
 // first named in its message.
 TEST(NotHonouredYet, AsAnErrorItNamesTheRunnerAndTheFirstFieldAndKeepsEveryField) {
-  auto refused = CheckHonoured("gke", RunnerType::kKubernetesGke, Valid("kubernetes-gke"));
+  auto refused = CheckHonoured("gke", RunnerType::kKubernetesGke);
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().kind, ErrorKind::kFailedPrecondition);
   EXPECT_TRUE(refused.error().message.starts_with(

@@ -160,5 +160,42 @@ TEST(KubeConfig, OutsideAPodWithoutKubeconfigSaysWhatIsMissing) {
   EXPECT_NE(config.error().message.find("KUBECONFIG"), std::string::npos);
 }
 
+TEST(KubeConfig, KubeconfigListsItsFilesAndSkipsEmptyEntries) {
+  EXPECT_TRUE(KubeconfigFiles({}).empty());
+  EXPECT_TRUE(KubeconfigFiles({{"KUBECONFIG", ""}}).empty());
+  EXPECT_EQ(KubeconfigFiles({{"KUBECONFIG", "/a:/b::/c:"}}),
+            (std::vector<fs::path>{"/a", "/b", "/c"}));
+}
+
+// Another cluster by its server: https and a CA certificate, or no token goes there at all; the
+// token comes from its file (re-read) or its source, whichever is given.
+TEST(KubeConfig, AServerIsHttpsWithACaAndItsTokenComesFromItsFileOrSource) {
+  const std::string ca = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+  auto plain = KubeConfig::ForServer({.server = "http://10.0.0.1:6443", .ca_pem = ca});
+  ASSERT_FALSE(plain);
+  EXPECT_NE(plain.error().message.find("https"), std::string::npos);
+  auto no_ca = KubeConfig::ForServer({.server = "https://10.0.0.1:6443", .ca_pem = "MIIB"});
+  ASSERT_FALSE(no_ca);
+  EXPECT_NE(no_ca.error().message.find("certificate_authority"), std::string::npos);
+
+  auto dir = sys::TempDir::Create("server-access");
+  ASSERT_TRUE(dir);
+  ASSERT_TRUE(sys::WriteFileAtomic(dir->Path() / "token", "from-file\n"));
+  auto by_file = KubeConfig::ForServer(
+      {.server = "https://10.0.0.1:6443/", .ca_pem = ca, .token_file = dir->Path() / "token"});
+  ASSERT_TRUE(by_file) << by_file.error().ToString();
+  EXPECT_EQ(by_file->Server(), "https://10.0.0.1:6443");
+  EXPECT_EQ(by_file->Tls().ca_pem, ca);
+  EXPECT_EQ(*by_file->Token(), "from-file");
+  int asked = 0;
+  auto by_source = KubeConfig::ForServer(
+      {.server = "https://10.0.0.1:6443", .ca_pem = ca, .token_source = [&asked]() {
+         return Result<std::string>("minted-" + std::to_string(++asked));
+       }});
+  ASSERT_TRUE(by_source) << by_source.error().ToString();
+  EXPECT_EQ(*by_source->Token(), "minted-1");
+  EXPECT_EQ(*by_source->Token(), "minted-2") << "asked on every request";
+}
+
 }  // namespace
 }  // namespace berth::kube

@@ -1,11 +1,13 @@
 // What protects berthd: per-token rate limits (429 with Retry-After, on a simulated clock),
-// TLS from files, and plain HTTP refused off loopback.
+// TLS from files, plain HTTP refused off loopback, and runner settings this berthd cannot hold
+// refused when saved.
 #include <gtest/gtest.h>
 
 #include "api_fixture.h"
 #include "api_without_runners.h"
 #include "core/clock.h"
 #include "crypto/x509.h"
+#include "launch/kubernetes/cluster_target.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
 #include "server/api/rate_limiter.h"
@@ -16,6 +18,7 @@ namespace berth::server {
 namespace {
 
 using namespace std::chrono_literals;
+using nlohmann::json;
 
 TEST(RateLimiter, ABurstThenTheRateAndEachKeyOnItsOwn) {
   ManualClock clock;
@@ -214,6 +217,158 @@ TEST(HttpServer, PlainHttpOffLoopbackNeedsToBeAskedFor) {
   auto allowed = net::StartHttpServer({.address = "0.0.0.0", .allow_plain_http = true}, handler);
   ASSERT_TRUE(allowed) << allowed.error().ToString();
   (*allowed)->Stop();
+}
+
+// A kubernetes runner's cluster is saved only when this berthd can reach it: a context of its
+// kubeconfig, or a server with a CA certificate and a token file in the organization's own
+// folder of --cluster-token-dir (another organization's token is never sent on its behalf).
+// Naming a cluster is an admin's: a configure token is refused, naming the field.
+class RunnerClusterApi : public ApiFixture {
+ protected:
+  void SetUp() override {
+    auto dir = sys::TempDir::Create("cluster-means");
+    ASSERT_TRUE(dir);
+    means_dir_.emplace(std::move(*dir));
+    const auto& root = means_dir_->Path();
+    std::filesystem::create_directories(root / "tokens/acme");
+    std::filesystem::create_directories(root / "tokens/other");
+    ASSERT_TRUE(sys::WriteFileAtomic(root / "tokens/acme/prod.token", "secret-acme\n"));
+    ASSERT_TRUE(sys::WriteFileAtomic(root / "tokens/other/theirs.token", "secret-other\n"));
+    auto ca = crypto::CreateCertificateAuthority("prod-ca", std::chrono::hours(1));
+    ASSERT_TRUE(ca);
+    ca_pem_ = ca->certificate_pem;
+    ASSERT_TRUE(sys::WriteFileAtomic(root / "kubeconfig", R"(apiVersion: v1
+kind: Config
+clusters: [{name: prod, cluster: {server: "https://127.0.0.1:6443"}}]
+users: [{name: berthd, user: {token: t}}]
+contexts: [{name: prod, context: {cluster: prod, user: berthd}}]
+current-context: prod
+)"));
+    ApiFixture::SetUp();
+  }
+  ApiOptions Options() override { return OptionsWithIssuer("https://berth.example"); }
+  ApiOptions OptionsWithIssuer(const std::string& issuer) {
+    return {.clusters = launch::ClusterMeans{
+                .kubeconfig_files = {means_dir_->Path() / "kubeconfig"},
+                .token_dir = means_dir_->Path() / "tokens",
+                .sign_id_token = [](const json&, std::chrono::seconds) -> Result<std::string> {
+                  return MakeError(ErrorKind::kInternal, "a runner's save signs nothing");
+                },
+                .issuer = issuer}};
+  }
+  net::ServerResponse Save(const std::string& id, const json& cluster,
+                           const std::string& token = "") {
+    const json body = {
+        {"id", id},
+        {"runner_configuration",
+         {{"type", "kubernetes"}, {"cluster", cluster}, {"job", {{"namespace", "runners"}}}}},
+        {"state_storage_configuration", {{"type", "berth"}}}};
+    return CallAs(token.empty() ? token_ : token, "POST", "/orgs/acme/runners", body.dump());
+  }
+  json ByServer(const std::string& token_file) const {
+    return WithAuth({{"token_file", token_file}});
+  }
+  json ByIdToken(const std::string& audience) const {
+    return WithAuth({{"oidc_audience", audience}});
+  }
+  json WithAuth(const json& auth) const {
+    return {
+        {"server", "https://10.0.0.1:6443"}, {"certificate_authority", ca_pem_}, {"auth", auth}};
+  }
+
+  std::optional<sys::TempDir> means_dir_;
+  std::string ca_pem_;
+};
+
+TEST_F(RunnerClusterApi, AClusterIsSavedOnlyWhenThisBerthdCanReachIt) {
+  EXPECT_EQ(Save("by-context", {{"kubeconfig_context", "prod"}}).status, 201);
+  EXPECT_EQ(Save("by-server", ByServer("prod.token")).status, 201);
+  const json by_id_token = ByIdToken("prod-cluster");
+  EXPECT_EQ(Save("by-id-token", by_id_token).status, 201);
+  auto unknown = Save("unknown", {{"kubeconfig_context", "staging"}});
+  EXPECT_EQ(unknown.status, 409) << unknown.body;
+  EXPECT_NE(unknown.body.find("$.runner_configuration.cluster.kubeconfig_context"),
+            std::string::npos)
+      << unknown.body;
+  EXPECT_NE(unknown.body.find("staging"), std::string::npos) << unknown.body;
+  auto theirs = Save("theirs", ByServer("theirs.token"));
+  EXPECT_EQ(theirs.status, 409) << theirs.body;
+  EXPECT_NE(theirs.body.find("$.runner_configuration.cluster.auth.token_file"), std::string::npos)
+      << theirs.body;
+  EXPECT_NE(theirs.body.find("folder acme"), std::string::npos) << theirs.body;
+  json not_a_certificate = ByServer("prod.token");
+  not_a_certificate["certificate_authority"] =
+      "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
+  auto broken = Save("broken", not_a_certificate);
+  EXPECT_EQ(broken.status, 409) << broken.body;
+  EXPECT_NE(broken.body.find("$.runner_configuration.cluster.certificate_authority"),
+            std::string::npos)
+      << broken.body;
+  EXPECT_EQ(broken.body.find("secret-acme"), std::string::npos) << "a token never comes back";
+  auto listed = Call("GET", "/orgs/acme/runners");
+  EXPECT_EQ(listed.body.find("\"unknown\""), std::string::npos) << listed.body;
+  EXPECT_EQ(listed.body.find("\"theirs\""), std::string::npos) << listed.body;
+
+  // A cluster fetches an issuer's keys over https only: a berthd without an https public URL
+  // cannot give a cluster an ID token it would take.
+  Start(OptionsWithIssuer("http://127.0.0.1:8480"));
+  auto unverifiable = Save("unverifiable", by_id_token);
+  EXPECT_EQ(unverifiable.status, 409) << unverifiable.body;
+  EXPECT_NE(unverifiable.body.find("$.runner_configuration.cluster.auth.oidc_audience"),
+            std::string::npos)
+      << unverifiable.body;
+  EXPECT_NE(unverifiable.body.find("--public-url"), std::string::npos) << unverifiable.body;
+}
+
+// What a hostile admin could try: a token path out of the folder, a server in clear text or
+// another scheme, a half-named cluster, both ways at once. Each is refused by the schema,
+// naming the field, before any file is looked at.
+TEST_F(RunnerClusterApi, APathOutOfTheTokenFolderOrAServerInClearIsRefusedNamingTheField) {
+  auto patched = [](json cluster, const json& patch) {
+    cluster.merge_patch(patch);
+    return cluster;
+  };
+  const std::vector<std::pair<json, std::string>> hostile = {
+      {ByServer("../other/theirs.token"), "$.runner_configuration.cluster.auth.token_file"},
+      {ByServer("/etc/shadow"), "$.runner_configuration.cluster.auth.token_file"},
+      {ByServer(".hidden"), "$.runner_configuration.cluster.auth.token_file"},
+      {patched(ByServer("prod.token"), {{"server", "http://10.0.0.1:6443"}}),
+       "$.runner_configuration.cluster.server"},
+      {patched(ByServer("prod.token"), {{"server", "file:///etc/passwd"}}),
+       "$.runner_configuration.cluster.server"},
+      {{{"server", "https://10.0.0.1:6443"}}, "$.runner_configuration.cluster"},
+      {patched(ByServer("prod.token"), {{"kubeconfig_context", "prod"}}),
+       "$.runner_configuration.cluster"},
+      {{{"kubeconfig_context", "prod"}, {"extra", 1}}, "$.runner_configuration.cluster.extra"},
+      {WithAuth({{"token_file", "prod.token"}, {"oidc_audience", "prod"}}),
+       "$.runner_configuration.cluster.auth"},
+      {WithAuth(json::object()), "$.runner_configuration.cluster.auth"},
+      {ByIdToken("with space"), "$.runner_configuration.cluster.auth.oidc_audience"}};
+  int n = 0;
+  for (const auto& [cluster, field] : hostile) {
+    auto refused = Save("hostile-" + std::to_string(n++), cluster);
+    EXPECT_EQ(refused.status, 400) << cluster.dump() << " " << refused.body;
+    EXPECT_NE(refused.body.find(field), std::string::npos) << cluster.dump() << " " << refused.body;
+  }
+}
+
+TEST_F(RunnerClusterApi, NamingAClusterIsAnAdminsAndWithoutKubernetesItIsRefused) {
+  auto configure = IssueToken(*store_, "acme", "configure", Scopes::Of({Scope::kConfigure}));
+  ASSERT_TRUE(configure) << configure.error().ToString();
+  auto denied = Save("by-configure", {{"kubeconfig_context", "prod"}}, *configure);
+  EXPECT_EQ(denied.status, 403) << denied.body;
+  EXPECT_NE(denied.body.find("$.runner_configuration.cluster"), std::string::npos) << denied.body;
+  // The same runner without a cluster (berthd's own) is the configure token's to save.
+  const json own = {
+      {"id", "own"},
+      {"runner_configuration", {{"type", "kubernetes"}, {"job", {{"namespace", "runners"}}}}},
+      {"state_storage_configuration", {{"type", "berth"}}}};
+  EXPECT_EQ(CallAs(*configure, "POST", "/orgs/acme/runners", own.dump()).status, 201);
+
+  Start(ApiOptions{});  // a berthd without --kubernetes
+  auto nowhere = Save("nowhere", {{"kubeconfig_context", "prod"}});
+  EXPECT_EQ(nowhere.status, 409) << nowhere.body;
+  EXPECT_NE(nowhere.body.find("start it with --kubernetes"), std::string::npos) << nowhere.body;
 }
 
 }  // namespace

@@ -350,45 +350,39 @@ TEST_F(DispatcherTest, ARunPastItsDeadlineIsStoppedAndItsDeploymentFailed) {
   EXPECT_EQ(result["error"]["kind"], "Cancelled") << result.dump();
 }
 
-// A runner saved before berthd refused what it does not honour yet names a cluster berthd
-// would not run in: its deployments fail, naming the field, and run nowhere (here the local
-// launcher stands for berthd's own cluster: it would have run them).
+// A runner saved before berthd refused what it does not honour yet names a cloud cluster
+// berthd does not reach yet: its deployments fail, naming the field, and run nowhere (here the
+// local launcher stands for berthd's own cluster: it would have run them).
 TEST_F(DispatcherTest, ARunnerNamingAClusterBerthdCannotReachFailsItsDeploymentsNamingTheField) {
-  for (const char* type : {"kubernetes", "kubernetes-gke"}) launchers_[type] = launcher_.get();
-  const std::vector<std::pair<std::string, json>> runners = {
-      {"kubernetes", {{"type", "kubernetes"}, {"cluster", {{"kubeconfig_context", "prod"}}}}},
-      {"kubernetes-gke",
-       {{"type", "kubernetes-gke"},
-        {"cluster", {{"name", "prod"}, {"location", "europe-west3"}}}}}};
-  for (const auto& [type, configuration] : runners) {
-    const std::string id = type == "kubernetes" ? "elsewhere" : "gke";
-    store::Record runner{.kind = store::Kind::kRunner, .org_id = "acme", .id = id};
-    runner.columns = {{"runner_type", type}, {"storage_type", "berth"}};
-    runner.body = {{"runner_configuration", configuration},
-                   {"state_storage_configuration", {{"type", "berth"}}}};
-    ASSERT_TRUE(store_->Create(runner));
-    store::Record env{
-        .kind = store::Kind::kEnvironment, .org_id = "acme", .parent_id = "web", .id = id};
-    env.columns = {{"env_type_id", "development"}, {"runner_id", id}};
-    ASSERT_TRUE(store_->Create(env));
-    // A bundle, as a Kubernetes runner's deployments are (a folder runs on local runners only).
-    auto packed = sys::PackModule(testenv::SourceDir() / "examples/hello");
-    ASSERT_TRUE(packed);
-    auto bundle = store_->DeploymentData().PutBundle("acme", *packed);
-    ASSERT_TRUE(bundle);
-    store::Deployment d{.org_id = "acme", .project_id = "web", .env_id = id, .id = id + "-1"};
-    d.spec =
-        DeploymentSpec::FromRequest({{"op", "plan"}, {"source", {{"bundle", bundle->id}}}}).value();
-    ASSERT_TRUE(store_->Deployments().Create(d));
-    ASSERT_TRUE(RunUntilEnded({id + "-1"}));
-    auto ended = store_->Deployments().Get("acme", id + "-1");
-    EXPECT_EQ(ended->state, S::kFailed) << type;
-    EXPECT_NE(ended->transitions.back()["reason"].get<std::string>().find(
-                  "runner " + id + ": $.runner_configuration.cluster is not honoured yet"),
-              std::string::npos)
-        << ended->transitions.back().dump();
-    EXPECT_FALSE(fs::exists(dir_->Path() / "runs" / (id + "-1"))) << "it ran elsewhere";
-  }
+  launchers_["kubernetes-gke"] = launcher_.get();
+  store::Record runner{.kind = store::Kind::kRunner, .org_id = "acme", .id = "gke"};
+  runner.columns = {{"runner_type", "kubernetes-gke"}, {"storage_type", "berth"}};
+  runner.body = {
+      {"runner_configuration",
+       {{"type", "kubernetes-gke"}, {"cluster", {{"name", "prod"}, {"location", "europe-west3"}}}}},
+      {"state_storage_configuration", {{"type", "berth"}}}};
+  ASSERT_TRUE(store_->Create(runner));
+  store::Record env{
+      .kind = store::Kind::kEnvironment, .org_id = "acme", .parent_id = "web", .id = "gke"};
+  env.columns = {{"env_type_id", "development"}, {"runner_id", "gke"}};
+  ASSERT_TRUE(store_->Create(env));
+  // A bundle, as a Kubernetes runner's deployments are (a folder runs on local runners only).
+  auto packed = sys::PackModule(testenv::SourceDir() / "examples/hello");
+  ASSERT_TRUE(packed);
+  auto bundle = store_->DeploymentData().PutBundle("acme", *packed);
+  ASSERT_TRUE(bundle);
+  store::Deployment d{.org_id = "acme", .project_id = "web", .env_id = "gke", .id = "gke-1"};
+  d.spec =
+      DeploymentSpec::FromRequest({{"op", "plan"}, {"source", {{"bundle", bundle->id}}}}).value();
+  ASSERT_TRUE(store_->Deployments().Create(d));
+  ASSERT_TRUE(RunUntilEnded({"gke-1"}));
+  auto ended = store_->Deployments().Get("acme", "gke-1");
+  EXPECT_EQ(ended->state, S::kFailed);
+  EXPECT_NE(ended->transitions.back()["reason"].get<std::string>().find(
+                "runner gke: $.runner_configuration.cluster is not honoured yet"),
+            std::string::npos)
+      << ended->transitions.back().dump();
+  EXPECT_FALSE(fs::exists(dir_->Path() / "runs/gke-1")) << "it ran elsewhere";
 }
 
 TEST_F(DispatcherTest, ADeploymentWithoutARunnerFailsWithTheReason) {

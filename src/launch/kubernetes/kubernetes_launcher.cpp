@@ -545,7 +545,7 @@ void KubernetesLauncher::Reap() {
   DoCleanups();
 }
 
-std::optional<std::string> KubernetesLauncher::BerthdUrlForRunners() const {
+std::optional<std::string> KubernetesLauncher::BerthdUrlForRunners(const json&) const {
   if (settings_.container_backend_url.empty()) return std::nullopt;
   return settings_.container_backend_url;
 }

@@ -16,6 +16,7 @@
 #include "crypto/age.h"
 #include "crypto/digest.h"
 #include "crypto/random.h"
+#include "launch/kubernetes/cluster_target.h"
 #include "launch/kubernetes/pod_relaxations.h"
 #include "launch/kubernetes/runner_pod_config.h"
 #include "server/api/deployment_routes.h"
@@ -65,6 +66,10 @@ FieldErrors AdminOnlyReach(const RunnerSpec& spec, const std::string& service_ac
     fields.push_back({"$.runner_configuration.work_dir",
                       "puts run folders where berthd makes, chowns and prunes them; only an "
                       "admin may"});
+  if (spec.type == RunnerType::kKubernetes && spec.runner_configuration.contains("cluster") &&
+      !spec.runner_configuration["cluster"].is_null())
+    fields.push_back({"$.runner_configuration.cluster",
+                      "runs in a cluster with berthd's own credentials there; only an admin may"});
   if (!service_account.empty())
     fields.push_back({"$.runner_configuration.job.service_account",
                       "runs with another ServiceAccount's API rights than the launcher's; only an "
@@ -117,6 +122,26 @@ Result<void> CheckLocalEnforceable(const RunnerSpec& spec, const ApiOptions& opt
                       "cannot be enforced by this berthd: " + options.local_network_refusal});
   if (fields.empty()) return {};
   Error error = InvalidFields("invalid runner " + spec.id, std::move(fields));
+  error.kind = ErrorKind::kFailedPrecondition;
+  return error;
+}
+
+// A kubernetes runner's cluster must be one this berthd can reach: its kubeconfig has the
+// context, the organization's token folder the file.
+Result<void> CheckClusterReachable(const RunnerSpec& spec, const std::string& org,
+                                   const ApiOptions& options) {
+  if (spec.type != RunnerType::kKubernetes) return {};
+  auto target = launch::ClusterTarget::Parse(spec.runner_configuration);
+  if (!target) return target.error();
+  if (!*target) return {};
+  FieldErrors fields =
+      options.clusters ? launch::Unreachable(**target, org, *options.clusters)
+                       : FieldErrors{{"$.runner_configuration.cluster",
+                                      "cannot be reached: this berthd runs no kubernetes runners "
+                                      "(start it with --kubernetes)"}};
+  if (fields.empty()) return {};
+  Error error = InvalidFields("runner " + spec.id + " names a cluster this berthd cannot reach",
+                              std::move(fields));
   error.kind = ErrorKind::kFailedPrecondition;
   return error;
 }
@@ -377,9 +402,10 @@ std::vector<ResourceType> ResourceTypes(const ApiOptions& options) {
            return launchable.error();
          if (auto enforceable = CheckLocalEnforceable(*spec, options); !enforceable)
            return enforceable.error();
+         if (auto reachable = CheckClusterReachable(*spec, caller.org, options); !reachable)
+           return reachable.error();
          // Refused rather than run in berthd's own cluster with its own credentials.
-         if (auto honoured = CheckHonoured(spec->id, spec->type, spec->runner_configuration);
-             !honoured)
+         if (auto honoured = CheckHonoured(spec->id, spec->type); !honoured)
            return honoured.error();
          Record r;
          r.kind = Kind::kRunner;

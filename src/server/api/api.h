@@ -5,10 +5,12 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/clock.h"
+#include "launch/kubernetes/cluster_target.h"
 #include "net/http_server.h"
 #include "server/api/deployment_control.h"
 #include "server/api/router.h"
@@ -33,6 +35,9 @@ struct ApiOptions {
   std::string local_limits_refusal;
   // Why local runs cannot have their network cut here (no sandbox); empty: they can.
   std::string local_network_refusal;
+  // What this berthd reaches kubernetes runners' clusters with; nullopt: it reaches none (no
+  // --kubernetes), and a runner that names a cluster is refused when saved.
+  std::optional<launch::ClusterMeans> clusters;
   // berthd serves TLS: a browser sends the session cookie over it only.
   bool secure_cookies = false;
   // An organization's per-environment metrics (GET /orgs/{org}/metrics), in the Prometheus

@@ -121,7 +121,9 @@ Result<Dispatcher::Launch> Dispatcher::Prepare(const store::Deployment& d) {
     return MakeError(ErrorKind::kFailedPrecondition,
                      "a folder on the server runs on local runners only; runner " + *runner_id +
                          " is " + type + ": deploy a bundle");
-  std::string url = launcher->second->BerthdUrlForRunners().value_or(options_.url);
+  const json runner_configuration = runner->body.value("runner_configuration", json::object());
+  std::string url =
+      launcher->second->BerthdUrlForRunners(runner_configuration).value_or(options_.url);
   const json storage = runner->body.value("state_storage_configuration", json::object());
   auto backend = RenderBackend(storage, d.Environment(), url, type != "local");
   if (!backend) return backend.error();
@@ -172,7 +174,7 @@ Result<Dispatcher::Launch> Dispatcher::Prepare(const store::Deployment& d) {
   bool destroy = d.spec.op == DeploymentOp::kDestroy;
   run.plan_destroy = destroy && op == "plan";
   run.allow_destroy = destroy || approved || d.spec.allow_destroy;
-  request.runner_configuration = runner->body.value("runner_configuration", json::object());
+  request.runner_configuration = runner_configuration;
   // The labels snapshotted when it was created (the runner-spec ones override the Pod's).
   request.labels = d.spec.labels;
   return Launch{std::move(request), launcher->second,
@@ -292,8 +294,7 @@ bool Dispatcher::Start(const store::Deployment& d) {
   // credentials its runs would not get: they are not run elsewhere instead.
   Result<void> launched = launch.has_error()
                               ? Result<void>(launch.error())
-                              : CheckHonoured(launch->request.runner_id, launch->runner_type,
-                                              launch->request.runner_configuration);
+                              : CheckHonoured(launch->request.runner_id, launch->runner_type);
   if (launched && !launch->request.invocation.lock) launched = HoldStateLock(d);
   if (launched) {
     // Known before the launch: a run may end before Launch returns.
