@@ -76,6 +76,26 @@ Result<std::unique_ptr<KubeTestCluster>> KubeTestCluster::Start() {
   return cluster;
 }
 
+Result<KubeTestCluster*> KubeTestCluster::SharedSecond() {
+  static Result<std::unique_ptr<KubeTestCluster>> cluster = StartSecond();
+  if (!cluster) return cluster.error();
+  return cluster->get();
+}
+
+Result<std::unique_ptr<KubeTestCluster>> KubeTestCluster::StartSecond() {
+  auto first = Shared();  // its etcd; made first, so that it is torn down after this one
+  if (!first) return first.error();
+  auto dir = sys::TempDir::Create("berth-kube-second");
+  if (!dir) return dir.error();
+  auto ca = crypto::CreateCertificateAuthority("berth-test-second-ca", std::chrono::hours(24));
+  if (!ca) return ca.error();
+  std::unique_ptr<KubeTestCluster> cluster(new KubeTestCluster(std::move(*dir), std::move(*ca)));
+  cluster->etcd_url_ = (*first)->etcd_url_;
+  cluster->etcd_prefix_ = "/second-cluster";
+  if (auto r = cluster->StartApiserver(); !r) return r.error();
+  return cluster;
+}
+
 KubeTestCluster::~KubeTestCluster() {
   // Its clients first, then the apiserver, so that none logs a disappearance as an error.
   controller_manager_.reset();
@@ -182,6 +202,7 @@ Result<void> KubeTestCluster::StartApiserver() {
       // ConfigMaps bypass the watch cache, so that a test can expire a watch by
       // compacting etcd (the cache would serve an old version from memory).
       "--watch-cache-sizes=configmaps#0"};
+  if (!etcd_prefix_.empty()) options.argv.push_back("--etcd-prefix=" + etcd_prefix_);
   if (const auto& issuer = TrustedIssuer()) {
     const std::filesystem::path file = dir / "authentication.yaml";
     if (auto r = Write(file, AuthenticationConfig(*issuer)); !r) return r.error();

@@ -40,6 +40,10 @@ class KubeTestCluster {
   // Starts the cluster on first call; later calls return the same one. A start failure is
   // returned to every caller (each test then fails with the reason).
   static Result<KubeTestCluster*> Shared();
+  // Another cluster beside the shared one, for runners that name a cluster of their own: its own
+  // CA, apiserver and admin, its objects under another prefix of the shared etcd (so neither
+  // cluster sees the other's), no controller manager. Started on first call, as Shared.
+  static Result<KubeTestCluster*> SharedSecond();
 
   // https://127.0.0.1:PORT
   const std::string& Url() const { return url_; }
@@ -85,6 +89,7 @@ class KubeTestCluster {
   KubeTestCluster(sys::TempDir dir, crypto::IssuedCertificate ca)
       : dir_(std::move(dir)), ca_(std::move(ca)) {}
   static Result<std::unique_ptr<KubeTestCluster>> Start();
+  static Result<std::unique_ptr<KubeTestCluster>> StartSecond();
   Result<void> StartEtcd();
   Result<void> StartApiserver();
   Result<void> RunApiserver();  // with apiserver_options_, until it is ready
@@ -95,6 +100,7 @@ class KubeTestCluster {
   crypto::IssuedCertificate admin_;
   std::filesystem::path admin_kubeconfig_;
   std::string etcd_url_;
+  std::string etcd_prefix_;  // empty: the apiserver's default (/registry)
   std::string url_;
   std::unique_ptr<sys::Subprocess> etcd_;
   sys::SpawnOptions apiserver_options_;

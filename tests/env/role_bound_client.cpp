@@ -50,9 +50,8 @@ Result<std::string> BindRole(kube::KubeApi& admin, const std::filesystem::path& 
   return account;
 }
 
-Result<std::string> KubeconfigBoundToRole(kube::KubeApi& admin,
-                                          const std::filesystem::path& rbac_yaml,
-                                          const std::string& ns) {
+Result<std::string> TokenBoundToRole(kube::KubeApi& admin, const std::filesystem::path& rbac_yaml,
+                                     const std::string& ns) {
   auto account = BindRole(admin, rbac_yaml, ns);
   if (!account) return account.error();
   auto token = admin.CreateSubresource(kube::kServiceAccounts, ns, *account, "token",
@@ -60,15 +59,27 @@ Result<std::string> KubeconfigBoundToRole(kube::KubeApi& admin,
                                         {"kind", "TokenRequest"},
                                         {"spec", {{"expirationSeconds", 3600}}}});
   if (!token) return token.error();
-  auto cluster = KubeTestCluster::Shared();
-  if (!cluster) return cluster.error();
-  return (*cluster)->KubeconfigYaml({}, (*token)["status"]["token"].get<std::string>());
+  return (*token)["status"]["token"].get<std::string>();
+}
+
+Result<std::string> KubeconfigBoundToRole(kube::KubeApi& admin,
+                                          const std::filesystem::path& rbac_yaml,
+                                          const std::string& ns, const KubeTestCluster* cluster) {
+  auto token = TokenBoundToRole(admin, rbac_yaml, ns);
+  if (!token) return token.error();
+  if (cluster == nullptr) {
+    auto shared = KubeTestCluster::Shared();
+    if (!shared) return shared.error();
+    cluster = *shared;
+  }
+  return cluster->KubeconfigYaml({}, *token);
 }
 
 Result<std::unique_ptr<kube::KubeClient>> ClientBoundToRole(kube::KubeApi& admin,
                                                             const std::filesystem::path& rbac_yaml,
-                                                            const std::string& ns) {
-  auto yaml = KubeconfigBoundToRole(admin, rbac_yaml, ns);
+                                                            const std::string& ns,
+                                                            const KubeTestCluster* cluster) {
+  auto yaml = KubeconfigBoundToRole(admin, rbac_yaml, ns, cluster);
   if (!yaml) return yaml.error();
   auto config = kube::KubeConfig::Parse(*yaml, "/", {});
   if (!config) return config.error();

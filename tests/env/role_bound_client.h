@@ -13,19 +13,25 @@
 
 namespace berth::testenv {
 
+class KubeTestCluster;
+
 // rbac_yaml: a file holding a Role, `---`, and its RoleBinding (whose subject is a
 // ServiceAccount); everything is created in ns with the admin client, the account too. A
 // ClusterRole and its ClusterRoleBinding are made cluster-wide, their account in ns. Returns
 // the account's name.
 Result<std::string> BindRole(kube::KubeApi& admin, const std::filesystem::path& rbac_yaml,
                              const std::string& ns);
-// A token of the account BindRole made, as a kubeconfig document (for a process under test,
-// such as berth-agent).
+// A token (an hour long) of the account BindRole made.
+Result<std::string> TokenBoundToRole(kube::KubeApi& admin, const std::filesystem::path& rbac_yaml,
+                                     const std::string& ns);
+// That token as a kubeconfig document of cluster (null: the shared one), for a process under
+// test such as berth-agent.
 Result<std::string> KubeconfigBoundToRole(kube::KubeApi& admin,
                                           const std::filesystem::path& rbac_yaml,
-                                          const std::string& ns);
-Result<std::unique_ptr<kube::KubeClient>> ClientBoundToRole(kube::KubeApi& admin,
-                                                            const std::filesystem::path& rbac_yaml,
-                                                            const std::string& ns);
+                                          const std::string& ns,
+                                          const KubeTestCluster* cluster = nullptr);
+Result<std::unique_ptr<kube::KubeClient>> ClientBoundToRole(
+    kube::KubeApi& admin, const std::filesystem::path& rbac_yaml, const std::string& ns,
+    const KubeTestCluster* cluster = nullptr);
 
 }  // namespace berth::testenv

@@ -47,8 +47,10 @@ std::string LauncherWorld::NamespaceForThisTest(const std::string& prefix) {
   return ns;
 }
 
-Result<std::unique_ptr<LauncherWorld>> LauncherWorld::Create(const std::string& ns, Node node) {
-  auto cluster = testenv::KubeTestCluster::Shared();
+Result<std::unique_ptr<LauncherWorld>> LauncherWorld::Create(const std::string& ns, Node node,
+                                                             testenv::KubeTestCluster* on) {
+  auto cluster =
+      on != nullptr ? Result<testenv::KubeTestCluster*>(on) : testenv::KubeTestCluster::Shared();
   if (!cluster) return cluster.error();
   std::unique_ptr<LauncherWorld> world(new LauncherWorld(ns));
   auto admin = (*cluster)->AdminClient();
@@ -72,7 +74,7 @@ Result<std::unique_ptr<LauncherWorld>> LauncherWorld::Create(const std::string& 
           "berth-test"));
       !r)
     return r.error();
-  if (auto r = world->GrantLauncherRole(); !r) return r.error();
+  if (auto r = world->GrantLauncherRole(**cluster); !r) return r.error();
   if (real) return world;
   auto image = BuildImage();
   if (!image) return image.error();
@@ -87,9 +89,9 @@ Result<std::unique_ptr<LauncherWorld>> LauncherWorld::Create(const std::string& 
   return world;
 }
 
-Result<void> LauncherWorld::GrantLauncherRole() {
+Result<void> LauncherWorld::GrantLauncherRole(const testenv::KubeTestCluster& cluster) {
   auto client = testenv::ClientBoundToRole(
-      *admin_, testenv::SourceDir() / "deploy/kubernetes/launcher-rbac.yaml", ns_);
+      *admin_, testenv::SourceDir() / "deploy/kubernetes/launcher-rbac.yaml", ns_, &cluster);
   if (!client) return client.error();
   launcher_client_ = std::move(*client);
   return {};

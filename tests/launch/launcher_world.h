@@ -12,6 +12,7 @@
 #include <string>
 
 #include "kube/kube_api.h"
+#include "kube_test_cluster.h"
 #include "launch/kubernetes/settings.h"
 #include "launch/launcher.h"
 #include "real_node.h"
@@ -34,8 +35,10 @@ class LauncherWorld {
   enum class Node { kTestAgent, kReal };
   // prefix and the running test's name, lower-cased, as a namespace name (60 characters).
   static std::string NamespaceForThisTest(const std::string& prefix);
+  // On cluster (null: the shared one; another is on the test node agent only).
   static Result<std::unique_ptr<LauncherWorld>> Create(const std::string& ns,
-                                                       Node node = Node::kTestAgent);
+                                                       Node node = Node::kTestAgent,
+                                                       testenv::KubeTestCluster* cluster = nullptr);
 
   const std::string& Namespace() const { return ns_; }
   kube::KubeClient& Admin() { return *admin_; }
@@ -51,7 +54,7 @@ class LauncherWorld {
 
  private:
   explicit LauncherWorld(std::string ns) : ns_(std::move(ns)) {}
-  Result<void> GrantLauncherRole();
+  Result<void> GrantLauncherRole(const testenv::KubeTestCluster& cluster);
 
   std::string ns_;
   std::string image_ref_ = kImage;

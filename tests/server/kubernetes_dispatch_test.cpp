@@ -11,13 +11,17 @@
 
 #include "core/time_format.h"
 #include "kube/resource.h"
+#include "kube_test_cluster.h"
+#include "launch/kubernetes/cluster_router.h"
 #include "launch/kubernetes/kubernetes_launcher.h"
 #include "launcher_world.h"
+#include "role_bound_client.h"
 #include "server/dispatch/dispatcher.h"
 #include "state_server.h"
 #include "sys/files.h"
 #include "sys/module_bundle.h"
 #include "test_tools.h"
+#include "tls_issuer.h"
 
 namespace berth::server {
 namespace {
@@ -55,17 +59,21 @@ class KubernetesDispatch : public ::testing::Test {
     ASSERT_TRUE(store.Create(env));
   }
 
-  // One berthd replica's dispatching side: a dispatcher with a Kubernetes launcher. Pods reach
-  // berthd at KUBERNETES_CONTAINER_BACKEND_URL; the dispatcher's own URL (what local runners
-  // use) leads nowhere, so a Pod that used it could not fetch its bundle.
+  // One berthd replica's dispatching side, as berthd has it: a dispatcher whose kubernetes
+  // runners' runs go through a cluster router to berthd's own cluster's launcher or to another
+  // cluster's. Pods reach berthd at KUBERNETES_CONTAINER_BACKEND_URL (in berthd's own cluster)
+  // or at the URL for elsewhere; the dispatcher's own URL (what local runners use) leads
+  // nowhere, so a Pod that used it could not fetch its bundle.
   struct Replica {
     Launchers launchers;
     std::unique_ptr<Dispatcher> dispatcher;
     std::unique_ptr<launch::KubernetesLauncher> kubernetes;
+    std::unique_ptr<launch::ClusterRouter> router;
   };
   // The launcher keeps its time by clock (the Pods' own waits by the system's).
   std::unique_ptr<Replica> StartReplica(const std::string& id,
-                                        Clock& clock = SystemClock::Instance()) {
+                                        Clock& clock = SystemClock::Instance(),
+                                        launch::ClusterMeans means = {}) {
     auto replica = std::make_unique<Replica>();
     launch::KubernetesSettings settings = world_->Settings();
     settings.container_backend_url = server_->Url();
@@ -74,9 +82,37 @@ class KubernetesDispatch : public ::testing::Test {
                                      DispatcherOptions{.url = "http://127.0.0.1:1", .replica = id});
     replica->kubernetes = std::make_unique<launch::KubernetesLauncher>(
         world_->LauncherClient(), settings, clock, *replica->dispatcher);
-    replica->launchers["kubernetes"] = replica->kubernetes.get();
+    settings.container_backend_url.clear();
+    replica->router = std::make_unique<launch::ClusterRouter>(
+        *replica->kubernetes,
+        launch::ClusterRouter::Options{
+            .means = std::move(means),
+            .make = [settings, &clock, dispatcher = replica->dispatcher.get()](
+                        kube::KubeApi& api, const std::string&,
+                        const std::string& ns) -> Result<std::unique_ptr<launch::Launcher>> {
+              launch::KubernetesSettings there = settings;
+              there.ns = ns;
+              auto launcher =
+                  std::make_unique<launch::KubernetesLauncher>(api, there, clock, *dispatcher);
+              if (auto started = launcher->Start(); !started) return started.error();
+              return std::unique_ptr<launch::Launcher>(std::move(launcher));
+            },
+            .berthd_url_elsewhere = server_->Url(),
+            .observer = replica->dispatcher.get()});
+    replica->launchers["kubernetes"] = replica->router.get();
     EXPECT_TRUE(replica->kubernetes->Start());
     return replica;
+  }
+
+  // The runner's cluster (null: berthd's own).
+  void SetCluster(const json& cluster) {
+    auto runner = server_->Store().Get(store::Kind::kRunner, "acme", "", "cluster");
+    ASSERT_TRUE(runner);
+    int64_t version = runner->version;
+    runner->body["runner_configuration"] = {{"type", "kubernetes"},
+                                            {"job", {{"namespace", world_->Namespace()}}},
+                                            {"cluster", cluster}};
+    ASSERT_TRUE(server_->Store().Update(*runner, version));
   }
 
   // Queues a deployment of an example module as a bundle.
@@ -350,6 +386,126 @@ TEST_F(KubernetesDispatch, AnApprovalInAKeptRunnersLastMinuteGetsAPodOfItsOwn) {
   for (int i = 0; i < 100 && RunnerRunning("k6"); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_FALSE(RunnerRunning("k6"));  // the kept runner, told its apply runs elsewhere
+  replica->kubernetes->Stop();
+}
+
+// A runner that names another cluster (its API server, its CA and a token file of the
+// organization's, or berthd's own ID token where the cluster trusts berthd as an issuer, or a
+// context of berthd's kubeconfig) runs there: its Pod and Secret are made in that cluster, never
+// in berthd's own, where the namespace of the same name stays empty. A token the cluster refuses
+// (a stranger's, or berthd's for another audience) fails the launch, naming the cluster and its
+// answer, and runs nothing anywhere.
+TEST_F(KubernetesDispatch, ARunnerThatNamesAnotherClusterRunsThereAndNeverInBerthdsOwn) {
+  store::Store& store = server_->Store();
+  // The second cluster trusts berthd's issuer (before it starts), for its own audience.
+  auto issuer =
+      TlsIssuer::Start(store, SystemClock::Instance(), dir_->Path(), std::chrono::hours(24 * 7));
+  ASSERT_TRUE(issuer) << issuer.error().ToString();
+  (*issuer)->TrustedByNextApiserver("second-cluster", "berth:");
+  auto second = testenv::KubeTestCluster::SharedSecond();
+  ASSERT_TRUE(second) << second.error().ToString();
+  auto remote = launch::LauncherWorld::Create(world_->Namespace(),
+                                              launch::LauncherWorld::Node::kTestAgent, *second);
+  ASSERT_TRUE(remote) << remote.error().ToString();
+  const auto rbac = testenv::SourceDir() / "deploy/kubernetes/launcher-rbac.yaml";
+  auto token = testenv::TokenBoundToRole((*remote)->Admin(), rbac, world_->Namespace());
+  ASSERT_TRUE(token) << token.error().ToString();
+  const std::filesystem::path tokens = dir_->Path() / "cluster-tokens";
+  std::filesystem::create_directories(tokens / "acme");  // the organization's own folder
+  ASSERT_TRUE(sys::WriteFileAtomic(tokens / "acme/second.token", *token + "\n"));
+  ASSERT_TRUE(sys::WriteFileAtomic(tokens / "acme/refused.token", "not-a-token-of-that-cluster"));
+  auto kubeconfig =
+      testenv::KubeconfigBoundToRole((*remote)->Admin(), rbac, world_->Namespace(), *second);
+  ASSERT_TRUE(kubeconfig);
+  // berthd's kubeconfig names the second cluster "test" too: its one context is that one.
+  ASSERT_TRUE(sys::WriteFileAtomic(dir_->Path() / "kubeconfig", *kubeconfig));
+  // The runner's own user there holds the launcher's Role too, as a cluster's admin grants it.
+  const json binding = {
+      {"apiVersion", "rbac.authorization.k8s.io/v1"},
+      {"kind", "RoleBinding"},
+      {"metadata", {{"name", "berth-runner-cluster"}}},
+      {"roleRef",
+       {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", "berth-launcher"}}},
+      {"subjects",
+       {{{"apiGroup", "rbac.authorization.k8s.io"},
+         {"kind", "User"},
+         {"name", "berth:" + launch::ClusterSubject("acme", "cluster")}}}}};
+  ASSERT_TRUE((*remote)->Admin().Create(kube::kRoleBindings, world_->Namespace(), binding));
+  OidcIssuer& oidc = *(*issuer)->issuer;
+  const launch::ClusterMeans means{.kubeconfig_files = {dir_->Path() / "kubeconfig"},
+                                   .token_dir = tokens,
+                                   .sign_id_token =
+                                       [&oidc](const json& claims, std::chrono::seconds lifetime) {
+                                         return oidc.Mint(claims, lifetime);
+                                       },
+                                   .issuer = oidc.Issuer()};
+  auto replica = StartReplica("", SystemClock::Instance(), means);
+  auto deploy = [&](const std::string& id) {
+    Queue({.id = id, .spec = {.op = DeploymentOp::kApply, .variables = {{"name", id}}}}, "hello");
+    return WaitFor(*replica->dispatcher, id,
+                   [](const store::Deployment& d) { return IsTerminal(d.state); });
+  };
+  const json by_server = {{"server", (*second)->Url()},
+                          {"certificate_authority", (*second)->CaPem()},
+                          {"auth", {{"token_file", "second.token"}}}};
+
+  SetCluster(by_server);
+  store::Deployment done = deploy("r1");
+  ASSERT_EQ(done.state, S::kSucceeded) << done.transitions.dump() << done.result.dump();
+  auto outputs = store.DeploymentData().GetArtifact("acme", "r1", "outputs");
+  ASSERT_TRUE(outputs);
+  EXPECT_EQ(json::parse(outputs->content)["greeting"]["value"], "hello, r1");
+  SetCluster({{"kubeconfig_context", "test"}});
+  done = deploy("r2");
+  ASSERT_EQ(done.state, S::kSucceeded) << done.transitions.dump() << done.result.dump();
+  EXPECT_EQ((*remote)->Agent().PodsStarted(), 2);
+
+  json by_id_token = by_server;
+  by_id_token["auth"] = {{"oidc_audience", "second-cluster"}};
+  SetCluster(by_id_token);
+  // The apiserver reads berthd's discovery in the background after its start: until it has,
+  // it refuses berthd's token, as it would any.
+  auto config = launch::ConfigFor(*launch::ClusterTarget::Parse({{"cluster", by_id_token}}).value(),
+                                  "acme", "cluster", means);
+  ASSERT_TRUE(config) << config.error().ToString();
+  auto as_runner = kube::MakeKubeClient(std::move(*config));
+  bool trusted = false;
+  for (int i = 0; i < 300 && !trusted; ++i) {
+    trusted = as_runner->List(kube::kPods, world_->Namespace(), {}).has_value();
+    if (!trusted) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(trusted) << "the second cluster never took berthd's ID token";
+  done = deploy("r3");
+  ASSERT_EQ(done.state, S::kSucceeded) << done.transitions.dump() << done.result.dump();
+  EXPECT_EQ((*remote)->Agent().PodsStarted(), 3);
+  EXPECT_EQ(replica->router->Clusters().size(), 3u)
+      << "a context, a token file and an ID token: a client each";
+
+  json stranger = by_server;
+  stranger["auth"]["token_file"] = "refused.token";
+  json other_audience = by_server;
+  other_audience["auth"] = {{"oidc_audience", "another-cluster"}};
+  const std::vector<json> refusals = {stranger, other_audience};
+  for (size_t i = 0; i < refusals.size(); ++i) {
+    const json& refused = refusals[i];
+    SetCluster(refused);
+    done = deploy("refused-" + std::to_string(i));
+    ASSERT_EQ(done.state, S::kFailed) << refused.dump();
+    const std::string why = done.transitions.back().value("reason", "");
+    EXPECT_NE(why.find("cluster " + (*second)->Url() + " cannot be reached: "), std::string::npos)
+        << why;
+    EXPECT_NE(why.find("Unauthorized"), std::string::npos) << why;
+  }
+  EXPECT_EQ((*remote)->Agent().PodsStarted(), 3);
+
+  // berthd's own cluster saw none of it.
+  EXPECT_EQ(world_->Agent().PodsStarted(), 0);
+  for (const kube::ResourceKind& kind : {kube::kPods, kube::kSecrets}) {
+    auto there =
+        world_->Admin().List(kind, world_->Namespace(), {.label_selector = "berth.dev/run"});
+    ASSERT_TRUE(there);
+    EXPECT_TRUE(there->items.empty()) << kind.plural;
+  }
   replica->kubernetes->Stop();
 }
 

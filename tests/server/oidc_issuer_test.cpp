@@ -17,6 +17,7 @@
 #include "net/http_client.h"
 #include "store/store.h"
 #include "sys/files.h"
+#include "tls_issuer.h"
 
 namespace berth::server {
 namespace {
@@ -47,40 +48,20 @@ class OidcIssuerTest : public ::testing::Test {
     auto opened = store::OpenStore("sqlite:" + (dir->Path() / "berth.db").string());
     ASSERT_TRUE(opened) << opened.error().ToString();
     store = opened->release();
-    auto ca = crypto::CreateCertificateAuthority("berthd-test-ca", std::chrono::hours(1));
-    ASSERT_TRUE(ca);
-    ca_pem = new std::string(ca->certificate_pem);
-    auto serving = crypto::IssueCertificate({.common_name = "berthd",
-                                             .ip_addresses = {"127.0.0.1"},
-                                             .use = crypto::CertificateUse::kServer},
-                                            *ca);
-    ASSERT_TRUE(serving);
-    ASSERT_TRUE(sys::WriteFileAtomic(dir->Path() / "tls.crt", serving->certificate_pem));
-    ASSERT_TRUE(sys::WriteFileAtomic(dir->Path() / "tls.key", serving->key.pem));
-    auto bound = net::BindHttpServer({.tls_cert_file = (dir->Path() / "tls.crt").string(),
-                                      .tls_key_file = (dir->Path() / "tls.key").string()});
-    ASSERT_TRUE(bound) << bound.error().ToString();
-    server = bound->release();
     clock = new ShiftedClock();
-    issuer = new OidcIssuer(
-        *store, *clock,
-        {.issuer = "https://127.0.0.1:" + std::to_string(server->Port()), .key_period = kPeriod});
-    server->Serve([](const net::ServerRequest& r) { return issuer->Handle(r); });
-    testenv::TrustJwtIssuer({.url = issuer->Issuer(),
-                             .audience = kAudience,
-                             .ca_pem = *ca_pem,
-                             .username_prefix = "berth:"});
+    auto started = TlsIssuer::Start(*store, *clock, dir->Path(), kPeriod);
+    ASSERT_TRUE(started) << started.error().ToString();
+    tls = started->release();
+    issuer = tls->issuer.get();
+    tls->TrustedByNextApiserver(kAudience, "berth:");
     auto cluster = testenv::KubeTestCluster::Shared();
     ASSERT_TRUE(cluster) << cluster.error().ToString();
     kube = *cluster;
   }
   static void TearDownTestSuite() {
-    server->Stop();
-    delete server;
-    delete issuer;
+    delete tls;
     delete clock;
     delete store;
-    delete ca_pem;
     delete dir;
   }
 
@@ -115,10 +96,9 @@ class OidcIssuerTest : public ::testing::Test {
   static inline testenv::KubeTestCluster* kube = nullptr;
   static inline sys::TempDir* dir = nullptr;
   static inline store::Store* store = nullptr;
-  static inline std::string* ca_pem = nullptr;
-  static inline net::HttpServer* server = nullptr;
   static inline ShiftedClock* clock = nullptr;
-  static inline OidcIssuer* issuer = nullptr;
+  static inline TlsIssuer* tls = nullptr;
+  static inline OidcIssuer* issuer = nullptr;  // tls's
 };
 
 TEST_F(OidcIssuerTest, TheApiserverTakesBerthdsTokenAndRefusesWhatItMustNot) {
