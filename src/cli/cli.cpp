@@ -192,6 +192,23 @@ int GetRunner(const Globals& g, const std::string& id, const Kind* kind) {
   return kExitOk;
 }
 
+// What a kubernetes runner's runs would meet in its cluster: who berthd is there and the rights
+// it lacks. Fails (kExitCheckFailed) unless a run would get as far as its Pod.
+int CheckRunner(const Globals& g, const std::string& id) {
+  auto c = Reach(g);
+  if (!c) return kExitUnavailable;
+  auto response = SendToOrg(*c, {.method = "POST", .headers = {{"Accept", "application/json"}}},
+                            "/runners/" + id + "/check");
+  if (!response) {
+    std::fprintf(stderr, "error: %s\n", response.error().ToString().c_str());
+    return kExitUnavailable;
+  }
+  if (response->status >= 300) return ReportError(response->body, response->status);
+  json check = json::parse(response->body, nullptr, false);
+  Print(g, nullptr, check, false);
+  return check.value("ok", false) ? kExitOk : kExitCheckFailed;
+}
+
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
 
@@ -284,6 +301,12 @@ int Main(int argc, char** argv) {
   refresh->add_option("env", id, "the environment")->required();
   refresh->add_option("--project", project, "its project")->required();
   refresh->add_flag("--dry-run", dry_run, "say what would change, change nothing");
+
+  auto* runner = app.add_subcommand("runner", "a runner's own commands");
+  runner->require_subcommand(1);
+  auto* runner_check = runner->add_subcommand(
+      "check", "who a kubernetes runner's runs are in their cluster, and the rights they lack");
+  runner_check->add_option("id", id, "the runner")->required();
 
   RenderPodOptions render_options;
   std::vector<std::string> render_labels;
@@ -468,6 +491,7 @@ int Main(int argc, char** argv) {
     }
     return Call(g, "POST", path + "/unlock", &body, nullptr, false);
   }
+  if (*runner_check) return CheckRunner(g, id);
   if (*refresh) {
     json body = {{"dry_run", dry_run}};
     return Call(g, "POST", "/projects/" + project + "/envs/" + id + "/actions/refresh_runner",

@@ -15,6 +15,7 @@ inline constexpr int kExitNotFound = exit_code::kCliNotFound;
 inline constexpr int kExitConflict = exit_code::kCliConflict;
 inline constexpr int kExitUnavailable = exit_code::kCliUnavailable;
 inline constexpr int kExitDeploymentFailed = exit_code::kCliDeploymentFailed;
+inline constexpr int kExitCheckFailed = exit_code::kCliCheckFailed;
 
 int Main(int argc, char** argv);
 

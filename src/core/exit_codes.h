@@ -14,6 +14,7 @@ inline constexpr int kCliNotFound = 3;          // 404
 inline constexpr int kCliConflict = 4;          // 409 or 412
 inline constexpr int kCliUnavailable = 5;       // no answer, or a server error (5xx)
 inline constexpr int kCliDeploymentFailed = 6;  // a deployment ended failed or cancelled
+inline constexpr int kCliCheckFailed = 7;       // a check found what a run would fail on
 
 // The runner.
 inline constexpr int kRunnerFailed = 1;           // the operation failed: see the result

@@ -431,22 +431,33 @@ class Berthd {
                    RetentionPolicy{.ended_deployments_kept_for = options.keep_deployments_for},
                    log_, SystemClock::Instance()),
         api_(*base_.store, dispatcher_,
-             ApiOptions{.requests_per_second = options.rate_limit,
-                        .burst = options.rate_limit * 2,
-                        .allow_server_paths = options.embedded,
-                        .queued = &dispatch_feed_,
-                        .logs = &log_feed_,
-                        .local_limits_refusal = base_.cgroups_refusal,
-                        .local_network_refusal =
-                            options.insecure_local_runners
-                                ? "local runs have no sandbox (--insecure-local-runners)"
-                                : "",
-                        .clusters = ClusterMeansWithIdTokens(),
-                        .secure_cookies = !options.tls_cert_file.empty() ||
-                                          options.public_url.starts_with("https://"),
-                        .environment_metrics = [&store = *base_.store](const std::string& org) {
-                          return BerthdMetrics::ScrapeEnvironments(store, org);
-                        }}) {
+             ApiOptions{
+                 .requests_per_second = options.rate_limit,
+                 .burst = options.rate_limit * 2,
+                 .allow_server_paths = options.embedded,
+                 .queued = &dispatch_feed_,
+                 .logs = &log_feed_,
+                 .local_limits_refusal = base_.cgroups_refusal,
+                 .local_network_refusal =
+                     options.insecure_local_runners
+                         ? "local runs have no sandbox (--insecure-local-runners)"
+                         : "",
+                 .clusters = ClusterMeansWithIdTokens(),
+                 // clusters_ is made after the API, before the first request.
+                 .check_cluster =
+                     !base_.kube_client
+                         ? nullptr
+                         : std::function([this](const std::string& org, const std::string& runner,
+                                                const nlohmann::json& configuration) {
+                             return clusters_->Check({.org_id = org,
+                                                      .runner_id = runner,
+                                                      .runner_configuration = configuration});
+                           }),
+                 .secure_cookies =
+                     !options.tls_cert_file.empty() || options.public_url.starts_with("https://"),
+                 .environment_metrics = [&store = *base_.store](const std::string& org) {
+                   return BerthdMetrics::ScrapeEnvironments(store, org);
+                 }}) {
     if (base_.kube_client) {
       launch::KubernetesSettings elsewhere = *base_.kube_settings;
       elsewhere.container_backend_url.clear();  // the router names berthd's URL there
@@ -474,7 +485,8 @@ class Berthd {
               // Not KUBERNETES_CONTAINER_BACKEND_URL: often a Service of berthd's own cluster.
               .berthd_url_elsewhere =
                   options.public_url.empty() ? options.advertise_url : options.public_url,
-              .observer = &dispatcher_});
+              .observer = &dispatcher_,
+              .home_api = base_.kube_client.get()});
       for (const char* type : {"kubernetes", "kubernetes-gke", "kubernetes-eks", "kubernetes-aks"})
         launchers_[type] = clusters_.get();
     }

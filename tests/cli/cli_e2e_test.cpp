@@ -160,6 +160,11 @@ TEST_F(BerthCli, TheSeedRunnerGoesInFromYamlAndComesBackInEveryFormat) {
   EXPECT_NE(created.output.find("my-runner   kubernetes   kubernetes"), std::string::npos)
       << created.output;
 
+  // berth up runs no kubernetes runners: there is no cluster to check (exit 4, the 409).
+  auto check = Berth({"runner", "check", "my-runner"});
+  EXPECT_EQ(check.exit_code, 4) << check.output;
+  EXPECT_NE(check.output.find("start it with --kubernetes"), std::string::npos) << check.output;
+
   auto as_json = Berth({"get", "runner", "my-runner", "-o", "json"});
   ASSERT_EQ(as_json.exit_code, 0);
   auto doc = json::parse(as_json.output);

@@ -371,5 +371,60 @@ TEST_F(RunnerClusterApi, NamingAClusterIsAnAdminsAndWithoutKubernetesItIsRefused
   EXPECT_NE(nowhere.body.find("start it with --kubernetes"), std::string::npos) << nowhere.body;
 }
 
+// POST .../runners/{id}/check hands a kubernetes runner's saved configuration to berthd's
+// cluster check and answers what it found; other types, and a berthd without --kubernetes,
+// are refused; a read token may not make berthd call out.
+class RunnerCheckApi : public ApiFixture {
+ protected:
+  ApiOptions Options() override {
+    return {.check_cluster = [this](const std::string& org, const std::string& runner,
+                                    const json& configuration) -> Result<launch::ClusterCheck> {
+      asked_ = org + "/" + runner + " " + configuration.dump();
+      return launch::ClusterCheck{.cluster = "berthd's own",
+                                  .credential = "berthd's own",
+                                  .ns = configuration["job"].value("namespace", ""),
+                                  .user = "system:serviceaccount:runners:berthd",
+                                  .missing = {"create secrets"}};
+    }};
+  }
+  std::string asked_;
+};
+
+TEST_F(RunnerCheckApi, AKubernetesRunnersCheckSaysWhatItsRunsWouldMeet) {
+  ASSERT_EQ(
+      Call(
+          "POST", "/orgs/acme/runners",
+          R"({"id":"k","runner_configuration":{"type":"kubernetes","job":{"namespace":"runners"}},"state_storage_configuration":{"type":"berth"}})")
+          .status,
+      201);
+  ASSERT_EQ(
+      Call(
+          "POST", "/orgs/acme/runners",
+          R"({"id":"here","runner_configuration":{"type":"local"},"state_storage_configuration":{"type":"berth"}})")
+          .status,
+      201);
+  auto checked = Call("POST", "/orgs/acme/runners/k/check");
+  ASSERT_EQ(checked.status, 200) << checked.body;
+  EXPECT_NE(asked_.find("acme/k "), std::string::npos) << asked_;
+  const json answer = json::parse(checked.body);
+  EXPECT_EQ(answer["ok"], false) << "a right is missing";
+  EXPECT_EQ(answer["missing"], json({"create secrets"}));
+  EXPECT_EQ(answer["namespace"], "runners");
+  EXPECT_EQ(answer["user"], "system:serviceaccount:runners:berthd");
+
+  auto local = Call("POST", "/orgs/acme/runners/here/check");
+  EXPECT_EQ(local.status, 409) << local.body;
+  EXPECT_NE(local.body.find("only a kubernetes runner"), std::string::npos) << local.body;
+  EXPECT_EQ(Call("POST", "/orgs/acme/runners/none/check").status, 404);
+  auto reader = IssueToken(*store_, "acme", "reader", Scopes::Of({Scope::kRead}));
+  ASSERT_TRUE(reader);
+  EXPECT_EQ(CallAs(*reader, "POST", "/orgs/acme/runners/k/check").status, 403);
+
+  Start(ApiOptions{});  // a berthd without --kubernetes
+  auto nowhere = Call("POST", "/orgs/acme/runners/k/check");
+  EXPECT_EQ(nowhere.status, 409) << nowhere.body;
+  EXPECT_NE(nowhere.body.find("--kubernetes"), std::string::npos) << nowhere.body;
+}
+
 }  // namespace
 }  // namespace berth::server

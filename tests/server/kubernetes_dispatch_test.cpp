@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 #include <thread>
 
+#include "cli/body.h"
 #include "core/time_format.h"
 #include "kube/resource.h"
 #include "kube_test_cluster.h"
@@ -98,7 +100,8 @@ class KubernetesDispatch : public ::testing::Test {
               return std::unique_ptr<launch::Launcher>(std::move(launcher));
             },
             .berthd_url_elsewhere = server_->Url(),
-            .observer = replica->dispatcher.get()});
+            .observer = replica->dispatcher.get(),
+            .home_api = &world_->LauncherClient()});
     replica->launchers["kubernetes"] = replica->router.get();
     EXPECT_TRUE(replica->kubernetes->Start());
     return replica;
@@ -498,6 +501,47 @@ TEST_F(KubernetesDispatch, ARunnerThatNamesAnotherClusterRunsThereAndNeverInBert
   }
   EXPECT_EQ((*remote)->Agent().PodsStarted(), 3);
 
+  // A check says the same without a deployment: who berthd is in each cluster, what it lacks.
+  auto check = [&](const json& cluster) {
+    json configuration = {{"type", "kubernetes"}, {"job", {{"namespace", world_->Namespace()}}}};
+    if (!cluster.is_null()) configuration["cluster"] = cluster;
+    auto checked = replica->router->Check(
+        {.org_id = "acme", .runner_id = "cluster", .runner_configuration = configuration});
+    EXPECT_TRUE(checked) << checked.error().ToString();
+    return checked ? *checked : launch::ClusterCheck{};
+  };
+  launch::ClusterCheck own = check(nullptr);
+  EXPECT_EQ(own.user, "system:serviceaccount:" + world_->Namespace() + ":berthd") << own.error;
+  EXPECT_EQ(own.missing, std::vector<std::string>{});
+  launch::ClusterCheck federated = check(by_id_token);
+  EXPECT_EQ(federated.error, "");
+  EXPECT_EQ(federated.user, "berth:" + launch::ClusterSubject("acme", "cluster"));
+  EXPECT_EQ(federated.missing, std::vector<std::string>{});
+  EXPECT_NE(federated.credential.find("aud second-cluster"), std::string::npos)
+      << federated.credential;
+  EXPECT_NE(check(stranger).error.find("Unauthorized"), std::string::npos);
+  // An account the cluster knows but grants nothing: every right is missing, by name.
+  auto nobody = (*remote)->Admin().Create(
+      kube::kServiceAccounts, world_->Namespace(),
+      {{"apiVersion", "v1"}, {"kind", "ServiceAccount"}, {"metadata", {{"name", "nobody"}}}});
+  ASSERT_TRUE(nobody) << nobody.error().ToString();
+  auto nobodys = (*remote)->Admin().CreateSubresource(
+      kube::kServiceAccounts, world_->Namespace(), "nobody", "token",
+      {{"apiVersion", "authentication.k8s.io/v1"}, {"kind", "TokenRequest"}});
+  ASSERT_TRUE(nobodys) << nobodys.error().ToString();
+  ASSERT_TRUE(sys::WriteFileAtomic(tokens / "acme/nobody.token",
+                                   (*nobodys)["status"]["token"].get<std::string>()));
+  json by_nobody = by_server;
+  by_nobody["auth"]["token_file"] = "nobody.token";
+  launch::ClusterCheck powerless = check(by_nobody);
+  EXPECT_EQ(powerless.error, "");
+  EXPECT_EQ(powerless.user, "system:serviceaccount:" + world_->Namespace() + ":nobody");
+  EXPECT_EQ(powerless.missing.size(), launch::LauncherRights().size());
+  EXPECT_NE(std::ranges::find(powerless.missing, "create pods"), powerless.missing.end());
+  EXPECT_EQ(powerless.credential.find((*nobodys)["status"]["token"].get<std::string>()),
+            std::string::npos)
+      << "a check names the file, never the token";
+
   // berthd's own cluster saw none of it.
   EXPECT_EQ(world_->Agent().PodsStarted(), 0);
   for (const kube::ResourceKind& kind : {kube::kPods, kube::kSecrets}) {
@@ -507,6 +551,27 @@ TEST_F(KubernetesDispatch, ARunnerThatNamesAnotherClusterRunsThereAndNeverInBert
     EXPECT_TRUE(there->items.empty()) << kind.plural;
   }
   replica->kubernetes->Stop();
+}
+
+// What a check asks the cluster for is what the shipped Role grants, right by right: a rule
+// added to one and not the other fails here.
+TEST(ClusterCheck, TheRightsACheckAsksForAreTheLaunchersRole) {
+  auto text = sys::ReadFile(testenv::SourceDir() / "deploy/kubernetes/launcher-rbac.yaml");
+  ASSERT_TRUE(text);
+  auto role = cli::YamlToJson(text->substr(0, text->find("\n---\n")));
+  ASSERT_TRUE(role) << role.error().ToString();
+  std::set<std::string> granted;
+  for (const json& rule : (*role)["rules"])
+    for (const json& group : rule["apiGroups"])
+      for (const json& resource : rule["resources"])
+        for (const json& verb : rule["verbs"]) {
+          const std::string name = verb.get<std::string>() + " " + resource.get<std::string>();
+          granted.insert(group.get<std::string>().empty() ? name
+                                                          : name + "." + group.get<std::string>());
+        }
+  std::set<std::string> asked;
+  for (const launch::LauncherRight& right : launch::LauncherRights()) asked.insert(right.Name());
+  EXPECT_EQ(asked, granted);
 }
 
 }  // namespace

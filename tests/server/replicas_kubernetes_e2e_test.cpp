@@ -107,5 +107,34 @@ TEST_F(ReplicasOnKubernetes, AReplicaKilledMidApplyLeavesItsPodRunToTheOtherWhic
   EXPECT_TRUE(State(survivor, "e0")["lock"].is_null());
 }
 
+// A real berthd checks a kubernetes runner's cluster as a launch reaches it: in the runner's
+// namespace it is the launcher's account with every right; in a namespace no Role grants it,
+// the check names each right it lacks and fails, and nothing is launched either way.
+TEST_F(ReplicasOnKubernetes, ARunnersCheckSaysWhoBerthdIsThereAndWhichRightsItLacks) {
+  StartReplicas(1, 0);
+  if (HasFatalFailure()) return;
+  auto checked = Api(0).Call("POST", "/runners/here/check", "");
+  ASSERT_EQ(checked.status, 200) << checked.body;
+  json answer = json::parse(checked.body);
+  EXPECT_EQ(answer["ok"], true) << answer.dump(2);
+  EXPECT_EQ(answer["user"], "system:serviceaccount:" + world_->Namespace() + ":berthd");
+  EXPECT_EQ(answer["missing"], json::array());
+
+  auto saved = Api(0).Call(
+      "POST", "/runners",
+      json{{"id", "elsewhere"},
+           {"runner_configuration", {{"type", "kubernetes"}, {"job", {{"namespace", "default"}}}}},
+           {"state_storage_configuration", {{"type", "berth"}}}}
+          .dump());
+  ASSERT_EQ(saved.status, 201) << saved.body;
+  checked = Api(0).Call("POST", "/runners/elsewhere/check", "");
+  ASSERT_EQ(checked.status, 200) << checked.body;
+  answer = json::parse(checked.body);
+  EXPECT_EQ(answer["ok"], false) << answer.dump(2);
+  EXPECT_EQ(answer["error"], "");
+  EXPECT_NE(answer["missing"].dump().find("create pods"), std::string::npos) << answer.dump(2);
+  EXPECT_EQ(world_->Agent().PodsStarted(), 0);
+}
+
 }  // namespace
 }  // namespace berth::server

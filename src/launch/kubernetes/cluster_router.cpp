@@ -115,6 +115,31 @@ std::optional<std::string> ClusterRouter::BerthdUrlForRunners(
   return home_.BerthdUrlForRunners(runner_configuration);
 }
 
+Result<ClusterCheck> ClusterRouter::Check(const LaunchRequest& request) const {
+  auto target = ClusterTarget::Parse(request.runner_configuration);
+  if (!target) return target.error();
+  ClusterCheck check{.ns = request.runner_configuration.value("job", nlohmann::json::object())
+                               .value("namespace", std::string())};
+  if (!*target) {
+    check.cluster = "berthd's own";
+    check.credential = "berthd's own (in-cluster or KUBECONFIG)";
+    if (options_.home_api == nullptr) return MakeError(ErrorKind::kInternal, "no home cluster");
+    CheckCluster(*options_.home_api, check);
+    return check;
+  }
+  check.cluster = (*target)->Name();
+  check.credential = (*target)->Credential(request.org_id, request.runner_id);
+  // A client of its own: a check never starts a launcher, nor waits on one being made.
+  auto config = ConfigFor(**target, request.org_id, request.runner_id, options_.means);
+  if (!config) {
+    check.error = config.error().ToString();
+    return check;
+  }
+  auto client = kube::MakeKubeClient(std::move(*config));
+  CheckCluster(*client, check);
+  return check;
+}
+
 std::vector<std::string> ClusterRouter::Clusters() const {
   MutexLock lock(mutex_);
   std::vector<std::string> names;

@@ -14,6 +14,7 @@
 
 #include "core/mutex.h"
 #include "kube/kube_api.h"
+#include "launch/kubernetes/cluster_check.h"
 #include "launch/kubernetes/cluster_target.h"
 #include "launch/launcher.h"
 
@@ -33,6 +34,8 @@ class ClusterRouter final : public Launcher {
     std::string berthd_url_elsewhere;
     // Told of the adopted runs whose cluster cannot be reached.
     RunObserver* observer = nullptr;
+    // berthd's own cluster's client, for checks of the runners that name no cluster.
+    kube::KubeApi* home_api = nullptr;
   };
   // home: the launcher of berthd's own cluster.
   ClusterRouter(Launcher& home, Options options);
@@ -50,6 +53,10 @@ class ClusterRouter final : public Launcher {
   bool ContinuesIn(const std::string& plan_run_id) const override EXCLUDES(mutex_);
   std::optional<std::string> BerthdUrlForRunners(
       const nlohmann::json& runner_configuration) const override;
+
+  // What a run of request's runner would meet in its cluster (cluster_check.h), without
+  // launching anything; an error only for a configuration that names no cluster it can parse.
+  Result<ClusterCheck> Check(const LaunchRequest& request) const;
 
   // The clusters reached so far, by name (for status and tests).
   std::vector<std::string> Clusters() const EXCLUDES(mutex_);

@@ -84,6 +84,13 @@ std::string ClusterTarget::Name() const {
   return kubeconfig_context.empty() ? server : "kubeconfig context " + kubeconfig_context;
 }
 
+std::string ClusterTarget::Credential(const std::string& org, const std::string& runner) const {
+  if (!kubeconfig_context.empty()) return "the user of kubeconfig context " + kubeconfig_context;
+  if (!oidc_audience.empty())
+    return "berthd's ID token (aud " + oidc_audience + ", sub " + ClusterSubject(org, runner) + ")";
+  return "token file " + org + "/" + token_file + " of --cluster-token-dir";
+}
+
 FieldErrors Unreachable(const ClusterTarget& target, const std::string& org,
                         const ClusterMeans& means) {
   const std::string path = kPath;

@@ -30,6 +30,8 @@ struct ClusterTarget {
   std::string Key(const std::string& org, const std::string& runner) const;
   // For messages: the context, or the server.
   std::string Name() const;
+  // How berthd proves who it is there, for org's runner: never the token itself.
+  std::string Credential(const std::string& org, const std::string& runner) const;
 };
 
 // What this berthd was given to reach clusters with.

@@ -505,7 +505,8 @@ class ApiHandlers {
                });
     states_ = std::make_unique<StateRoutes>(router, store, authorized_);
     runner_status_ = std::make_unique<RunnerStatusRoutes>(
-        router, store, authorized_, options.clock ? *options.clock : SystemClock::Instance());
+        router, store, authorized_, options.clock ? *options.clock : SystemClock::Instance(),
+        options.check_cluster);
     deployments_ = std::make_unique<DeploymentRoutes>(router, store, authorized_, control, options);
     Clock& clock = options.clock ? *options.clock : SystemClock::Instance();
     tokens_ = std::make_unique<TokenRoutes>(router, store, authorized_, clock);

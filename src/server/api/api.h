@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "launch/kubernetes/cluster_check.h"
 #include "launch/kubernetes/cluster_target.h"
 #include "net/http_server.h"
 #include "server/api/deployment_control.h"
@@ -38,6 +39,11 @@ struct ApiOptions {
   // What this berthd reaches kubernetes runners' clusters with; nullopt: it reaches none (no
   // --kubernetes), and a runner that names a cluster is refused when saved.
   std::optional<launch::ClusterMeans> clusters;
+  // What a kubernetes runner's run would meet in its cluster (POST .../runners/{id}/check), for
+  // the org, runner id and configuration; null: this berthd runs no kubernetes runners.
+  std::function<Result<launch::ClusterCheck>(const std::string& org, const std::string& runner,
+                                             const nlohmann::json& runner_configuration)>
+      check_cluster;
   // berthd serves TLS: a browser sends the session cookie over it only.
   bool secure_cookies = false;
   // An organization's per-environment metrics (GET /orgs/{org}/metrics), in the Prometheus

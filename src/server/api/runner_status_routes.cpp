@@ -22,14 +22,47 @@ json CommandJson(const store::RunnerCommand& c) {
 }  // namespace
 
 RunnerStatusRoutes::RunnerStatusRoutes(Router& router, store::Store& store,
-                                       const TokenGuard& authorized, Clock& clock)
-    : store_(store), authorized_(authorized), clock_(clock) {
+                                       const TokenGuard& authorized, Clock& clock,
+                                       ClusterChecker check)
+    : store_(store), authorized_(authorized), clock_(clock), check_(std::move(check)) {
   router.Add("GET", "/orgs/{org}/runners/{id}/status", [this](const RouteRequest& r) {
     return authorized_(r, Scope::kRead, [&](const Caller& c) { return Status(r, c); });
   });
   router.Add("GET", "/orgs/{org}/runners/{id}/commands", [this](const RouteRequest& r) {
     return authorized_(r, Scope::kRead, [&](const Caller& c) { return Commands(r, c); });
   });
+  // configure: a check makes berthd call out to the cluster with its credentials there.
+  router.Add("POST", "/orgs/{org}/runners/{id}/check", [this](const RouteRequest& r) {
+    return authorized_(r, Scope::kConfigure, [&](const Caller& c) { return Check(r, c); });
+  });
+}
+
+net::ServerResponse RunnerStatusRoutes::Check(const RouteRequest& r, const Caller& c) const {
+  const std::string& id = r.params.at("id");
+  auto runner = store_.Get(store::Kind::kRunner, c.org, "", id);
+  if (!runner) return ErrorResponse(runner.error());
+  const std::string type = runner->columns["runner_type"].value_or("");
+  if (type != "kubernetes")
+    return ErrorResponse(MakeError(
+        ErrorKind::kFailedPrecondition,
+        "runner " + id + " is " + type + ": only a kubernetes runner has a cluster berthd checks"));
+  if (!check_)
+    return ErrorResponse(MakeError(ErrorKind::kFailedPrecondition,
+                                   "this berthd runs no kubernetes runners (start it with "
+                                   "--kubernetes)"));
+  auto check = check_(c.org, id, runner->body.value("runner_configuration", json::object()));
+  if (!check) return ErrorResponse(check.error());
+  const bool ok = check->error.empty() && check->missing.empty();
+  return JsonResponse(200, json{{"runner_id", id},
+                                {"ok", ok},
+                                {"cluster", check->cluster},
+                                {"credential", check->credential},
+                                {"namespace", check->ns},
+                                {"user", check->user},
+                                {"groups", check->groups},
+                                {"missing", check->missing},
+                                {"error", check->error}}
+                               .dump());
 }
 
 net::ServerResponse RunnerStatusRoutes::Status(const RouteRequest& r, const Caller& c) const {
