@@ -84,9 +84,9 @@ int main(int argc, char** argv) {
   app.add_flag("--kubernetes", options.kubernetes,
                "launch runners of the kubernetes types as Pods or Jobs (KUBECONFIG or in-cluster, "
                "and the KUBERNETES_* settings)");
-  app.add_option("--cluster-token-dir", options.cluster_token_dir,
-                 "a folder of bearer token files for other clusters, one folder per organization "
-                 "(DIR/ORG/FILE), which a kubernetes runner's cluster.auth.token_file names")
+  app.add_option("--clusters-dir", options.clusters_dir,
+                 "how organizations reach other clusters: DIR/ORG/kubeconfig, whose contexts a "
+                 "kubernetes runner's cluster names, and DIR/ORG/FILE token files")
       ->check(CLI::ExistingDirectory);
   app.add_option("--public-url", options.public_url,
                  "berthd's URL as people reach it, when a proxy in front of it serves TLS "

@@ -142,8 +142,8 @@ Schema ClusterAuth() {
           {Optional("token_file",
                     std::move(Text("[A-Za-z0-9][A-Za-z0-9._-]{0,252}", "a file name")
                                   .Doc("a file in the organization's folder of berthd's "
-                                       "--cluster-token-dir (DIR/ORG/FILE) holding a bearer token "
-                                       "for the server, re-read as it rotates"))),
+                                       "--clusters-dir (DIR/ORG/FILE) holding a bearer token for "
+                                       "the server, re-read as it rotates"))),
            Optional(
                "oidc_audience",
                std::move(
@@ -166,17 +166,18 @@ Schema ClusterAuth() {
           .Doc("how berthd proves who it is there"));
 }
 
-// A kubernetes runner's cluster: a context of the kubeconfig berthd was given, or an API server
+// A kubernetes runner's cluster: a context of the organization's kubeconfig, or an API server
 // named by URL and CA with the credential berthd proves itself with there. Without it, runs go
 // to berthd's own cluster (in-cluster or KUBECONFIG's current context).
 Schema KubernetesCluster() {
   const std::vector<std::string> by_server = {"server", "certificate_authority", "auth"};
   return std::move(
       Schema::Object(
-          {Optional("kubeconfig_context",
-                    std::move(Schema::String().MaxLength(253).Doc(
-                        "a context of the kubeconfig berthd was given (KUBECONFIG): its server, "
-                        "CA and user"))),
+          {Optional(
+               "kubeconfig_context",
+               std::move(Schema::String().MaxLength(253).Doc(
+                   "a context of the organization's kubeconfig (DIR/ORG/kubeconfig of berthd's "
+                   "--clusters-dir): its server, CA and user"))),
            Optional("server", std::move(Text("https://[^\\s/?#@]+(/[^\\s?#]*)?", "an https URL")
                                             .MaxLength(2048)
                                             .Doc("the cluster's API server"))),

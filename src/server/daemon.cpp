@@ -374,8 +374,7 @@ Result<Foundations> LayFoundations(const DaemonOptions& options) {
     if (!settings) return settings.error();
     f.kube_settings = std::move(*settings);
     f.kube_client = kube::MakeKubeClient(std::move(*config));
-    f.cluster_means = launch::ClusterMeans{.kubeconfig_files = kube::KubeconfigFiles(env),
-                                           .token_dir = options.cluster_token_dir};
+    f.cluster_means = launch::ClusterMeans{.dir = options.clusters_dir};
   }
   return f;
 }

@@ -42,10 +42,10 @@ struct DaemonOptions {
   // Launch runners of the kubernetes types as Pods or Jobs, with the cluster of KUBECONFIG (or
   // the Pod's own service account) and the KUBERNETES_* settings (docs/kubernetes.md).
   bool kubernetes = false;
-  // Bearer token files of other clusters, a folder per organization (DIR/ORG/FILE), which a
-  // kubernetes runner's cluster.auth.token_file names (docs/kubernetes.md, "Other clusters");
-  // empty: none.
-  std::filesystem::path cluster_token_dir;
+  // How organizations reach other clusters: a folder each (DIR/ORG) holding its kubeconfig,
+  // whose contexts a kubernetes runner's cluster.kubeconfig_context names, and token files,
+  // which cluster.auth.token_file names (docs/kubernetes.md, "Other clusters"); empty: none.
+  std::filesystem::path clusters_dir;
   // berthd's URL as runners reach it (a Pod cannot use 127.0.0.1); empty: the listen URL.
   std::string advertise_url;
   // berthd's URL as people reach it, when that is not the listen address (a TLS proxy in

@@ -219,10 +219,11 @@ TEST(HttpServer, PlainHttpOffLoopbackNeedsToBeAskedFor) {
   (*allowed)->Stop();
 }
 
-// A kubernetes runner's cluster is saved only when this berthd can reach it: a context of its
-// kubeconfig, or a server with a CA certificate and a token file in the organization's own
-// folder of --cluster-token-dir (another organization's token is never sent on its behalf).
-// Naming a cluster is an admin's: a configure token is refused, naming the field.
+// A kubernetes runner's cluster is saved only when this berthd can reach it with what the
+// operator gave the organization: a context of its kubeconfig, or a server with a CA
+// certificate and a token file, both in the organization's own folder of --clusters-dir
+// (another organization's context or token is never used on its behalf). Naming a cluster is
+// an admin's: a configure token is refused, naming the field.
 class RunnerClusterApi : public ApiFixture {
  protected:
   void SetUp() override {
@@ -230,27 +231,28 @@ class RunnerClusterApi : public ApiFixture {
     ASSERT_TRUE(dir);
     means_dir_.emplace(std::move(*dir));
     const auto& root = means_dir_->Path();
-    std::filesystem::create_directories(root / "tokens/acme");
-    std::filesystem::create_directories(root / "tokens/other");
-    ASSERT_TRUE(sys::WriteFileAtomic(root / "tokens/acme/prod.token", "secret-acme\n"));
-    ASSERT_TRUE(sys::WriteFileAtomic(root / "tokens/other/theirs.token", "secret-other\n"));
+    std::filesystem::create_directories(root / "acme");
+    std::filesystem::create_directories(root / "other");
+    ASSERT_TRUE(sys::WriteFileAtomic(root / "acme/prod.token", "secret-acme\n"));
+    ASSERT_TRUE(sys::WriteFileAtomic(root / "other/theirs.token", "secret-other\n"));
     auto ca = crypto::CreateCertificateAuthority("prod-ca", std::chrono::hours(1));
     ASSERT_TRUE(ca);
     ca_pem_ = ca->certificate_pem;
-    ASSERT_TRUE(sys::WriteFileAtomic(root / "kubeconfig", R"(apiVersion: v1
-kind: Config
-clusters: [{name: prod, cluster: {server: "https://127.0.0.1:6443"}}]
-users: [{name: berthd, user: {token: t}}]
-contexts: [{name: prod, context: {cluster: prod, user: berthd}}]
-current-context: prod
-)"));
+    ASSERT_TRUE(sys::WriteFileAtomic(root / "acme/kubeconfig", Kubeconfig("prod")));
+    ASSERT_TRUE(sys::WriteFileAtomic(root / "other/kubeconfig", Kubeconfig("theirs")));
     ApiFixture::SetUp();
+  }
+  static std::string Kubeconfig(const std::string& context) {
+    return "apiVersion: v1\nkind: Config\n"
+           "clusters: [{name: c, cluster: {server: \"https://127.0.0.1:6443\"}}]\n"
+           "users: [{name: berthd, user: {token: t}}]\n"
+           "contexts: [{name: " +
+           context + ", context: {cluster: c, user: berthd}}]\n";
   }
   ApiOptions Options() override { return OptionsWithIssuer("https://berth.example"); }
   ApiOptions OptionsWithIssuer(const std::string& issuer) {
     return {.clusters = launch::ClusterMeans{
-                .kubeconfig_files = {means_dir_->Path() / "kubeconfig"},
-                .token_dir = means_dir_->Path() / "tokens",
+                .dir = means_dir_->Path(),
                 .sign_id_token = [](const json&, std::chrono::seconds) -> Result<std::string> {
                   return MakeError(ErrorKind::kInternal, "a runner's save signs nothing");
                 },
@@ -285,12 +287,17 @@ TEST_F(RunnerClusterApi, AClusterIsSavedOnlyWhenThisBerthdCanReachIt) {
   EXPECT_EQ(Save("by-server", ByServer("prod.token")).status, 201);
   const json by_id_token = ByIdToken("prod-cluster");
   EXPECT_EQ(Save("by-id-token", by_id_token).status, 201);
-  auto unknown = Save("unknown", {{"kubeconfig_context", "staging"}});
-  EXPECT_EQ(unknown.status, 409) << unknown.body;
-  EXPECT_NE(unknown.body.find("$.runner_configuration.cluster.kubeconfig_context"),
-            std::string::npos)
-      << unknown.body;
-  EXPECT_NE(unknown.body.find("staging"), std::string::npos) << unknown.body;
+  for (const char* context : {"staging", "theirs"}) {  // nowhere, and another organization's
+    auto unknown = Save(std::string("unknown-") + context, {{"kubeconfig_context", context}});
+    EXPECT_EQ(unknown.status, 409) << unknown.body;
+    EXPECT_NE(unknown.body.find("$.runner_configuration.cluster.kubeconfig_context"),
+              std::string::npos)
+        << unknown.body;
+    EXPECT_NE(unknown.body.find(context), std::string::npos) << unknown.body;
+  }
+  auto credentials = Save("credentials", ByServer("kubeconfig"));
+  EXPECT_EQ(credentials.status, 409) << credentials.body;
+  EXPECT_NE(credentials.body.find("not a token file"), std::string::npos) << credentials.body;
   auto theirs = Save("theirs", ByServer("theirs.token"));
   EXPECT_EQ(theirs.status, 409) << theirs.body;
   EXPECT_NE(theirs.body.find("$.runner_configuration.cluster.auth.token_file"), std::string::npos)
@@ -306,7 +313,7 @@ TEST_F(RunnerClusterApi, AClusterIsSavedOnlyWhenThisBerthdCanReachIt) {
       << broken.body;
   EXPECT_EQ(broken.body.find("secret-acme"), std::string::npos) << "a token never comes back";
   auto listed = Call("GET", "/orgs/acme/runners");
-  EXPECT_EQ(listed.body.find("\"unknown\""), std::string::npos) << listed.body;
+  EXPECT_EQ(listed.body.find("\"unknown-"), std::string::npos) << listed.body;
   EXPECT_EQ(listed.body.find("\"theirs\""), std::string::npos) << listed.body;
 
   // A cluster fetches an issuer's keys over https only: a berthd without an https public URL
@@ -330,6 +337,7 @@ TEST_F(RunnerClusterApi, APathOutOfTheTokenFolderOrAServerInClearIsRefusedNaming
   };
   const std::vector<std::pair<json, std::string>> hostile = {
       {ByServer("../other/theirs.token"), "$.runner_configuration.cluster.auth.token_file"},
+      {ByServer("../other/kubeconfig"), "$.runner_configuration.cluster.auth.token_file"},
       {ByServer("/etc/shadow"), "$.runner_configuration.cluster.auth.token_file"},
       {ByServer(".hidden"), "$.runner_configuration.cluster.auth.token_file"},
       {patched(ByServer("prod.token"), {{"server", "http://10.0.0.1:6443"}}),

@@ -413,15 +413,16 @@ TEST_F(KubernetesDispatch, ARunnerThatNamesAnotherClusterRunsThereAndNeverInBert
   const auto rbac = testenv::SourceDir() / "deploy/kubernetes/launcher-rbac.yaml";
   auto token = testenv::TokenBoundToRole((*remote)->Admin(), rbac, world_->Namespace());
   ASSERT_TRUE(token) << token.error().ToString();
-  const std::filesystem::path tokens = dir_->Path() / "cluster-tokens";
-  std::filesystem::create_directories(tokens / "acme");  // the organization's own folder
-  ASSERT_TRUE(sys::WriteFileAtomic(tokens / "acme/second.token", *token + "\n"));
-  ASSERT_TRUE(sys::WriteFileAtomic(tokens / "acme/refused.token", "not-a-token-of-that-cluster"));
+  // What the operator gave organization acme: its own folder of berthd's --clusters-dir.
+  const std::filesystem::path clusters = dir_->Path() / "clusters";
+  std::filesystem::create_directories(clusters / "acme");
+  ASSERT_TRUE(sys::WriteFileAtomic(clusters / "acme/second.token", *token + "\n"));
+  ASSERT_TRUE(sys::WriteFileAtomic(clusters / "acme/refused.token", "not-a-token-of-that-cluster"));
   auto kubeconfig =
       testenv::KubeconfigBoundToRole((*remote)->Admin(), rbac, world_->Namespace(), *second);
   ASSERT_TRUE(kubeconfig);
-  // berthd's kubeconfig names the second cluster "test" too: its one context is that one.
-  ASSERT_TRUE(sys::WriteFileAtomic(dir_->Path() / "kubeconfig", *kubeconfig));
+  // acme's kubeconfig names the second cluster "test" too: its one context is that one.
+  ASSERT_TRUE(sys::WriteFileAtomic(clusters / "acme/kubeconfig", *kubeconfig));
   // The runner's own user there holds the launcher's Role too, as a cluster's admin grants it.
   const json binding = {
       {"apiVersion", "rbac.authorization.k8s.io/v1"},
@@ -435,8 +436,7 @@ TEST_F(KubernetesDispatch, ARunnerThatNamesAnotherClusterRunsThereAndNeverInBert
          {"name", "berth:" + launch::ClusterSubject("acme", "cluster")}}}}};
   ASSERT_TRUE((*remote)->Admin().Create(kube::kRoleBindings, world_->Namespace(), binding));
   OidcIssuer& oidc = *(*issuer)->issuer;
-  const launch::ClusterMeans means{.kubeconfig_files = {dir_->Path() / "kubeconfig"},
-                                   .token_dir = tokens,
+  const launch::ClusterMeans means{.dir = clusters,
                                    .sign_id_token =
                                        [&oidc](const json& claims, std::chrono::seconds lifetime) {
                                          return oidc.Mint(claims, lifetime);
@@ -529,7 +529,7 @@ TEST_F(KubernetesDispatch, ARunnerThatNamesAnotherClusterRunsThereAndNeverInBert
       kube::kServiceAccounts, world_->Namespace(), "nobody", "token",
       {{"apiVersion", "authentication.k8s.io/v1"}, {"kind", "TokenRequest"}});
   ASSERT_TRUE(nobodys) << nobodys.error().ToString();
-  ASSERT_TRUE(sys::WriteFileAtomic(tokens / "acme/nobody.token",
+  ASSERT_TRUE(sys::WriteFileAtomic(clusters / "acme/nobody.token",
                                    (*nobodys)["status"]["token"].get<std::string>()));
   json by_nobody = by_server;
   by_nobody["auth"]["token_file"] = "nobody.token";

@@ -12,6 +12,7 @@ namespace {
 
 using nlohmann::json;
 constexpr const char* kPath = "$.runner_configuration.cluster";
+constexpr const char* kKubeconfig = "kubeconfig";  // in an organization's folder
 // Short, so that one that leaks is soon worthless; it is signed again at half of it.
 constexpr std::chrono::seconds kIdTokenLifetime = std::chrono::minutes(10);
 
@@ -69,7 +70,7 @@ Result<std::optional<ClusterTarget>> ClusterTarget::Parse(const json& runner_con
 }
 
 std::string ClusterTarget::Key(const std::string& org, const std::string& runner) const {
-  if (!kubeconfig_context.empty()) return "context:" + kubeconfig_context;
+  if (!kubeconfig_context.empty()) return "context:" + org + "/" + kubeconfig_context;
   const std::string at = "server:" + server + " ca:" + crypto::Sha256Hex(certificate_authority);
   if (!oidc_audience.empty())
     return at + " oidc:" + oidc_audience + " sub:" + ClusterSubject(org, runner);
@@ -85,24 +86,37 @@ std::string ClusterTarget::Name() const {
 }
 
 std::string ClusterTarget::Credential(const std::string& org, const std::string& runner) const {
-  if (!kubeconfig_context.empty()) return "the user of kubeconfig context " + kubeconfig_context;
+  if (!kubeconfig_context.empty())
+    return "the user of context " + kubeconfig_context + " of " + org + "/kubeconfig";
   if (!oidc_audience.empty())
     return "berthd's ID token (aud " + oidc_audience + ", sub " + ClusterSubject(org, runner) + ")";
-  return "token file " + org + "/" + token_file + " of --cluster-token-dir";
+  return "token file " + org + "/" + token_file;
+}
+
+// The organization's folder of --clusters-dir, or the field error that says why there is none.
+Result<std::filesystem::path> OrgFolder(const std::string& org, const ClusterMeans& means,
+                                        const std::string& field) {
+  if (means.dir.empty())
+    return InvalidFields("no clusters", {{field,
+                                          "cannot be read: berthd was given no "
+                                          "--clusters-dir"}});
+  if (!IsValidId(org))  // a folder name, never a path
+    return InvalidFields(
+        "no clusters", {{field, "has no folder: organization id " + org + " is not a DNS label"}});
+  return means.dir / org;
 }
 
 FieldErrors Unreachable(const ClusterTarget& target, const std::string& org,
                         const ClusterMeans& means) {
   const std::string path = kPath;
   if (!target.kubeconfig_context.empty()) {
-    if (means.kubeconfig_files.empty())
-      return {{path + ".kubeconfig_context",
-               "cannot be reached: berthd was given no kubeconfig (KUBECONFIG)"}};
-    auto config =
-        kube::KubeConfig::FromFiles(means.kubeconfig_files, {.context = target.kubeconfig_context});
+    auto folder = OrgFolder(org, means, path + ".kubeconfig_context");
+    if (!folder) return folder.error().fields;
+    auto config = kube::KubeConfig::FromFiles({*folder / kKubeconfig},
+                                              {.context = target.kubeconfig_context});
     if (!config)
       return {{path + ".kubeconfig_context",
-               "cannot be reached with berthd's kubeconfig: " + config.error().message}};
+               "cannot be reached with " + org + "/kubeconfig: " + config.error().message}};
     return {};
   }
   FieldErrors fields;
@@ -115,16 +129,17 @@ FieldErrors Unreachable(const ClusterTarget& target, const std::string& org,
                         "cannot be used: berthd's issuer (" + means.issuer +
                             ") is not an https URL a cluster can fetch its keys from "
                             "(--public-url)"});
-  } else if (means.token_dir.empty()) {
+    return fields;
+  }
+  const std::string token_path = path + ".auth.token_file";
+  auto folder = OrgFolder(org, means, token_path);
+  if (!folder) {
+    fields.push_back(folder.error().fields.front());
+  } else if (target.token_file == kKubeconfig) {  // its credentials are for its contexts only
+    fields.push_back({token_path, "names the organization's kubeconfig, not a token file"});
+  } else if (!sys::ReadFile(*folder / target.token_file)) {
     fields.push_back(
-        {path + ".auth.token_file", "cannot be read: berthd was given no --cluster-token-dir"});
-  } else if (!IsValidId(org)) {  // a folder name, never a path
-    fields.push_back({path + ".auth.token_file",
-                      "has no folder: organization id " + org + " is not a DNS label"});
-  } else if (!sys::ReadFile(means.token_dir / org / target.token_file)) {
-    fields.push_back({path + ".auth.token_file", "names no readable file in folder " + org +
-                                                     " of berthd's "
-                                                     "--cluster-token-dir"});
+        {token_path, "names no readable file in folder " + org + " of berthd's --clusters-dir"});
   }
   return fields;
 }
@@ -138,7 +153,7 @@ Result<kube::KubeConfig> ConfigFor(const ClusterTarget& target, const std::strin
     return error;
   }
   if (!target.kubeconfig_context.empty())
-    return kube::KubeConfig::FromFiles(means.kubeconfig_files,
+    return kube::KubeConfig::FromFiles({means.dir / org / kKubeconfig},
                                        {.context = target.kubeconfig_context});
   if (!target.oidc_audience.empty())
     return kube::KubeConfig::ForServer(
@@ -148,7 +163,7 @@ Result<kube::KubeConfig> ConfigFor(const ClusterTarget& target, const std::strin
                                                              {"aud", target.oidc_audience}})});
   return kube::KubeConfig::ForServer({.server = target.server,
                                       .ca_pem = target.certificate_authority,
-                                      .token_file = means.token_dir / org / target.token_file});
+                                      .token_file = means.dir / org / target.token_file});
 }
 
 }  // namespace berth::launch

@@ -17,10 +17,10 @@
 namespace berth::launch {
 
 struct ClusterTarget {
-  std::string kubeconfig_context;  // set: a context of berthd's kubeconfig
+  std::string kubeconfig_context;  // set: a context of the organization's kubeconfig
   std::string server;              // else: the API server, its CA and the token file
   std::string certificate_authority;
-  std::string token_file;     // a file name in the organization's folder of ClusterMeans::token_dir
+  std::string token_file;     // a file name in the organization's folder of ClusterMeans::dir
   std::string oidc_audience;  // or: berthd's own ID token, for this audience
 
   // nullopt: the configuration names no cluster (berthd's own).
@@ -34,14 +34,14 @@ struct ClusterTarget {
   std::string Credential(const std::string& org, const std::string& runner) const;
 };
 
-// What this berthd was given to reach clusters with.
-// berthd's kubeconfig is the operator's: every organization may name its contexts. A token
-// file is an organization's own: token_dir/ORG/FILE, so that one organization's admin cannot
-// send another's token to a server of their choosing. An ID token berthd signs names the runner
-// it is for (sub org:ORG:runner:RUNNER), so that the cluster grants each runner its own rights.
+// What this berthd was given to reach clusters with. The operator gives each organization a
+// folder of its own, DIR/ORG: a kubeconfig (DIR/ORG/kubeconfig) whose contexts its runners may
+// name, and token files (DIR/ORG/FILE). No organization's runner reaches a cluster with another
+// organization's credentials, nor with berthd's own KUBECONFIG (berthd's own cluster is the
+// one a runner that names none runs in). An ID token berthd signs names the runner it is for
+// (sub org:ORG:runner:RUNNER), so that the cluster grants each runner its own rights.
 struct ClusterMeans {
-  std::vector<std::filesystem::path> kubeconfig_files;  // KUBECONFIG; empty: none
-  std::filesystem::path token_dir;                      // --cluster-token-dir; empty: none
+  std::filesystem::path dir;  // --clusters-dir; empty: none
   // Signs berthd's ID token for claims (sub, aud) and a lifetime; null: berthd signs none.
   std::function<Result<std::string>(const nlohmann::json& claims, std::chrono::seconds lifetime)>
       sign_id_token;
@@ -52,12 +52,12 @@ struct ClusterMeans {
 std::string ClusterSubject(const std::string& org, const std::string& runner);
 
 // The fields of organization org's target this berthd cannot reach a cluster with (a context
-// its kubeconfig lacks, no token folder or no such file in org's, a CA that is not a
-// certificate), each with its path under $.runner_configuration.cluster.
+// org's kubeconfig lacks, no such token file in org's folder, a CA that is not a certificate, an
+// issuer no cluster can verify), each with its path under $.runner_configuration.cluster.
 FieldErrors Unreachable(const ClusterTarget& target, const std::string& org,
                         const ClusterMeans& means);
-// The client configuration of org's runner: the context's, or the server's with org's token
-// file or the runner's ID token (signed again a while before it expires).
+// The client configuration of org's runner: the context's of org's kubeconfig, or the server's
+// with org's token file or the runner's ID token (signed again a while before it expires).
 Result<kube::KubeConfig> ConfigFor(const ClusterTarget& target, const std::string& org,
                                    const std::string& runner, const ClusterMeans& means);
 
