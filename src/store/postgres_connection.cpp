@@ -1,5 +1,6 @@
 // SqlConnection on libpq: parameters as text, integer columns read back as integers.
 #include <libpq-fe.h>
+#include <poll.h>
 
 #include <cstring>
 #include <string>
@@ -78,10 +79,8 @@ class PostgresConnection final : public SqlConnection {
     if (ends) in_transaction_ = false;
     std::string text(sql);
     Owned r(PQexec(conn_, text.c_str()), PQclear);
-    auto status = PQresultStatus(r.get());
-    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
-      return PostgresError(conn_, r.get(), sql);
-    }
+    if (!Succeeded(r.get()) && StartsAgain(sql)) r.reset(PQexec(conn_, text.c_str()));
+    if (!Succeeded(r.get())) return PostgresError(conn_, r.get(), sql);
     if (sql.starts_with("BEGIN")) in_transaction_ = true;
     return {};
   }
@@ -98,7 +97,7 @@ class PostgresConnection final : public SqlConnection {
   // transaction: that transaction is gone, so its remaining statements fail until the caller
   // ends it.
   Result<void> EnsureConnected(bool ends_transaction) {
-    if (PQstatus(conn_) == CONNECTION_OK) return {};
+    if (PQstatus(conn_) == CONNECTION_OK && (in_transaction_ || !SpokeWhileIdle())) return {};
     if (in_transaction_) {
       if (ends_transaction) in_transaction_ = false;
       return MakeError(ErrorKind::kUnavailable,
@@ -107,6 +106,30 @@ class PostgresConnection final : public SqlConnection {
     PQreset(conn_);
     if (PQstatus(conn_) != CONNECTION_OK) return PostgresError(conn_, nullptr, "reconnect");
     return ApplySessionSettings();
+  }
+
+  // An idle pooled connection the server dropped still says CONNECTION_OK until it is read
+  // from: the server's goodbye (and its end of the stream) waits on the socket. An idle
+  // connection has nothing else to hear from the server, so one whose socket is readable is
+  // made again before a unit of work starts on it.
+  bool SpokeWhileIdle() const {
+    pollfd socket{.fd = PQsocket(conn_), .events = POLLIN, .revents = 0};
+    return poll(&socket, 1, 0) > 0;
+  }
+
+  static bool Succeeded(const PGresult* r) {
+    auto status = PQresultStatus(r);
+    return status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK;
+  }
+
+  // A connection dropped so recently that its goodbye had not arrived when the unit of work
+  // began is found gone by its first statement. One that changes nothing by itself (BEGIN, or a
+  // SELECT outside a transaction) is then sent once more on a new connection; any other
+  // statement may have run before the connection went, and fails.
+  bool StartsAgain(std::string_view sql) {
+    if (in_transaction_ || PQstatus(conn_) == CONNECTION_OK) return false;
+    if (!sql.starts_with("BEGIN") && !sql.starts_with("SELECT")) return false;
+    return EnsureConnected(false).has_value();
   }
 
   Result<Owned> Run(std::string_view sql, const SqlParams& params) {
@@ -123,13 +146,13 @@ class PostgresConnection final : public SqlConnection {
       }
     }
     std::string text(sql);
-    Owned r(PQexecParams(conn_, text.c_str(), static_cast<int>(params.size()), nullptr,
-                         values.data(), nullptr, nullptr, 0),
-            PQclear);
-    auto status = PQresultStatus(r.get());
-    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
-      return PostgresError(conn_, r.get(), sql);
-    }
+    auto exec = [&] {
+      return PQexecParams(conn_, text.c_str(), static_cast<int>(params.size()), nullptr,
+                          values.data(), nullptr, nullptr, 0);
+    };
+    Owned r(exec(), PQclear);
+    if (!Succeeded(r.get()) && StartsAgain(sql)) r.reset(exec());
+    if (!Succeeded(r.get())) return PostgresError(conn_, r.get(), sql);
     return r;
   }
 
