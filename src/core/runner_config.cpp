@@ -173,11 +173,12 @@ Schema KubernetesCluster() {
   const std::vector<std::string> by_server = {"server", "certificate_authority", "auth"};
   return std::move(
       Schema::Object(
-          {Optional(
-               "kubeconfig_context",
-               std::move(Schema::String().MaxLength(253).Doc(
-                   "a context of the organization's kubeconfig (DIR/ORG/kubeconfig of berthd's "
-                   "--clusters-dir): its server, CA and user"))),
+          {Optional("kubeconfig_context",
+                    std::move(Text("\\S.*", "a context name: not empty")
+                                  .MaxLength(253)
+                                  .Doc("a context of the organization's kubeconfig "
+                                       "(DIR/ORG/kubeconfig of berthd's "
+                                       "--clusters-dir): its server, CA and user"))),
            Optional("server", std::move(Text("https://[^\\s/?#@]+(/[^\\s?#]*)?", "an https URL")
                                             .MaxLength(2048)
                                             .Doc("the cluster's API server"))),

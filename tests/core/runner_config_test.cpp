@@ -178,6 +178,11 @@ TEST(KubernetesCluster, IsAContextOrAServerWithItsCaAndOneWayInAndNothingInBetwe
   EXPECT_EQ(errors(no_pem),
             std::vector<std::string>{
                 "$.runner_configuration.cluster.certificate_authority must be a PEM certificate"});
+  // Found by schemathesis: an empty context passed the schema and named no cluster.
+  EXPECT_EQ(errors({{"kubeconfig_context", ""}}),
+            std::vector<std::string>{
+                "$.runner_configuration.cluster.kubeconfig_context must be a context name: not "
+                "empty"});
   json by_id_token = server;
   by_id_token["auth"] = {{"oidc_audience", "prod-cluster"}};
   EXPECT_EQ(errors(by_id_token), std::vector<std::string>{});
