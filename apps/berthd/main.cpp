@@ -81,13 +81,15 @@ int main(int argc, char** argv) {
   app.add_option("--providers", options.providers,
                  "a provider mirror folder local runs install providers from, offline")
       ->check(CLI::ExistingDirectory);
-  app.add_flag("--kubernetes", options.kubernetes,
-               "launch runners of the kubernetes types as Pods or Jobs (KUBECONFIG or in-cluster, "
-               "and the KUBERNETES_* settings)");
+  auto* kubernetes = app.add_flag(
+      "--kubernetes", options.kubernetes,
+      "launch runners of the kubernetes types as Pods or Jobs (KUBECONFIG or in-cluster, "
+      "and the KUBERNETES_* settings)");
   app.add_option("--clusters-dir", options.clusters_dir,
                  "how organizations reach other clusters: DIR/ORG/kubeconfig, whose contexts a "
                  "kubernetes runner's cluster names, and DIR/ORG/FILE token files")
-      ->check(CLI::ExistingDirectory);
+      ->check(CLI::ExistingDirectory)
+      ->needs(kubernetes);  // without it, no runner reaches any cluster: refused, not ignored
   app.add_option("--public-url", options.public_url,
                  "berthd's URL as people reach it, when a proxy in front of it serves TLS "
                  "(https://berth.example.com): the dashboard's session cookie is then Secure")

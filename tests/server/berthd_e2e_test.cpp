@@ -510,6 +510,16 @@ TEST_F(BerthdE2e, ASecretEveryLocalRunWouldSeeKeepsBerthdFromStarting) {
   ASSERT_TRUE(started) << started.error().ToString();
 }
 
+// --clusters-dir without --kubernetes would be accepted and reach nothing: berthd refuses it.
+TEST_F(BerthdE2e, AClustersDirWithoutKubernetesKeepsBerthdFromStarting) {
+  StopBerthd();
+  auto refused = berthd_->Start({"--clusters-dir=" + dir_->Path().string()});
+  ASSERT_FALSE(refused) << "berthd started with a --clusters-dir nothing reads";
+  EXPECT_NE(refused.error().ToString().find("--kubernetes"), std::string::npos)
+      << refused.error().ToString();
+  ASSERT_TRUE(berthd_->Start());
+}
+
 // Behind a proxy that serves TLS, berthd itself speaks plain HTTP: --public-url says how people
 // reach it, and an https one makes the dashboard's session cookie Secure.
 TEST_F(BerthdE2e, AnHttpsPublicUrlMakesTheSessionCookieSecure) {

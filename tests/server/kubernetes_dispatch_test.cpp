@@ -519,7 +519,9 @@ TEST_F(KubernetesDispatch, ARunnerThatNamesAnotherClusterRunsThereAndNeverInBert
   EXPECT_EQ(federated.missing, std::vector<std::string>{});
   EXPECT_NE(federated.credential.find("aud second-cluster"), std::string::npos)
       << federated.credential;
-  EXPECT_NE(check(stranger).error.find("Unauthorized"), std::string::npos);
+  const launch::ClusterCheck refused = check(stranger);
+  EXPECT_NE(refused.error.find("Unauthorized"), std::string::npos)
+      << refused.error << " user " << refused.user;
   // An account the cluster knows but grants nothing: every right is missing, by name.
   auto nobody = (*remote)->Admin().Create(
       kube::kServiceAccounts, world_->Namespace(),

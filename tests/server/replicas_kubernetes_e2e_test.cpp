@@ -109,30 +109,60 @@ TEST_F(ReplicasOnKubernetes, AReplicaKilledMidApplyLeavesItsPodRunToTheOtherWhic
 
 // A real berthd checks a kubernetes runner's cluster as a launch reaches it: in the runner's
 // namespace it is the launcher's account with every right; in a namespace no Role grants it,
-// the check names each right it lacks and fails, and nothing is launched either way.
+// the check names each right it lacks and fails; a runner naming a context of its
+// organization's kubeconfig (--clusters-dir) is checked through that context. Nothing is
+// launched.
 TEST_F(ReplicasOnKubernetes, ARunnersCheckSaysWhoBerthdIsThereAndWhichRightsItLacks) {
+  // Organization default's own folder of --clusters-dir: a kubeconfig whose one context, "test",
+  // is this same cluster as the launcher's account.
+  const auto clusters = dir_->Path() / "clusters";
+  std::filesystem::create_directories(clusters / "default");
+  ASSERT_TRUE(sys::WriteFileAtomic(clusters / "default/kubeconfig",
+                                   *sys::ReadFile(dir_->Path() / "kubeconfig")));
+  more_flags_.push_back("--clusters-dir=" + clusters.string());
   StartReplicas(1, 0);
   if (HasFatalFailure()) return;
-  auto checked = Api(0).Call("POST", "/runners/here/check", "");
-  ASSERT_EQ(checked.status, 200) << checked.body;
-  json answer = json::parse(checked.body);
+  // A kubernetes runner in namespace ns, naming context (empty: berthd's own cluster).
+  auto save = [&](const std::string& id, const std::string& ns, const std::string& context) {
+    json configuration = {{"type", "kubernetes"}, {"job", {{"namespace", ns}}}};
+    if (!context.empty()) configuration["cluster"] = {{"kubeconfig_context", context}};
+    return Api(0).Call("POST", "/runners",
+                       json{{"id", id},
+                            {"runner_configuration", configuration},
+                            {"state_storage_configuration", {{"type", "berth"}}}}
+                           .dump());
+  };
+  auto check = [&](const std::string& id) {
+    auto checked = Api(0).Call("POST", "/runners/" + id + "/check", "");
+    EXPECT_EQ(checked.status, 200) << checked.body;
+    return json::parse(checked.body, nullptr, false);
+  };
+  const std::string launcher = "system:serviceaccount:" + world_->Namespace() + ":berthd";
+  json answer = check("here");
   EXPECT_EQ(answer["ok"], true) << answer.dump(2);
-  EXPECT_EQ(answer["user"], "system:serviceaccount:" + world_->Namespace() + ":berthd");
+  EXPECT_EQ(answer["user"], launcher);
   EXPECT_EQ(answer["missing"], json::array());
 
-  auto saved = Api(0).Call(
-      "POST", "/runners",
-      json{{"id", "elsewhere"},
-           {"runner_configuration", {{"type", "kubernetes"}, {"job", {{"namespace", "default"}}}}},
-           {"state_storage_configuration", {{"type", "berth"}}}}
-          .dump());
+  auto saved = save("elsewhere", "default", "");
   ASSERT_EQ(saved.status, 201) << saved.body;
-  checked = Api(0).Call("POST", "/runners/elsewhere/check", "");
-  ASSERT_EQ(checked.status, 200) << checked.body;
-  answer = json::parse(checked.body);
+  answer = check("elsewhere");
   EXPECT_EQ(answer["ok"], false) << answer.dump(2);
   EXPECT_EQ(answer["error"], "");
   EXPECT_NE(answer["missing"].dump().find("create pods"), std::string::npos) << answer.dump(2);
+
+  // A runner naming a context of its organization's kubeconfig is saved and checked through it;
+  // one naming a context that kubeconfig lacks is refused, naming the field.
+  saved = save("by-context", world_->Namespace(), "test");
+  ASSERT_EQ(saved.status, 201) << saved.body;
+  answer = check("by-context");
+  EXPECT_EQ(answer["ok"], true) << answer.dump(2);
+  EXPECT_EQ(answer["cluster"], "kubeconfig context test");
+  EXPECT_EQ(answer["user"], launcher);
+  auto absent = save("absent", world_->Namespace(), "staging");
+  EXPECT_EQ(absent.status, 409) << absent.body;
+  EXPECT_NE(absent.body.find("$.runner_configuration.cluster.kubeconfig_context"),
+            std::string::npos)
+      << absent.body;
   EXPECT_EQ(world_->Agent().PodsStarted(), 0);
 }
 

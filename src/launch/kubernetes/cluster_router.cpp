@@ -1,6 +1,15 @@
 #include "launch/kubernetes/cluster_router.h"
 
 namespace berth::launch {
+namespace {
+
+// The runner's namespace (job.namespace, which the schema requires of a kubernetes runner).
+std::string JobNamespace(const LaunchRequest& request) {
+  return request.runner_configuration.value("job", nlohmann::json::object())
+      .value("namespace", std::string());
+}
+
+}  // namespace
 
 ClusterRouter::ClusterRouter(Launcher& home, Options options)
     : home_(home), options_(std::move(options)) {}
@@ -30,8 +39,7 @@ Result<Launcher*> ClusterRouter::LauncherFor(const LaunchRequest& request) {
   if (!config) return config.error();
   Cluster cluster{.name = name, .client = kube::MakeKubeClient(std::move(*config))};
   // One request first: a credential the cluster refuses is said at once, in its words.
-  const std::string ns = request.runner_configuration.value("job", nlohmann::json::object())
-                             .value("namespace", std::string());
+  const std::string ns = JobNamespace(request);
   auto probe =
       cluster.client->List(kube::kPods, ns, {.field_selector = "metadata.name=berth-probe"});
   auto launcher = probe ? options_.make(*cluster.client, name, ns)
@@ -118,8 +126,7 @@ std::optional<std::string> ClusterRouter::BerthdUrlForRunners(
 Result<ClusterCheck> ClusterRouter::Check(const LaunchRequest& request) const {
   auto target = ClusterTarget::Parse(request.runner_configuration);
   if (!target) return target.error();
-  ClusterCheck check{.ns = request.runner_configuration.value("job", nlohmann::json::object())
-                               .value("namespace", std::string())};
+  ClusterCheck check{.ns = JobNamespace(request)};
   if (!*target) {
     check.cluster = "berthd's own";
     check.credential = "berthd's own (in-cluster or KUBECONFIG)";

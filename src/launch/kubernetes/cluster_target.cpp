@@ -44,6 +44,19 @@ std::function<Result<std::string>()> IdTokenSource(
   };
 }
 
+// The organization's folder of --clusters-dir, or the field error that says why there is none.
+Result<std::filesystem::path> OrgFolder(const std::string& org, const ClusterMeans& means,
+                                        const std::string& field) {
+  if (means.dir.empty())
+    return InvalidFields("no clusters", {{field,
+                                          "cannot be read: berthd was given no "
+                                          "--clusters-dir"}});
+  if (!IsValidId(org))  // a folder name, never a path
+    return InvalidFields(
+        "no clusters", {{field, "has no folder: organization id " + org + " is not a DNS label"}});
+  return means.dir / org;
+}
+
 }  // namespace
 
 Result<std::optional<ClusterTarget>> ClusterTarget::Parse(const json& runner_configuration) {
@@ -91,19 +104,6 @@ std::string ClusterTarget::Credential(const std::string& org, const std::string&
   if (!oidc_audience.empty())
     return "berthd's ID token (aud " + oidc_audience + ", sub " + ClusterSubject(org, runner) + ")";
   return "token file " + org + "/" + token_file;
-}
-
-// The organization's folder of --clusters-dir, or the field error that says why there is none.
-Result<std::filesystem::path> OrgFolder(const std::string& org, const ClusterMeans& means,
-                                        const std::string& field) {
-  if (means.dir.empty())
-    return InvalidFields("no clusters", {{field,
-                                          "cannot be read: berthd was given no "
-                                          "--clusters-dir"}});
-  if (!IsValidId(org))  // a folder name, never a path
-    return InvalidFields(
-        "no clusters", {{field, "has no folder: organization id " + org + " is not a DNS label"}});
-  return means.dir / org;
 }
 
 FieldErrors Unreachable(const ClusterTarget& target, const std::string& org,

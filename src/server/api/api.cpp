@@ -126,8 +126,8 @@ Result<void> CheckLocalEnforceable(const RunnerSpec& spec, const ApiOptions& opt
   return error;
 }
 
-// A kubernetes runner's cluster must be one this berthd can reach: its kubeconfig has the
-// context, the organization's token folder the file.
+// A kubernetes runner's cluster must be one this berthd can reach: the organization's folder
+// of --clusters-dir has the context in its kubeconfig, or the token file.
 Result<void> CheckClusterReachable(const RunnerSpec& spec, const std::string& org,
                                    const ApiOptions& options) {
   if (spec.type != RunnerType::kKubernetes) return {};
