@@ -26,6 +26,13 @@ Result<void> OnlyKnownKeys(const json& doc, const std::set<std::string>& known,
   return {};
 }
 
+// What the agent's wire carries of the runner: its configuration as saved, which the agent
+// parses itself.
+json SavedConfiguration(const LaunchRequest& request) {
+  const auto* agent = std::get_if<AgentRunnerSettings>(&request.runner);
+  return agent != nullptr ? agent->saved : json::object();
+}
+
 }  // namespace
 
 json LaunchRequestToJson(const LaunchRequest& request) {
@@ -35,7 +42,7 @@ json LaunchRequestToJson(const LaunchRequest& request) {
           {"runner_id", request.runner_id},
           {"invocation", request.invocation},
           {"labels", request.labels},
-          {"runner_configuration", request.runner_configuration}};
+          {"runner_configuration", SavedConfiguration(request)}};
 }
 
 Result<LaunchRequest> LaunchRequestFromJson(const json& doc) {
@@ -61,10 +68,10 @@ Result<LaunchRequest> LaunchRequestFromJson(const json& doc) {
     request.runner_id = doc.at("runner_id").get<std::string>();
     request.invocation = doc.value("invocation", json::object()).get<RunnerInvocation>();
     request.labels = doc.value("labels", json::object()).get<std::map<std::string, std::string>>();
-    request.runner_configuration = doc.value("runner_configuration", json::object());
-    if (!request.runner_configuration.is_object())
-      return MakeError(ErrorKind::kInvalidArgument,
-                       "request.runner_configuration must be an object");
+    auto runner = ParseRunnerSettings(RunnerType::kKubernetesAgent,
+                                      doc.value("runner_configuration", json::object()));
+    if (!runner) return runner.error();
+    request.runner = std::move(*runner);
     if (request.run_id.empty() || request.invocation.run_id != request.run_id)
       return MakeError(ErrorKind::kInvalidArgument,
                        "request.run_id must be set and be the invocation's run_id");

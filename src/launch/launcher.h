@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/run_result.h"
 #include "core/runner_invocation.h"
+#include "launch/runner_settings.h"
 
 namespace berth::launch {
 
@@ -26,7 +27,7 @@ struct LaunchRequest {
   RunnerInvocation invocation;  // the run; the launcher adds its placement
   std::map<std::string, std::string> labels;  // the run's labels (reserved ones override)
   std::string token;                          // the run's token; never in a spec or a log
-  nlohmann::json runner_configuration;        // the runner's own configuration
+  RunnerSettings runner;                      // the runner's own configuration, parsed
   // The plan run of the approved plan this run applies: a launcher that kept that run's work
   // folder continues in it (no second init); one that did not, or cannot, starts afresh.
   std::string plan_run_id;
@@ -148,9 +149,8 @@ class Launcher {
   // The URL the runners of a runner so configured reach berthd at (gateway and state backend)
   // when it is not the one the dispatcher was given: a Pod may need a Service name where a
   // local process uses loopback, and a Pod in another cluster berthd's public URL.
-  virtual std::optional<std::string> BerthdUrlForRunners(
-      const nlohmann::json& runner_configuration) const {
-    (void)runner_configuration;
+  virtual std::optional<std::string> BerthdUrlForRunners(const RunnerSettings& runner) const {
+    (void)runner;
     return std::nullopt;
   }
 };

@@ -447,10 +447,13 @@ class Berthd {
                      !base_.kube_client
                          ? nullptr
                          : std::function([this](const std::string& org, const std::string& runner,
-                                                const nlohmann::json& configuration) {
-                             return clusters_->Check({.org_id = org,
-                                                      .runner_id = runner,
-                                                      .runner_configuration = configuration});
+                                                const nlohmann::json& configuration)
+                                             -> Result<launch::ClusterCheck> {
+                             auto settings = launch::ParseRunnerSettings(RunnerType::kKubernetes,
+                                                                         configuration);
+                             if (!settings) return settings.error();
+                             return clusters_->Check(
+                                 {.org_id = org, .runner_id = runner, .runner = *settings});
                            }),
                  .secure_cookies =
                      !options.tls_cert_file.empty() || options.public_url.starts_with("https://"),

@@ -3,6 +3,7 @@
 // fail a run but never make one succeed.
 #include <gtest/gtest.h>
 
+#include "core/ed25519_key.h"
 #include "launch/launch_request_json.h"
 #include "launch/run_outcome.h"
 
@@ -10,6 +11,14 @@ namespace berth::launch {
 namespace {
 
 using nlohmann::json;
+
+// A kubernetes-agent runner as saved: its agents' key, their namespace, its queue's expiry.
+json AgentRunner() {
+  return {{"type", "kubernetes-agent"},
+          {"key", Ed25519PublicKeyPem(std::string(32, 'k'))},
+          {"command_expiry", "5m"},
+          {"job", {{"namespace", "b"}}}};
+}
 
 LaunchRequest Example() {
   LaunchRequest request{.run_id = "d-1",
@@ -27,7 +36,7 @@ LaunchRequest Example() {
                         .allow_destroy = true,
                         .ns = "placement-is-the-agents"};
   request.labels = {{"team", "web"}};
-  request.runner_configuration = {{"type", "kubernetes-agent"}, {"job", {{"namespace", "b"}}}};
+  request.runner = ParseRunnerSettings(RunnerType::kKubernetesAgent, AgentRunner()).value();
   return request;
 }
 
@@ -46,7 +55,10 @@ TEST(LaunchRequestJson, RoundTripsWhatTheRunIsAndNeverItsTokenOrPlacement) {
   }());
   EXPECT_FALSE(back->invocation.lock) << "berthd holds the lock: the agent's runner must not wait";
   EXPECT_EQ(back->labels.at("team"), "web");
-  EXPECT_EQ(back->runner_configuration["job"]["namespace"], "b");
+  const auto* agent = std::get_if<AgentRunnerSettings>(&back->runner);
+  ASSERT_NE(agent, nullptr);
+  EXPECT_EQ(agent->job.pod.ns, "b");
+  EXPECT_EQ(agent->command_expiry, std::chrono::minutes(5));
 }
 
 TEST(LaunchRequestJson, RefusesWhatItDoesNotKnowOrCannotTrust) {
@@ -72,6 +84,12 @@ TEST(LaunchRequestJson, RefusesWhatItDoesNotKnowOrCannotTrust) {
   lock_as_text["invocation"]["lock"] = "false";
   refused(lock_as_text, "request:");
   refused(json::array(), "must be an object");
+  json bad_runner = doc;  // read as its schema reads it, with the path of what it breaks
+  bad_runner["runner_configuration"]["job"]["namespace"] = "Not A Namespace";
+  refused(bad_runner, "$.runner_configuration.job.namespace");
+  json no_key = doc;
+  no_key["runner_configuration"].erase("key");
+  refused(no_key, "$.runner_configuration.key");
 }
 
 TEST(AgentReport, AnEndTheAgentSawFailsTheRunButOnlyThePostedResultMakesItSucceed) {

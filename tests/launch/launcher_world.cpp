@@ -141,7 +141,11 @@ LaunchRequest LauncherWorld::Request(const std::string& run_id, const std::strin
   LaunchRequest request{.run_id = run_id, .revision = "1", .token = "secret-token-" + run_id};
   request.invocation = {.op = op, .module = "/berth/modules/" + module};
   if (module == "slow") request.invocation.config = "/berth/slow.json";
-  request.runner_configuration = std::move(runner_config);
+  // Any shape a user writes (a runner's job, the controller's spec.runner), as its launcher
+  // gets it.
+  auto pod = RunnerPodConfig::Parse(std::move(runner_config));
+  EXPECT_TRUE(pod) << pod.error().ToString();
+  request.runner = KubernetesRunnerSettings{.pod = pod ? *pod : RunnerPodConfig{}};
   return request;
 }
 

@@ -95,6 +95,14 @@ class LocalLauncherTest : public ::testing::Test {
   }
   fs::path Example(const char* name) { return testenv::SourceDir() / "examples" / name; }
 
+  // A local runner's settings, from its configuration as a user writes it (the type implied).
+  static RunnerSettings LocalRunner(nlohmann::json configuration) {
+    configuration["type"] = "local";
+    auto settings = ParseRunnerSettings(RunnerType::kLocal, configuration);
+    EXPECT_TRUE(settings) << settings.error().ToString();
+    return settings ? *settings : RunnerSettings(LocalRunnerSettings{});
+  }
+
   // An apply of kGreedyModule that runs take, for runner, configured so.
   LaunchRequest TakingRequest(const std::string& run_id, const std::string& take,
                               const std::string& runner,
@@ -111,7 +119,7 @@ class LocalLauncherTest : public ::testing::Test {
     LaunchRequest request = Request(run_id, "apply", dir_->Path() / "greedy");
     request.invocation.config = vars.string();
     request.runner_id = runner;
-    request.runner_configuration = runner_configuration;
+    request.runner = LocalRunner(runner_configuration);
     return request;
   }
   void LaunchTaking(const std::string& run_id, const std::string& take, const std::string& runner,
@@ -186,7 +194,7 @@ TEST_F(LocalLauncherTest, ARunnersMaxParallelAndWorkDirAct) {
     LaunchRequest request = Request(run, "apply", Example("slow"));
     request.runner_id = runner;
     if (runner == "pool-a")
-      request.runner_configuration = {{"max_parallel", 1}, {"work_dir", pool.string()}};
+      request.runner = LocalRunner({{"max_parallel", 1}, {"work_dir", pool.string()}});
     return request;
   };
   ASSERT_TRUE(launcher_->Launch(of_runner("a1", "pool-a")));

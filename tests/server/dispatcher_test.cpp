@@ -385,6 +385,24 @@ TEST_F(DispatcherTest, ARunnerNamingAClusterBerthdCannotReachFailsItsDeployments
   EXPECT_FALSE(fs::exists(dir_->Path() / "runs/gke-1")) << "it ran elsewhere";
 }
 
+// A runner row its type's schema refuses (written by hand, or by a berthd of other rules) is
+// not run with what could be read of it: its memory limit unreadable, the run would have had
+// none.
+TEST_F(DispatcherTest, ARunnerSavedAgainstItsSchemaFailsItsDeploymentsNamingTheField) {
+  auto runner = store_->Get(store::Kind::kRunner, "acme", "", "here");
+  ASSERT_TRUE(runner);
+  runner->body["runner_configuration"]["limits"] = {{"memory", "a lot"}};
+  ASSERT_TRUE(store_->Update(*runner, runner->version));
+  Queue("dev", "unlimited", "plan");
+  ASSERT_TRUE(RunUntilEnded({"unlimited"}));
+  auto ended = store_->Deployments().Get("acme", "unlimited");
+  EXPECT_EQ(ended->state, S::kFailed);
+  const std::string why = ended->transitions.back().value("reason", "");
+  EXPECT_NE(why.find("runner here as saved: "), std::string::npos) << why;
+  EXPECT_NE(why.find("$.runner_configuration.limits.memory"), std::string::npos) << why;
+  EXPECT_FALSE(fs::exists(dir_->Path() / "runs/unlimited")) << "it ran without its limit";
+}
+
 TEST_F(DispatcherTest, ADeploymentWithoutARunnerFailsWithTheReason) {
   Queue("orphan", "o1", "plan");
   ASSERT_TRUE(RunUntilEnded({"o1"}));

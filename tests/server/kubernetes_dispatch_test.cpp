@@ -52,7 +52,7 @@ class KubernetesDispatch : public ::testing::Test {
     ASSERT_TRUE(store.Create({.kind = store::Kind::kEnvType, .org_id = "acme", .id = "dev"}));
     store::Record runner{.kind = store::Kind::kRunner, .org_id = "acme", .id = "cluster"};
     runner.columns = {{"runner_type", "kubernetes"}, {"storage_type", "berth"}};
-    runner.body = {{"runner_configuration", json::object()},
+    runner.body = {{"runner_configuration", Configuration(json::object(), nullptr)},
                    {"state_storage_configuration", {{"type", "berth"}}}};
     ASSERT_TRUE(store.Create(runner));
     store::Record env{
@@ -107,16 +107,22 @@ class KubernetesDispatch : public ::testing::Test {
     return replica;
   }
 
-  // The runner's cluster (null: berthd's own).
-  void SetCluster(const json& cluster) {
+  // The runner's configuration: its job in the test's namespace, with job's other fields, and
+  // its cluster (null: berthd's own).
+  json Configuration(json job, const json& cluster) const {
+    job["namespace"] = world_->Namespace();
+    json configuration = {{"type", "kubernetes"}, {"job", std::move(job)}};
+    if (!cluster.is_null()) configuration["cluster"] = cluster;
+    return configuration;
+  }
+  void Configure(json configuration) {
     auto runner = server_->Store().Get(store::Kind::kRunner, "acme", "", "cluster");
     ASSERT_TRUE(runner);
     int64_t version = runner->version;
-    runner->body["runner_configuration"] = {{"type", "kubernetes"},
-                                            {"job", {{"namespace", world_->Namespace()}}},
-                                            {"cluster", cluster}};
+    runner->body["runner_configuration"] = std::move(configuration);
     ASSERT_TRUE(server_->Store().Update(*runner, version));
   }
+  void SetCluster(const json& cluster) { Configure(Configuration(json::object(), cluster)); }
 
   // Queues a deployment of an example module as a bundle.
   void Queue(store::Deployment d, const std::string& module) {
@@ -133,12 +139,7 @@ class KubernetesDispatch : public ::testing::Test {
 
   // The runner keeps the Pods of plans that wait for approval this long.
   void KeepPlanPods(const std::string& how_long) {
-    auto runner = server_->Store().Get(store::Kind::kRunner, "acme", "", "cluster");
-    ASSERT_TRUE(runner);
-    int64_t version = runner->version;
-    runner->body["runner_configuration"] = {
-        {"job", {{"namespace", world_->Namespace()}, {"keep_for_approval", how_long}}}};
-    ASSERT_TRUE(server_->Store().Update(*runner, version));
+    Configure(Configuration({{"keep_for_approval", how_long}}, nullptr));
   }
 
   // Ticks until done says the deployment is where the test waits for it (at most 2 minutes).
@@ -506,7 +507,9 @@ TEST_F(KubernetesDispatch, ARunnerThatNamesAnotherClusterRunsThereAndNeverInBert
     json configuration = {{"type", "kubernetes"}, {"job", {{"namespace", world_->Namespace()}}}};
     if (!cluster.is_null()) configuration["cluster"] = cluster;
     auto checked = replica->router->Check(
-        {.org_id = "acme", .runner_id = "cluster", .runner_configuration = configuration});
+        {.org_id = "acme",
+         .runner_id = "cluster",
+         .runner = launch::ParseRunnerSettings(RunnerType::kKubernetes, configuration).value()});
     EXPECT_TRUE(checked) << checked.error().ToString();
     return checked ? *checked : launch::ClusterCheck{};
   };

@@ -3,10 +3,11 @@
 namespace berth::launch {
 namespace {
 
-// The runner's namespace (job.namespace, which the schema requires of a kubernetes runner).
-std::string JobNamespace(const LaunchRequest& request) {
-  return request.runner_configuration.value("job", nlohmann::json::object())
-      .value("namespace", std::string());
+// The cluster a runner names; nullopt for berthd's own (and for a runner of another launcher).
+const std::optional<ClusterTarget>& TargetOf(const RunnerSettings& runner) {
+  static const std::optional<ClusterTarget> kHome;
+  const KubernetesRunnerSettings* kubernetes = KubernetesSettingsOf(runner);
+  return kubernetes != nullptr ? kubernetes->cluster : kHome;
 }
 
 }  // namespace
@@ -21,10 +22,9 @@ ClusterRouter::~ClusterRouter() {
 }
 
 Result<Launcher*> ClusterRouter::LauncherFor(const LaunchRequest& request) {
-  auto target = ClusterTarget::Parse(request.runner_configuration);
-  if (!target) return target.error();
-  if (!*target) return &home_;
-  const std::string key = (*target)->Key(request.org_id, request.runner_id);
+  const std::optional<ClusterTarget>& target = TargetOf(request.runner);
+  if (!target) return &home_;
+  const std::string key = target->Key(request.org_id, request.runner_id);
   {
     MutexLock lock(mutex_);
     if (auto it = clusters_.find(key); it != clusters_.end()) return it->second.launcher.get();
@@ -34,12 +34,12 @@ Result<Launcher*> ClusterRouter::LauncherFor(const LaunchRequest& request) {
     MutexLock lock(mutex_);  // made by another launch while this one waited
     if (auto it = clusters_.find(key); it != clusters_.end()) return it->second.launcher.get();
   }
-  const std::string name = (*target)->Name();
-  auto config = ConfigFor(**target, request.org_id, request.runner_id, options_.means);
+  const std::string name = target->Name();
+  auto config = ConfigFor(*target, request.org_id, request.runner_id, options_.means);
   if (!config) return config.error();
   Cluster cluster{.name = name, .client = kube::MakeKubeClient(std::move(*config))};
   // One request first: a credential the cluster refuses is said at once, in its words.
-  const std::string ns = JobNamespace(request);
+  const std::string& ns = KubernetesSettingsOf(request.runner)->pod.ns;
   auto probe =
       cluster.client->List(kube::kPods, ns, {.field_selector = "metadata.name=berth-probe"});
   auto launcher = probe ? options_.make(*cluster.client, name, ns)
@@ -115,29 +115,30 @@ bool ClusterRouter::ContinuesIn(const std::string& plan_run_id) const {
   return false;
 }
 
-std::optional<std::string> ClusterRouter::BerthdUrlForRunners(
-    const nlohmann::json& runner_configuration) const {
-  auto target = ClusterTarget::Parse(runner_configuration);
-  if (target && *target && !options_.berthd_url_elsewhere.empty())
+std::optional<std::string> ClusterRouter::BerthdUrlForRunners(const RunnerSettings& runner) const {
+  if (TargetOf(runner) && !options_.berthd_url_elsewhere.empty())
     return options_.berthd_url_elsewhere;
-  return home_.BerthdUrlForRunners(runner_configuration);
+  return home_.BerthdUrlForRunners(runner);
 }
 
 Result<ClusterCheck> ClusterRouter::Check(const LaunchRequest& request) const {
-  auto target = ClusterTarget::Parse(request.runner_configuration);
-  if (!target) return target.error();
-  ClusterCheck check{.ns = JobNamespace(request)};
-  if (!*target) {
+  const KubernetesRunnerSettings* runner = KubernetesSettingsOf(request.runner);
+  if (runner == nullptr)
+    return MakeError(ErrorKind::kInvalidArgument,
+                     "runner " + request.runner_id + " is not a Kubernetes runner");
+  const std::optional<ClusterTarget>& target = runner->cluster;
+  ClusterCheck check{.ns = runner->pod.ns};
+  if (!target) {
     check.cluster = "berthd's own";
     check.credential = "berthd's own (in-cluster or KUBECONFIG)";
     if (options_.home_api == nullptr) return MakeError(ErrorKind::kInternal, "no home cluster");
     CheckCluster(*options_.home_api, check);
     return check;
   }
-  check.cluster = (*target)->Name();
-  check.credential = (*target)->Credential(request.org_id, request.runner_id);
+  check.cluster = target->Name();
+  check.credential = target->Credential(request.org_id, request.runner_id);
   // A client of its own: a check never starts a launcher, nor waits on one being made.
-  auto config = ConfigFor(**target, request.org_id, request.runner_id, options_.means);
+  auto config = ConfigFor(*target, request.org_id, request.runner_id, options_.means);
   if (!config) {
     check.error = config.error().ToString();
     return check;

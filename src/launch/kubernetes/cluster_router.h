@@ -51,8 +51,7 @@ class ClusterRouter final : public Launcher {
   bool KeptAfterResult(const std::string& run_id) const override EXCLUDES(mutex_);
   void Release(const std::string& run_id) override EXCLUDES(mutex_);
   bool ContinuesIn(const std::string& plan_run_id) const override EXCLUDES(mutex_);
-  std::optional<std::string> BerthdUrlForRunners(
-      const nlohmann::json& runner_configuration) const override;
+  std::optional<std::string> BerthdUrlForRunners(const RunnerSettings& runner) const override;
 
   // What a run of request's runner would meet in its cluster (cluster_check.h), without
   // launching anything; an error only for a configuration that names no cluster it can parse.

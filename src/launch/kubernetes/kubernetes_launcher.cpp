@@ -174,8 +174,11 @@ Result<kube::Informer*> KubernetesLauncher::InformerFor(const std::string& ns) {
 }
 
 Result<KubernetesLauncher::Run> KubernetesLauncher::Prepare(const LaunchRequest& request) const {
-  auto config = RunnerPodConfig::Parse(request.runner_configuration);
-  if (!config) return config.error();
+  const KubernetesRunnerSettings* runner = KubernetesSettingsOf(request.runner);
+  if (runner == nullptr)
+    return MakeError(ErrorKind::kInvalidArgument,
+                     "runner " + request.runner_id + " is not a Kubernetes runner");
+  const RunnerPodConfig* config = &runner->pod;
   // An apply continued in its plan run's kept Pod lives in that Pod: its names are the plan
   // run's.
   RunnerPodRequest pod_request{
@@ -193,7 +196,7 @@ Result<KubernetesLauncher::Run> KubernetesLauncher::Prepare(const LaunchRequest&
     manifests->workload["metadata"]["annotations"][std::string(kKeepAnnotation)] = "true";
   Run run;
   run.request = request;
-  run.config = std::move(*config);
+  run.config = *config;
   run.manifests = std::move(*manifests);
   run.launched_at = clock_.Now();
   run.kept_after_result = keep;
@@ -545,7 +548,7 @@ void KubernetesLauncher::Reap() {
   DoCleanups();
 }
 
-std::optional<std::string> KubernetesLauncher::BerthdUrlForRunners(const json&) const {
+std::optional<std::string> KubernetesLauncher::BerthdUrlForRunners(const RunnerSettings&) const {
   if (settings_.container_backend_url.empty()) return std::nullopt;
   return settings_.container_backend_url;
 }

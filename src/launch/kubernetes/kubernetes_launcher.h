@@ -64,8 +64,7 @@ class KubernetesLauncher final : public Launcher {
   // The plan run's Pod is released, running, and not about to end its wait.
   bool ContinuesIn(const std::string& plan_run_id) const override EXCLUDES(mutex_);
   // KUBERNETES_CONTAINER_BACKEND_URL, when it is set.
-  std::optional<std::string> BerthdUrlForRunners(
-      const nlohmann::json& runner_configuration) const override;
+  std::optional<std::string> BerthdUrlForRunners(const RunnerSettings& runner) const override;
 
   // The timers, once: startup deadlines, quota retries, cleanups, reaping. Start runs it every
   // options.tick; a test with a ManualClock calls it after moving the clock.

@@ -234,4 +234,8 @@ Result<RunnerPodConfig> RunnerPodConfig::Parse(json document) {
   return FromControllerRunner(std::move(document), "$");
 }
 
+Result<RunnerPodConfig> RunnerPodConfig::ParseJob(json job, const std::string& path) {
+  return FromRunnerJob(std::move(job), path);
+}
+
 }  // namespace berth::launch

@@ -37,6 +37,8 @@ struct RunnerPodConfig {
   // or a whole kubernetes runner_configuration {type, job, ...}. Every field error is collected
   // with its JSON path.
   static Result<RunnerPodConfig> Parse(nlohmann::json document);
+  // A runner's job alone, its field errors under path ("$.runner_configuration.job").
+  static Result<RunnerPodConfig> ParseJob(nlohmann::json job, const std::string& path);
 };
 
 // A runner's pod_template (seed 000's podTemplate): {metadata: {labels, annotations}, spec}.

@@ -84,30 +84,18 @@ Result<std::string> ReadRunResult(const fs::path& dir) {
   return sys::ReadFileBeneath(dir, kResultFile, kMaxResultFileBytes);
 }
 
-// A field of the runner's configuration (validated when the runner was saved), or fallback.
-template <class T>
-T RunnerSetting(const LaunchRequest& request, const char* field, const T& fallback) {
-  const nlohmann::json& config = request.runner_configuration;
-  return config.is_object() ? config.value(field, fallback) : fallback;
+// The run's local runner settings; the defaults for a request of another runner type, which
+// Launch refuses.
+const LocalRunnerSettings& SettingsOf(const LaunchRequest& request) {
+  static const LocalRunnerSettings kDefaults;
+  const auto* local = std::get_if<LocalRunnerSettings>(&request.runner);
+  return local != nullptr ? *local : kDefaults;
 }
 
 // A runner with `network: berthd_only`: its runs get a network namespace of their own and reach
 // berthd only through relay/berthd.sock in their folder (sys/stream_relay.h, docs/security.md).
-bool CutsNetwork(const LaunchRequest& request) {
-  return RunnerSetting<std::string>(request, "network", "full") == "berthd_only";
-}
+bool CutsNetwork(const LaunchRequest& request) { return SettingsOf(request).cuts_network; }
 fs::path RelaySocket(const fs::path& dir) { return dir / "relay" / "berthd.sock"; }
-
-// What a runner's network_allow names (validated when the runner was saved).
-NetworkAllowance AllowanceOf(const LaunchRequest& request) {
-  NetworkAllowance allowance;
-  for (const std::string& reach :
-       RunnerSetting(request, "network_allow", std::vector<std::string>{})) {
-    allowance.metadata |= reach == "metadata";
-    allowance.loopback |= reach == "loopback";
-  }
-  return allowance;
-}
 
 // A sandboxed run's own plugin cache: in its private /tmp, a path every run has, so that an
 // approved apply that continues in its plan run's work folder (whose .terraform links into
@@ -181,20 +169,23 @@ LocalLauncher::~LocalLauncher() {
 }
 
 fs::path LocalLauncher::RunDir(const LaunchRequest& request) const {
-  std::string work_dir = RunnerSetting<std::string>(request, "work_dir", "");
+  const std::string& work_dir = SettingsOf(request).work_dir;
   return (work_dir.empty() ? options_.runs_dir : fs::path(work_dir)) / request.run_id;
 }
 
 bool LocalLauncher::HasRoom(const LaunchRequest& request) const {
   if (static_cast<int>(running_.size()) >= options_.max_parallel) return false;
   if (options_.sandbox && !options_.sandbox->RunUids().empty() && !FreeRunUid()) return false;
-  int runner_max = RunnerSetting(request, "max_parallel", options_.max_parallel);
+  int runner_max = SettingsOf(request).max_parallel.value_or(options_.max_parallel);
   int of_runner = 0;
   for (const auto& [id, run] : running_) of_runner += run.request.runner_id == request.runner_id;
   return of_runner < runner_max;
 }
 
 Result<void> LocalLauncher::Launch(const LaunchRequest& request) {
+  if (!std::holds_alternative<LocalRunnerSettings>(request.runner))
+    return MakeError(ErrorKind::kInvalidArgument,
+                     "runner " + request.runner_id + " is not a local runner");
   MutexLock lock(mutex_);
   if (running_.contains(request.run_id)) return {};
   for (const auto& waiting : waiting_) {
@@ -423,7 +414,7 @@ Result<void> LocalLauncher::Start(Run& run) {
   spawn.new_process_group = true;
   spawn.new_session = true;       // no terminal of berthd's (`berth up` in a shell) reaches the run
   spawn.die_with_parent = false;  // a berthd restart must not kill a running apply
-  run.limits = RunLimits::FromRunner(run.request.runner_configuration);
+  run.limits = SettingsOf(run.request).limits;
   rlim_t file_bytes = options_.max_file_bytes;
   if (run.limits.disk_bytes)
     file_bytes = std::min(file_bytes, static_cast<rlim_t>(*run.limits.disk_bytes));
@@ -592,7 +583,7 @@ Result<void> LocalLauncher::StartRelay(Run& run) const {
 
 Result<void> LocalLauncher::OpenNetwork(Run& run) const {
   if (!options_.firewall || !run.uid || CutsNetwork(run.request)) return {};
-  const NetworkAllowance allowance = AllowanceOf(run.request);
+  const NetworkAllowance& allowance = SettingsOf(run.request).allowance;
   if (auto opened = options_.firewall->Allow(*run.uid, allowance); !opened) return opened.error();
   run.opened = allowance;
   return {};
@@ -720,7 +711,7 @@ Result<void> LocalLauncher::Recover(const std::vector<LaunchRequest>& adopt,
       if (auto opened = OpenNetwork(run); !opened)
         observer_.OnRunEvent(request.run_id,
                              {std::string(kNetworkAllowanceLost), opened.error().message});
-      run.limits = RunLimits::FromRunner(request.runner_configuration);
+      run.limits = SettingsOf(request).limits;
       if (options_.cgroups && !run.limits.NeedingCgroup().empty())
         run.cgroup = options_.cgroups->Existing(request.run_id, run.limits);
       // Its way to berthd went with the berthd before: the runner's relay reconnects to this one.
@@ -735,7 +726,7 @@ Result<void> LocalLauncher::Recover(const std::vector<LaunchRequest>& adopt,
       continue;
     }
     // Its control group outlived it while berthd was away: removed now, or with the leftovers.
-    if (const RunLimits limits = RunLimits::FromRunner(request.runner_configuration);
+    if (const RunLimits& limits = SettingsOf(request).limits;
         options_.cgroups && !limits.NeedingCgroup().empty()) {
       DropCgroup(options_.cgroups->Existing(request.run_id, limits));
     }

@@ -9,7 +9,6 @@
 #include <set>
 #include <sstream>
 
-#include "core/quantity.h"
 #include "sys/files.h"
 
 namespace berth::launch {
@@ -22,17 +21,6 @@ constexpr const char* kRunsFolder = "berth-runs";
 // cgroup v2's one folder per group; CPU time (cpu.stat) needs no controller there.
 constexpr const char* kUnified = "unified";
 constexpr const char* kEnableForChildren = "+memory +pids";
-
-std::optional<int64_t> Bytes(const nlohmann::json& limits, const char* field) {
-  if (!limits.contains(field) || !limits[field].is_string()) return std::nullopt;
-  auto q = Quantity::Parse(limits[field].get<std::string>());
-  return q ? q->AsInt64() : std::nullopt;
-}
-
-std::optional<int64_t> Integer(const nlohmann::json& limits, const char* field) {
-  if (!limits.contains(field) || !limits[field].is_number_integer()) return std::nullopt;
-  return limits[field].get<int64_t>();
-}
 
 Result<void> WriteControl(const fs::path& file, const std::string& value) {
   std::ofstream out(file);
@@ -73,18 +61,6 @@ std::optional<std::string> OwnGroup(const std::string& text, const std::string& 
 }
 
 }  // namespace
-
-RunLimits RunLimits::FromRunner(const nlohmann::json& runner_configuration) {
-  RunLimits out;
-  if (!runner_configuration.is_object() || !runner_configuration.contains("limits")) return out;
-  const nlohmann::json& limits = runner_configuration["limits"];
-  if (!limits.is_object()) return out;
-  out.memory_bytes = Bytes(limits, "memory");
-  out.disk_bytes = Bytes(limits, "disk");
-  out.cpu_seconds = Integer(limits, "cpu_seconds");
-  out.processes = Integer(limits, "processes");
-  return out;
-}
 
 std::string RunLimits::NeedingCgroup() const {
   if (memory_bytes) return "limits.memory";

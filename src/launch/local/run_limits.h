@@ -15,7 +15,6 @@
 
 #include <filesystem>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,8 +29,6 @@ struct RunLimits {
   std::optional<int64_t> disk_bytes;
   std::optional<int64_t> processes;
 
-  // A local runner configuration's `limits` (validated when the runner was saved).
-  static RunLimits FromRunner(const nlohmann::json& runner_configuration);
   // The limit that needs a control group, as the runner names it ("limits.memory"); empty
   // when none does.
   std::string NeedingCgroup() const;

@@ -1,6 +1,5 @@
 #include "server/agents/agent_launcher.h"
 
-#include "core/duration.h"
 #include "crypto/jws.h"
 #include "launch/launch_request_json.h"
 #include "launch/run_outcome.h"
@@ -11,18 +10,13 @@ namespace {
 using launch::RunnerEnd;
 using nlohmann::json;
 
-constexpr std::chrono::hours kDefaultCommandExpiry{1};
+// How long a launch of request waits for an agent: its runner's command_expiry.
+std::chrono::milliseconds CommandExpiry(const launch::LaunchRequest& request) {
+  const auto* agent = std::get_if<launch::AgentRunnerSettings>(&request.runner);
+  return agent != nullptr ? agent->command_expiry : launch::AgentRunnerSettings{}.command_expiry;
+}
 
 }  // namespace
-
-std::chrono::milliseconds CommandExpiry(const json& runner_configuration) {
-  auto it = runner_configuration.find("command_expiry");
-  if (it != runner_configuration.end() && it->is_string()) {
-    if (auto d = ParseDuration(it->get<std::string>()))
-      return std::chrono::duration_cast<std::chrono::milliseconds>(*d);
-  }
-  return kDefaultCommandExpiry;
-}
 
 AgentLauncher::AgentLauncher(store::Store& store, launch::RunObserver& observer,
                              AgentLauncherOptions options)
@@ -72,14 +66,13 @@ Result<void> AgentLauncher::Enqueue(const launch::LaunchRequest& request) {
       {"request", launch::LaunchRequestToJson(request)},
       {"token", {{"scope", claims.value("scope", "")}, {"expires_at", claims.value("exp", 0)}}}};
   int64_t now = clock_.WallMillis();
-  auto queued = store_.Agents().Enqueue(
-      {.org_id = request.org_id,
-       .runner_id = request.runner_id,
-       .kind = std::string(kCreateJob),
-       .run_id = request.run_id,
-       .payload = std::move(payload),
-       .created_at = now,
-       .expires_at = now + CommandExpiry(request.runner_configuration).count()});
+  auto queued = store_.Agents().Enqueue({.org_id = request.org_id,
+                                         .runner_id = request.runner_id,
+                                         .kind = std::string(kCreateJob),
+                                         .run_id = request.run_id,
+                                         .payload = std::move(payload),
+                                         .created_at = now,
+                                         .expires_at = now + CommandExpiry(request).count()});
   if (!queued) return queued.error();
   if (options_.commands) options_.commands->Notify();
   // Said at once when nobody is there to take it, rather than left to its expiry.
@@ -98,7 +91,7 @@ Result<void> AgentLauncher::Enqueue(const launch::LaunchRequest& request) {
 Result<void> AgentLauncher::Launch(const launch::LaunchRequest& request) {
   {
     MutexLock lock(mutex_);
-    runs_[request.run_id] = {request.org_id, request.runner_id};
+    runs_[request.run_id] = {request.org_id, request.runner_id, CommandExpiry(request)};
   }
   return Enqueue(request);
 }
@@ -125,15 +118,12 @@ Result<void> AgentLauncher::Cancel(const std::string& run_id) {
     if (options_.ends) options_.ends->Notify();
     return {};
   }
-  auto runner = store_.Get(store::Kind::kRunner, run.org, "", run.runner);
-  json configuration =
-      runner ? runner->body.value("runner_configuration", json::object()) : json::object();
   auto queued = store_.Agents().Enqueue({.org_id = run.org,
                                          .runner_id = run.runner,
                                          .kind = std::string(kCancelJob),
                                          .run_id = run_id,
                                          .created_at = now,
-                                         .expires_at = now + CommandExpiry(configuration).count()});
+                                         .expires_at = now + run.command_expiry.count()});
   if (!queued) return queued.error();
   if (options_.commands) options_.commands->Notify();
   return {};

@@ -32,9 +32,6 @@ struct AgentLauncherOptions {
   Clock* clock = nullptr;  // null: the system's
 };
 
-// The runner_configuration's command_expiry, or the default (1h).
-std::chrono::milliseconds CommandExpiry(const nlohmann::json& runner_configuration);
-
 class AgentLauncher final : public launch::Launcher {
  public:
   AgentLauncher(store::Store& store, launch::RunObserver& observer, AgentLauncherOptions options);
@@ -60,6 +57,7 @@ class AgentLauncher final : public launch::Launcher {
  private:
   struct Run {
     std::string org, runner;
+    std::chrono::milliseconds command_expiry{0};  // its runner's, when it was launched
   };
   Result<void> Enqueue(const launch::LaunchRequest& request);
 

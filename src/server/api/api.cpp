@@ -18,7 +18,7 @@
 #include "crypto/random.h"
 #include "launch/kubernetes/cluster_target.h"
 #include "launch/kubernetes/pod_relaxations.h"
-#include "launch/kubernetes/runner_pod_config.h"
+#include "launch/runner_settings.h"
 #include "server/api/deployment_routes.h"
 #include "server/api/openapi.h"
 #include "server/api/overview_routes.h"
@@ -58,66 +58,59 @@ Schema DisplayNameSchema() {
 }
 
 // What a runner reaches beyond its runs is an admin's to define: a local runner's work_dir (a
-// root berthd makes, gives away and prunes folders there) and a Kubernetes runner's service
-// account (its API rights).
-FieldErrors AdminOnlyReach(const RunnerSpec& spec, const std::string& service_account) {
+// root berthd makes, gives away and prunes folders there) and a Kubernetes runner's cluster and
+// service account (where it runs, with what API rights).
+FieldErrors AdminOnlyReach(const launch::RunnerSettings& settings) {
   FieldErrors fields;
-  if (spec.type == RunnerType::kLocal && spec.runner_configuration.contains("work_dir"))
+  const auto* local = std::get_if<launch::LocalRunnerSettings>(&settings);
+  if (local != nullptr && !local->work_dir.empty())
     fields.push_back({"$.runner_configuration.work_dir",
                       "puts run folders where berthd makes, chowns and prunes them; only an "
                       "admin may"});
-  if (spec.type == RunnerType::kKubernetes && spec.runner_configuration.contains("cluster") &&
-      !spec.runner_configuration["cluster"].is_null())
+  const launch::KubernetesRunnerSettings* kubernetes = launch::KubernetesSettingsOf(settings);
+  if (kubernetes == nullptr) return fields;
+  if (kubernetes->cluster)
     fields.push_back({"$.runner_configuration.cluster",
                       "runs in a cluster with berthd's own credentials there; only an admin may"});
-  if (!service_account.empty())
+  if (!kubernetes->pod.service_account.empty())
     fields.push_back({"$.runner_configuration.job.service_account",
                       "runs with another ServiceAccount's API rights than the launcher's; only an "
                       "admin may"});
   return fields;
 }
 
-// A Kubernetes runner's job is read here as its launcher will read it (pod_template fields
-// included): what is saved can be launched. A Pod weaker than the hardened default, and what
-// AdminOnlyReach names, are an admin's to define.
-Result<void> CheckLaunchable(const RunnerSpec& spec, const Caller& caller) {
-  auto needs_admin = [&](FieldErrors fields) -> Result<void> {
-    if (fields.empty() || caller.scopes.Holds(Scope::kAdmin)) return {};
-    Error error = InvalidFields("runner " + spec.id + " reaches beyond its runs: needs scope admin",
-                                std::move(fields));
-    error.kind = ErrorKind::kPermissionDenied;
-    return error;
-  };
-  if (!std::string_view(RunnerTypeName(spec.type)).starts_with("kubernetes"))
-    return needs_admin(AdminOnlyReach(spec, ""));
-  auto pod = launch::RunnerPodConfig::Parse(spec.runner_configuration);
-  if (!pod) {
-    Error error = pod.error();
-    for (FieldError& field : error.fields)
-      field.path =
-          "$.runner_configuration" + field.path.substr(1);  // "$.job..." from the body's root
-    return InvalidFields("invalid runner " + spec.id, std::move(error.fields));
-  }
-  FieldErrors fields =
-      launch::PodRelaxations(pod->template_spec, "$.runner_configuration.job.pod_template.spec");
-  for (FieldError& field : AdminOnlyReach(spec, pod->service_account))
-    fields.push_back(std::move(field));
-  return needs_admin(std::move(fields));
+// A Pod weaker than the hardened default, and what AdminOnlyReach names, are an admin's to
+// define.
+Result<void> CheckAdminOnly(const RunnerSpec& spec, const launch::RunnerSettings& settings,
+                            const Caller& caller) {
+  FieldErrors fields = AdminOnlyReach(settings);
+  if (const launch::KubernetesRunnerSettings* kubernetes = launch::KubernetesSettingsOf(settings))
+    for (FieldError& field : launch::PodRelaxations(kubernetes->pod.template_spec,
+                                                    "$.runner_configuration.job.pod_template.spec"))
+      fields.push_back(std::move(field));
+  if (fields.empty() || caller.scopes.Holds(Scope::kAdmin)) return {};
+  Error error = InvalidFields("runner " + spec.id + " reaches beyond its runs: needs scope admin",
+                              std::move(fields));
+  error.kind = ErrorKind::kPermissionDenied;
+  return error;
 }
 
 // A local runner's limits that need control groups, or a network cut that needs the sandbox,
 // on a berthd that cannot give them: refused when saved rather than ignored at run time.
-Result<void> CheckLocalEnforceable(const RunnerSpec& spec, const ApiOptions& options) {
-  if (spec.type != RunnerType::kLocal) return {};
-  const json limits = spec.runner_configuration.value("limits", json::object());
+Result<void> CheckLocalEnforceable(const RunnerSpec& spec, const launch::RunnerSettings& settings,
+                                   const ApiOptions& options) {
+  const auto* local = std::get_if<launch::LocalRunnerSettings>(&settings);
+  if (local == nullptr) return {};
   FieldErrors fields;
-  for (const char* name : {"memory", "cpu_seconds", "processes"}) {
-    if (limits.contains(name) && !options.local_limits_refusal.empty())
+  const launch::RunLimits& limits = local->limits;
+  for (const auto& [name, set] : {std::pair{"memory", limits.memory_bytes.has_value()},
+                                  std::pair{"cpu_seconds", limits.cpu_seconds.has_value()},
+                                  std::pair{"processes", limits.processes.has_value()}}) {
+    if (set && !options.local_limits_refusal.empty())
       fields.push_back({std::string("$.runner_configuration.limits.") + name,
                         "cannot be enforced by this berthd: " + options.local_limits_refusal});
   }
-  if (spec.runner_configuration.value("network", "full") != "full" &&
-      !options.local_network_refusal.empty())
+  if (local->cuts_network && !options.local_network_refusal.empty())
     fields.push_back({"$.runner_configuration.network",
                       "cannot be enforced by this berthd: " + options.local_network_refusal});
   if (fields.empty()) return {};
@@ -128,14 +121,12 @@ Result<void> CheckLocalEnforceable(const RunnerSpec& spec, const ApiOptions& opt
 
 // A kubernetes runner's cluster must be one this berthd can reach: the organization's folder
 // of --clusters-dir has the context in its kubeconfig, or the token file.
-Result<void> CheckClusterReachable(const RunnerSpec& spec, const std::string& org,
-                                   const ApiOptions& options) {
-  if (spec.type != RunnerType::kKubernetes) return {};
-  auto target = launch::ClusterTarget::Parse(spec.runner_configuration);
-  if (!target) return target.error();
-  if (!*target) return {};
+Result<void> CheckClusterReachable(const RunnerSpec& spec, const launch::RunnerSettings& settings,
+                                   const std::string& org, const ApiOptions& options) {
+  const auto* kubernetes = std::get_if<launch::KubernetesRunnerSettings>(&settings);
+  if (kubernetes == nullptr || !kubernetes->cluster) return {};
   FieldErrors fields =
-      options.clusters ? launch::Unreachable(**target, org, *options.clusters)
+      options.clusters ? launch::Unreachable(*kubernetes->cluster, org, *options.clusters)
                        : FieldErrors{{"$.runner_configuration.cluster",
                                       "cannot be reached: this berthd runs no kubernetes runners "
                                       "(start it with --kubernetes)"}};
@@ -398,15 +389,19 @@ std::vector<ResourceType> ResourceTypes(const ApiOptions& options) {
                  json body) -> Result<Record> {
          auto spec = ParseRunnerSpec(id, std::move(body));
          if (!spec) return spec.error();
-         if (auto launchable = CheckLaunchable(*spec, caller); !launchable)
-           return launchable.error();
-         if (auto enforceable = CheckLocalEnforceable(*spec, options); !enforceable)
-           return enforceable.error();
-         if (auto reachable = CheckClusterReachable(*spec, caller.org, options); !reachable)
-           return reachable.error();
          // Refused rather than run in berthd's own cluster with its own credentials.
          if (auto honoured = CheckHonoured(spec->id, spec->type); !honoured)
            return honoured.error();
+         // Read as its launcher will read it (pod_template fields included): what is saved can
+         // be launched.
+         auto settings = launch::ParseRunnerSettings(spec->type, spec->runner_configuration);
+         if (!settings) return settings.error();
+         if (auto admin = CheckAdminOnly(*spec, *settings, caller); !admin) return admin.error();
+         if (auto enforceable = CheckLocalEnforceable(*spec, *settings, options); !enforceable)
+           return enforceable.error();
+         if (auto reachable = CheckClusterReachable(*spec, *settings, caller.org, options);
+             !reachable)
+           return reachable.error();
          Record r;
          r.kind = Kind::kRunner;
          r.org_id = caller.org;

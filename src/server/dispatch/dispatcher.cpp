@@ -109,23 +109,36 @@ Result<Dispatcher::Launch> Dispatcher::Prepare(const store::Deployment& d) {
   if (!runner_id) return runner_id.error();
   auto runner = store_.Get(store::Kind::kRunner, d.org_id, "", *runner_id);
   if (!runner) return runner.error();
-  std::string type = runner->columns["runner_type"].value_or("");
+  const std::string type = runner->columns["runner_type"].value_or("");
+  const std::optional<RunnerType> runner_type = ParseRunnerType(type);
+  if (!runner_type)
+    return MakeError(ErrorKind::kFailedPrecondition, "runner " + *runner_id + " is of type " +
+                                                         type + ", which berth does not know");
+  // A runner saved before berthd refused what it does not honour yet names a cluster or
+  // credentials its runs would not get: they are not run elsewhere instead.
+  if (auto honoured = CheckHonoured(*runner_id, *runner_type); !honoured) return honoured.error();
   auto launcher = launchers_.find(type);
   if (launcher == launchers_.end() || launcher->second == nullptr)
     return MakeError(ErrorKind::kFailedPrecondition,
                      "runner " + *runner_id + " is of type " + type +
                          ", which this berthd does not launch (start it with that launcher "
                          "configured)");
+  const bool local = *runner_type == RunnerType::kLocal;
   const std::string& path = d.spec.source_path;
-  if (!path.empty() && type != "local")
+  if (!path.empty() && !local)
     return MakeError(ErrorKind::kFailedPrecondition,
                      "a folder on the server runs on local runners only; runner " + *runner_id +
                          " is " + type + ": deploy a bundle");
-  const json runner_configuration = runner->body.value("runner_configuration", json::object());
-  std::string url =
-      launcher->second->BerthdUrlForRunners(runner_configuration).value_or(options_.url);
+  auto settings = launch::ParseRunnerSettings(
+      *runner_type, runner->body.value("runner_configuration", json::object()));
+  if (!settings) {
+    Error error = settings.error();
+    error.message = "runner " + *runner_id + " as saved: " + error.message;
+    return error;
+  }
+  std::string url = launcher->second->BerthdUrlForRunners(*settings).value_or(options_.url);
   const json storage = runner->body.value("state_storage_configuration", json::object());
-  auto backend = RenderBackend(storage, d.Environment(), url, type != "local");
+  auto backend = RenderBackend(storage, d.Environment(), url, !local);
   if (!backend) return backend.error();
 
   auto token = MintRunTokenOf(d, d.run_id, options_.token_lifetime, signer_, clock_.WallSeconds());
@@ -174,11 +187,10 @@ Result<Dispatcher::Launch> Dispatcher::Prepare(const store::Deployment& d) {
   bool destroy = d.spec.op == DeploymentOp::kDestroy;
   run.plan_destroy = destroy && op == "plan";
   run.allow_destroy = destroy || approved || d.spec.allow_destroy;
-  request.runner_configuration = runner_configuration;
+  request.runner = std::move(*settings);
   // The labels snapshotted when it was created (the runner-spec ones override the Pod's).
   request.labels = d.spec.labels;
-  return Launch{std::move(request), launcher->second,
-                ParseRunnerType(type).value_or(RunnerType::kLocal)};
+  return Launch{std::move(request), launcher->second};
 }
 
 void Dispatcher::OnRunEvent(const std::string& run_id, const launch::LaunchEvent& event) {
@@ -290,11 +302,7 @@ Result<void> Dispatcher::HoldStateLock(const store::Deployment& d) {
 
 bool Dispatcher::Start(const store::Deployment& d) {
   auto launch = Prepare(d);
-  // A runner saved before berthd refused what it does not honour yet names a cluster or
-  // credentials its runs would not get: they are not run elsewhere instead.
-  Result<void> launched = launch.has_error()
-                              ? Result<void>(launch.error())
-                              : CheckHonoured(launch->request.runner_id, launch->runner_type);
+  Result<void> launched = launch.has_error() ? Result<void>(launch.error()) : Result<void>();
   if (launched && !launch->request.invocation.lock) launched = HoldStateLock(d);
   if (launched) {
     // Known before the launch: a run may end before Launch returns.

@@ -97,7 +97,6 @@ class Dispatcher : public launch::RunObserver, public DeploymentControl {
   struct Launch {
     launch::LaunchRequest request;
     launch::Launcher* launcher = nullptr;
-    RunnerType runner_type = RunnerType::kLocal;
   };
   struct RunPlace {
     std::string org;
