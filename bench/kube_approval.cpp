@@ -53,7 +53,7 @@ void AddEnvironment(store::Store& store, const std::string& ns, const std::strin
   runner.columns = {{"runner_type", "kubernetes"}, {"storage_type", "berth"}};
   json job = {{"namespace", ns}};
   if (keep) job["keep_for_approval"] = "10m";
-  runner.body = {{"runner_configuration", {{"job", job}}},
+  runner.body = {{"runner_configuration", {{"type", "kubernetes"}, {"job", job}}},
                  {"state_storage_configuration", {{"type", "berth"}}}};
   Must(store.Create(runner), "runner");
   store::Record record{
@@ -68,7 +68,8 @@ store::Deployment WaitFor(store::Store& store, server::Dispatcher& dispatcher,
     dispatcher.Tick();
     store::Deployment d = Must(store.Deployments().Get("acme", id), "deployment");
     if (d.state == state) return d;
-    if (IsTerminal(d.state)) Fail(id + " ended " + d.transitions.dump() + d.result.dump());
+    if (IsTerminal(d.state))
+      Fail(id + " ended " + d.transitions.dump() + DeploymentResultToJson(d.result).dump());
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   Fail(id + " did not get to " + std::string(DeploymentStateName(state)));
@@ -113,7 +114,7 @@ int main(int argc, char** argv) {
       Must(store.Deployments().Create(d), "deployment");
       store::Deployment waiting = WaitFor(store, dispatcher, id, S::kWaitingApproval);
       const auto start = std::chrono::steady_clock::now();
-      Must(dispatcher.Approve("acme", id, waiting.result["plan"]["hash"], "bench"), "approve");
+      Must(dispatcher.Approve("acme", id, waiting.result.PlanHash(), "bench"), "approve");
       WaitFor(store, dispatcher, id, S::kSucceeded);
       ms[env].push_back(
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)

@@ -11,6 +11,7 @@
 #include "cli/log_decryption.h"
 #include "cli/opened_outputs.h"
 #include "cli/timings.h"
+#include "core/deployment_result.h"
 #include "core/deployment_state.h"
 #include "core/time_format.h"
 #include "sys/files.h"
@@ -168,10 +169,9 @@ int Deploy(const Globals& g, const DeployOptions& o) {
   const std::optional<DeploymentState> state = StateOf(d.body);
   std::printf("deployment %s %s\n", id.c_str(), d.body.value("state", "").c_str());
   if (state != DeploymentState::kSucceeded) {
-    const json& result = d.body["result"];
-    if (result.is_object() && result.contains("error"))
-      std::printf("  %s: %s\n", result["error"].value("kind", "").c_str(),
-                  result["error"].value("message", "").c_str());
+    const DeploymentResult result = DeploymentResultFromJson(d.body["result"]);
+    if (result.end && !result.end->succeeded)
+      std::printf("  %s: %s\n", result.end->error_kind.c_str(), result.end->error_message.c_str());
     return kExitDeploymentFailed;
   }
   if (o.op != "apply" || o.plan_only) return kExitOk;

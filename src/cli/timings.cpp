@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/deployment_result.h"
 #include "core/deployment_state.h"
 #include "core/time_format.h"
 
@@ -28,18 +29,15 @@ double Seconds(const json& object) {
 // The TF steps of one run, as its runner reported them, and the rest of the time from its
 // launch to its end (the runner starts while berthd records the launch). The runner runs
 // `version` beside `init`: the two overlap by the shorter one.
-json RunSteps(const json& outcome, double launched_seconds) {
+json RunSteps(const std::optional<RunEnd>& end, double launched_seconds) {
   json steps = json::array();
   double in_steps = 0;
   std::optional<double> version, init;
-  const json run = outcome.is_object() ? outcome.value("run", json::object()) : json::object();
-  for (const json& step : run.value("steps", json::array())) {
-    if (!step.is_object() || !step.value("name", json()).is_string()) continue;
-    double seconds = Seconds(step);
-    in_steps += seconds;
-    if (step["name"] == "version") version = seconds;
-    if (step["name"] == "init") init = seconds;
-    steps.push_back({{"name", step["name"]}, {"seconds", seconds}});
+  for (const RunStep& step : end && end->run ? end->run->steps : std::vector<RunStep>{}) {
+    in_steps += step.seconds;
+    if (step.name == "version") version = step.seconds;
+    if (step.name == "init") init = step.seconds;
+    steps.push_back({{"name", step.name}, {"seconds", step.seconds}});
   }
   if (version && init) in_steps -= std::min(*version, *init);
   if (!steps.empty() && launched_seconds >= in_steps)
@@ -52,7 +50,7 @@ json RunSteps(const json& outcome, double launched_seconds) {
 json DeploymentTimings(const json& deployment, int64_t now_ms) {
   const std::optional<DeploymentState> state = StateOf(deployment);
   const json transitions = deployment.value("transitions", json::array());
-  const json result = deployment.value("result", json());
+  const DeploymentResult result = DeploymentResultFromJson(deployment.value("result", json()));
   std::vector<std::pair<DeploymentState, int64_t>> moments;
   for (const json& t : transitions) {
     if (!t.is_object()) continue;
@@ -77,10 +75,9 @@ json DeploymentTimings(const json& deployment, int64_t now_ms) {
     if (s == DeploymentState::kRunning) {
       ++run;
       bool plan_run = run == 1 && (runs > 1 || state == DeploymentState::kWaitingApproval);
-      const json outcome =
-          result.is_object() ? (plan_run ? result.value("plan_run", json()) : result) : json();
       span["steps"] =
-          RunSteps(outcome, static_cast<double>(until - (launched_at ? launched_at : at)) / 1000);
+          RunSteps(plan_run ? result.plan_run : result.end,
+                   static_cast<double>(until - (launched_at ? launched_at : at)) / 1000);
     }
     spans.push_back(std::move(span));
   }

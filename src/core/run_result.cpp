@@ -80,11 +80,8 @@ json ToJson(const RunResult& r, const Trim& trim) {
     doc["steps"] = std::move(steps);
   }
   if (r.plan) {
-    const auto& p = *r.plan;
-    doc["plan"] = {
-        {"hash", cut_short(p.hash)}, {"keyed", p.keyed},           {"add", p.add},
-        {"change", p.change},        {"destroy", p.destroy},       {"replace", p.replace},
-        {"import", p.import},        {"hasChanges", p.has_changes}};
+    doc["plan"] = PlanSummaryToJson(*r.plan);
+    doc["plan"]["hash"] = cut_short(r.plan->hash);
   }
   if (trim.outputs && r.outputs) {
     json outputs = json::array();
@@ -123,6 +120,12 @@ std::string_view RunErrorKindName(RunErrorKind kind) {
 
 std::optional<RunErrorKind> ParseRunErrorKind(std::string_view name) {
   return ValueOf(kKindNames, name);
+}
+
+json PlanSummaryToJson(const PlanSummary& p) {
+  return {{"hash", p.hash},     {"keyed", p.keyed},           {"add", p.add},
+          {"change", p.change}, {"destroy", p.destroy},       {"replace", p.replace},
+          {"import", p.import}, {"hasChanges", p.has_changes}};
 }
 
 json RunResultToJson(const RunResult& result) {

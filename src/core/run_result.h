@@ -106,6 +106,9 @@ Result<RunResult> ParseRunResult(std::string_view text);
 
 // The whole document, nothing cut: what berthd keeps of a parsed result.
 nlohmann::json RunResultToJson(const RunResult& result);
+// A result's plan alone, as the document has it, and read back as ParseRunResult reads it.
+nlohmann::json PlanSummaryToJson(const PlanSummary& plan);
+Result<PlanSummary> ParsePlanSummary(const nlohmann::json& plan);
 
 // The smallest budget the serializer accepts: the identity, the op and the error kind always fit.
 inline constexpr size_t kMinResultBytes = 512;

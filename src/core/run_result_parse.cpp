@@ -192,4 +192,14 @@ Result<RunResult> ParseRunResult(std::string_view text) {
   return r;
 }
 
+Result<PlanSummary> ParsePlanSummary(const json& plan) {
+  if (!plan.is_object())
+    return InvalidFields("the plan is not valid", {{"$", "must be an object"}});
+  Fields f(plan, "$");
+  PlanSummary p;
+  ReadPlan(f, p);
+  if (f.FirstError()) return InvalidFields("the plan is not valid", {*f.FirstError()});
+  return p;
+}
+
 }  // namespace berth

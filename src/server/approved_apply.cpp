@@ -9,8 +9,7 @@ std::string ApplyRunId(const std::string& deployment_id) { return deployment_id 
 Result<ApprovedPlan> ApprovedPlanOf(store::Store& store, const store::Deployment& d) {
   auto plan_file = store.DeploymentData().GetArtifact(d.org_id, d.id, "plan");
   if (!plan_file) return plan_file.error();
-  return ApprovedPlan{.hash = d.result.value("plan", nlohmann::json::object()).value("hash", ""),
-                      .sha256 = plan_file->sha256};
+  return ApprovedPlan{.hash = d.result.PlanHash(), .sha256 = plan_file->sha256};
 }
 
 std::string RunOpOf(const store::Deployment& d) {

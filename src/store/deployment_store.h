@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/deployment_result.h"
 #include "core/deployment_spec.h"
 #include "core/deployment_state.h"
 #include "core/environment_ref.h"
@@ -24,7 +25,7 @@ struct Deployment {
   DeploymentState state = DeploymentState::kQueued;
   DeploymentSpec spec;
   nlohmann::json transitions = nlohmann::json::array();  // [{state, at, reason}], oldest first
-  nlohmann::json result;                                 // null until it has one
+  DeploymentResult result;                               // empty until it has one
   std::string run_id;                                    // its current run, if any
   // The berthd replica whose launcher runs it (store/replica_store.h); empty until one claims
   // it, and for runs from before replicas were recorded.
@@ -59,7 +60,7 @@ struct RunOwner {
 
 struct TransitionChanges {
   std::optional<std::string> run_id;
-  std::optional<nlohmann::json> result;
+  std::optional<DeploymentResult> result;
   std::optional<std::string> owner;  // the replica that owns it from now on
   // Refused (kConflict) unless this replica owns it: a replica whose runs were taken over
   // while it was away records nothing about them.

@@ -43,7 +43,7 @@ Result<Deployment> FromRow(const SqlRow& r, const crypto::KeyRing* keys) {
   if (!spec) return MakeError(ErrorKind::kInternal, spec.error().message, "deployment " + d.id);
   d.spec = std::move(*spec);
   d.transitions = json::parse(r.Text(7), nullptr, false);
-  d.result = r.IsNull(8) ? json() : json::parse(r.Text(8), nullptr, false);
+  if (!r.IsNull(8)) d.result = DeploymentResultFromJson(json::parse(r.Text(8), nullptr, false));
   d.run_id = r.Text(9);
   d.created_at = r.Int(10);
   d.updated_at = r.Int(11);
@@ -181,7 +181,8 @@ class SqlDeploymentStore final : public DeploymentStore {
     if (changes.result) d.result = *changes.result;
     if (changes.owner) d.owner = *changes.owner;
     if (IsTerminal(to)) d.cancel_requested_by.clear();
-    SqlValue result = d.result.is_null() ? SqlValue(nullptr) : SqlValue(d.result.dump());
+    SqlValue result =
+        d.result.Empty() ? SqlValue(nullptr) : SqlValue(DeploymentResultToJson(d.result).dump());
     auto n = c->Execute(
         "UPDATE deployments SET state = $1, transitions = $2, run_id = $3, result = $4, "
         "updated_at = $5, owner = $6, cancel_requested_by = $7 WHERE org_id = $8 AND id = $9 "

@@ -445,6 +445,8 @@ TEST_F(BerthCli, BerthDeployPlansApprovesAppliesAndPrintsTheOutputsOnAFreshBerth
   auto failed = Berth({"deploy", broken.string(), "--env", "dev"});
   EXPECT_EQ(failed.exit_code, kExitDeploymentFailed) << failed.output;
   EXPECT_NE(failed.output.find("failed"), std::string::npos) << failed.output;
+  EXPECT_NE(failed.output.find("\n  Init: "), std::string::npos)
+      << "the error kind and why: " << failed.output;
   EXPECT_EQ(Berth({"deploy", (dir_->Path() / "nowhere").string(), "--env", "dev"}).exit_code,
             kExitUsage);
 }

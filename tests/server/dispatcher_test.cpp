@@ -189,10 +189,13 @@ TEST_F(DispatcherTest, DeploymentsOfAnEnvironmentRunInOrderWithTheirStateInBerth
   ASSERT_TRUE(RunUntilEnded({"d1", "d2"}));
   auto d1 = store_->Deployments().Get("acme", "d1");
   auto d2 = store_->Deployments().Get("acme", "d2");
-  ASSERT_EQ(d1->state, S::kSucceeded) << d1->transitions.dump() << d1->result.dump();
-  ASSERT_EQ(d2->state, S::kSucceeded) << d2->transitions.dump() << d2->result.dump();
+  ASSERT_EQ(d1->state, S::kSucceeded)
+      << d1->transitions.dump() << DeploymentResultToJson(d1->result).dump();
+  ASSERT_EQ(d2->state, S::kSucceeded)
+      << d2->transitions.dump() << DeploymentResultToJson(d2->result).dump();
   EXPECT_LE(At(*d1, "succeeded"), At(*d2, "dispatched"));  // one at a time, in order
-  EXPECT_EQ(d1->result["run"]["op"], "apply");
+  ASSERT_TRUE(d1->result.end && d1->result.end->run);
+  EXPECT_EQ(d1->result.end->run->op, "apply");
 
   auto versions = store_->States().Versions("acme/web/dev");
   ASSERT_TRUE(versions);
@@ -231,7 +234,8 @@ TEST_F(DispatcherTest, ARestartedBerthdTakesUpWhatItsRunnersWereDoing) {
   ASSERT_TRUE(dispatcher_->Recover());
   ASSERT_TRUE(RunUntilEnded({"r1"}));
   auto r1 = store_->Deployments().Get("acme", "r1");
-  EXPECT_EQ(r1->state, S::kSucceeded) << r1->transitions.dump() << r1->result.dump();
+  EXPECT_EQ(r1->state, S::kSucceeded)
+      << r1->transitions.dump() << DeploymentResultToJson(r1->result).dump();
   auto log = sys::ReadFile(dir_->Path() / "runs/r1/runner.log");
   ASSERT_TRUE(log);
   size_t applies = 0;
@@ -268,8 +272,10 @@ TEST_F(DispatcherTest, PlanHashesAreKeyedByTheEnvironmentsOwnKey) {
   ASSERT_TRUE(RunUntilEnded({"b1"}, "beta"));
   auto plan = [&](const std::string& org, const std::string& id) {
     auto d = store_->Deployments().Get(org, id);
-    EXPECT_EQ(d->state, S::kSucceeded) << d->transitions.dump() << d->result.dump();
-    return d->result["run"]["plan"];
+    EXPECT_EQ(d->state, S::kSucceeded)
+        << d->transitions.dump() << DeploymentResultToJson(d->result).dump();
+    const auto& run = d->result.end ? d->result.end->run : std::nullopt;
+    return run && run->plan ? PlanSummaryToJson(*run->plan) : json();
   };
   json h1 = plan("acme", "h1"), h2 = plan("acme", "h2"), h3 = plan("acme", "h3");
   json b1 = plan("beta", "b1"), t1 = plan("acme", "t1");
@@ -301,7 +307,8 @@ TEST_F(DispatcherTest, AStateLockARunnerDiedHoldingIsReleasedForTheNextDeploymen
   auto k1 = store_->Deployments().Get("acme", "k1");
   auto k2 = store_->Deployments().Get("acme", "k2");
   EXPECT_EQ(k1->state, S::kFailed);
-  EXPECT_EQ(k2->state, S::kSucceeded) << k2->transitions.dump() << k2->result.dump();
+  EXPECT_EQ(k2->state, S::kSucceeded)
+      << k2->transitions.dump() << DeploymentResultToJson(k2->result).dump();
   EXPECT_EQ(store_->States().Holder("acme/web/dev").error().kind, ErrorKind::kNotFound);
   auto events = store_->DeploymentData().Events("acme", "k1");
   ASSERT_TRUE(events);
@@ -433,7 +440,8 @@ TEST_F(DispatcherTest, AKubernetesStorageLeaseARunnerDiedHoldingIsBrokenForTheNe
   ASSERT_TRUE(RunUntilEnded({"l1", "l2"}));
   auto l2 = store_->Deployments().Get("acme", "l2");
   EXPECT_EQ(store_->Deployments().Get("acme", "l1")->state, S::kFailed);
-  EXPECT_EQ(l2->state, S::kSucceeded) << l2->transitions.dump() << l2->result.dump();
+  EXPECT_EQ(l2->state, S::kSucceeded)
+      << l2->transitions.dump() << DeploymentResultToJson(l2->result).dump();
   auto events = store_->DeploymentData().Events("acme", "l1");
   ASSERT_TRUE(events);
   ASSERT_FALSE(events->empty());
@@ -473,9 +481,10 @@ TEST_F(DispatcherTest, AKubernetesStateStorageKeepsTheStateInASecretOfItsOwn) {
   ASSERT_TRUE(RunUntilEnded({"k1", "k2"}));
   auto k1 = store_->Deployments().Get("acme", "k1");
   auto k2 = store_->Deployments().Get("acme", "k2");
-  ASSERT_EQ(k1->state, S::kSucceeded) << k1->result.dump();
-  ASSERT_EQ(k2->state, S::kSucceeded) << k2->result.dump();
-  EXPECT_EQ(k2->result["run"]["plan"]["destroy"], 1) << k2->result.dump();
+  ASSERT_EQ(k1->state, S::kSucceeded) << DeploymentResultToJson(k1->result).dump();
+  ASSERT_EQ(k2->state, S::kSucceeded) << DeploymentResultToJson(k2->result).dump();
+  EXPECT_EQ(DeploymentResultToJson(k2->result)["run"]["plan"]["destroy"], 1)
+      << DeploymentResultToJson(k2->result).dump();
   EXPECT_TRUE(store_->States().Versions("acme/web/cluster")->empty()) << "the state went to berth";
 }
 

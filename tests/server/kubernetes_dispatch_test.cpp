@@ -171,7 +171,8 @@ class KubernetesDispatch : public ::testing::Test {
   // The steps of the run whose result the deployment keeps.
   static std::vector<std::string> StepNames(const store::Deployment& d) {
     std::vector<std::string> steps;
-    for (const json& step : d.result["run"]["steps"]) steps.push_back(step["name"]);
+    if (d.result.end && d.result.end->run)
+      for (const RunStep& step : d.result.end->run->steps) steps.push_back(step.name);
     return steps;
   }
 
@@ -223,16 +224,17 @@ TEST_F(KubernetesDispatch, ABundleDeploymentRunsInARunnerPodThroughTheContainerB
   }
   EXPECT_EQ(resources["limits"]["memory"], "900Mi") << resources.dump();
   // The image the node ran, by digest, is kept with the deployment's result.
-  EXPECT_TRUE(
-      now.result.value("image_id", "").starts_with("berth-test-node://berth/runner:test@sha256:"))
-      << now.result.dump();
+  EXPECT_TRUE(now.result.end &&
+              now.result.end->image_id.starts_with("berth-test-node://berth/runner:test@sha256:"))
+      << DeploymentResultToJson(now.result).dump();
   EXPECT_EQ(resources["requests"]["cpu"], "50m") << resources.dump();
   auto events = store.DeploymentData().Events("acme", "k1");
   ASSERT_TRUE(events);
   ASSERT_EQ(events->size(), 1u);
   EXPECT_EQ(events->front().reason, "ImageOverrideIgnored");
   EXPECT_EQ(events->front().type, "Warning");
-  ASSERT_EQ(now.state, S::kSucceeded) << now.transitions.dump() << now.result.dump();
+  ASSERT_EQ(now.state, S::kSucceeded)
+      << now.transitions.dump() << DeploymentResultToJson(now.result).dump();
   auto outputs = store.DeploymentData().GetArtifact("acme", "k1", "outputs");
   ASSERT_TRUE(outputs);
   EXPECT_EQ(json::parse(outputs->content)["greeting"]["value"], "hello, pod");
@@ -283,7 +285,8 @@ TEST_F(KubernetesDispatch, ARunOfAReplicaWhoseLeaseEndedIsAdoptedByAnotherAndCom
     if (IsTerminal(done.state)) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  ASSERT_EQ(done.state, S::kSucceeded) << done.transitions.dump() << done.result.dump();
+  ASSERT_EQ(done.state, S::kSucceeded)
+      << done.transitions.dump() << DeploymentResultToJson(done.result).dump();
   EXPECT_EQ(done.owner, "b");
   EXPECT_EQ(world_->Agent().PodsStarted(), 1);
   auto events = store.DeploymentData().Events("acme", "k2");
@@ -308,16 +311,19 @@ TEST_F(KubernetesDispatch, AnApprovedPlanIsAppliedInItsKeptPodWithoutASecondInit
   // The plan's Pod still runs: its runner waits for the apply.
   ASSERT_TRUE(RunnerRunning("k3"));
 
-  auto approved = dispatcher.Approve("acme", "k3", waiting.result["plan"]["hash"], "tester");
+  auto approved = dispatcher.Approve("acme", "k3", waiting.result.PlanHash(), "tester");
   ASSERT_TRUE(approved) << approved.error().ToString();
   store::Deployment done =
       WaitFor(dispatcher, "k3", [](const store::Deployment& d) { return IsTerminal(d.state); });
-  ASSERT_EQ(done.state, S::kSucceeded) << done.transitions.dump() << done.result.dump();
+  ASSERT_EQ(done.state, S::kSucceeded)
+      << done.transitions.dump() << DeploymentResultToJson(done.result).dump();
   EXPECT_EQ(world_->Agent().PodsStarted(), 1);
   EXPECT_TRUE(store.DeploymentData().GetArtifact("acme", "k3", "handover:k3-apply"));
   std::vector<std::string> steps = StepNames(done);
-  EXPECT_EQ(std::find(steps.begin(), steps.end(), "init"), steps.end()) << done.result.dump();
-  EXPECT_NE(std::find(steps.begin(), steps.end(), "apply"), steps.end()) << done.result.dump();
+  EXPECT_EQ(std::find(steps.begin(), steps.end(), "init"), steps.end())
+      << DeploymentResultToJson(done.result).dump();
+  EXPECT_NE(std::find(steps.begin(), steps.end(), "apply"), steps.end())
+      << DeploymentResultToJson(done.result).dump();
   auto outputs = store.DeploymentData().GetArtifact("acme", "k3", "outputs");
   ASSERT_TRUE(outputs);
   EXPECT_EQ(json::parse(outputs->content)["greeting"]["value"], "hello, k3");
@@ -356,13 +362,15 @@ TEST_F(KubernetesDispatch, AKeptPlanPodEndsWhenItsDeploymentGoesAnotherWay) {
   EXPECT_FALSE(RunnerRunning("k5"));
   auto k5 = store.Deployments().Get("acme", "k5");
   ASSERT_TRUE(k5);
-  ASSERT_TRUE(restarted->dispatcher->Approve("acme", "k5", k5->result["plan"]["hash"], "tester"));
+  ASSERT_TRUE(restarted->dispatcher->Approve("acme", "k5", k5->result.PlanHash(), "tester"));
   store::Deployment done = WaitFor(*restarted->dispatcher, "k5",
                                    [](const store::Deployment& d) { return IsTerminal(d.state); });
-  ASSERT_EQ(done.state, S::kSucceeded) << done.transitions.dump() << done.result.dump();
+  ASSERT_EQ(done.state, S::kSucceeded)
+      << done.transitions.dump() << DeploymentResultToJson(done.result).dump();
   EXPECT_FALSE(store.DeploymentData().GetArtifact("acme", "k5", "handover:k5-apply"));
   std::vector<std::string> steps = StepNames(done);
-  EXPECT_NE(std::find(steps.begin(), steps.end(), "init"), steps.end()) << done.result.dump();
+  EXPECT_NE(std::find(steps.begin(), steps.end(), "init"), steps.end())
+      << DeploymentResultToJson(done.result).dump();
   EXPECT_EQ(world_->Agent().PodsStarted(), 3);  // two plans, one apply
   restarted->kubernetes->Stop();
 }
@@ -379,14 +387,16 @@ TEST_F(KubernetesDispatch, AnApprovalInAKeptRunnersLastMinuteGetsAPodOfItsOwn) {
   ASSERT_EQ(waiting.state, S::kWaitingApproval) << waiting.transitions.dump();
   ASSERT_TRUE(RunnerRunning("k6"));
   clock.Advance(std::chrono::minutes(9) + std::chrono::seconds(30));
-  ASSERT_TRUE(replica->dispatcher->Approve("acme", "k6", waiting.result["plan"]["hash"], "t"));
+  ASSERT_TRUE(replica->dispatcher->Approve("acme", "k6", waiting.result.PlanHash(), "t"));
   store::Deployment done = WaitFor(*replica->dispatcher, "k6",
                                    [](const store::Deployment& d) { return IsTerminal(d.state); });
-  ASSERT_EQ(done.state, S::kSucceeded) << done.transitions.dump() << done.result.dump();
+  ASSERT_EQ(done.state, S::kSucceeded)
+      << done.transitions.dump() << DeploymentResultToJson(done.result).dump();
   EXPECT_FALSE(store.DeploymentData().GetArtifact("acme", "k6", "handover:k6-apply"));
   EXPECT_EQ(world_->Agent().PodsStarted(), 2);
   std::vector<std::string> steps = StepNames(done);
-  EXPECT_NE(std::find(steps.begin(), steps.end(), "init"), steps.end()) << done.result.dump();
+  EXPECT_NE(std::find(steps.begin(), steps.end(), "init"), steps.end())
+      << DeploymentResultToJson(done.result).dump();
   for (int i = 0; i < 100 && RunnerRunning("k6"); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_FALSE(RunnerRunning("k6"));  // the kept runner, told its apply runs elsewhere
@@ -455,13 +465,15 @@ TEST_F(KubernetesDispatch, ARunnerThatNamesAnotherClusterRunsThereAndNeverInBert
 
   SetCluster(by_server);
   store::Deployment done = deploy("r1");
-  ASSERT_EQ(done.state, S::kSucceeded) << done.transitions.dump() << done.result.dump();
+  ASSERT_EQ(done.state, S::kSucceeded)
+      << done.transitions.dump() << DeploymentResultToJson(done.result).dump();
   auto outputs = store.DeploymentData().GetArtifact("acme", "r1", "outputs");
   ASSERT_TRUE(outputs);
   EXPECT_EQ(json::parse(outputs->content)["greeting"]["value"], "hello, r1");
   SetCluster({{"kubeconfig_context", "test"}});
   done = deploy("r2");
-  ASSERT_EQ(done.state, S::kSucceeded) << done.transitions.dump() << done.result.dump();
+  ASSERT_EQ(done.state, S::kSucceeded)
+      << done.transitions.dump() << DeploymentResultToJson(done.result).dump();
   EXPECT_EQ((*remote)->Agent().PodsStarted(), 2);
 
   json by_id_token = by_server;
@@ -480,7 +492,8 @@ TEST_F(KubernetesDispatch, ARunnerThatNamesAnotherClusterRunsThereAndNeverInBert
   }
   ASSERT_TRUE(trusted) << "the second cluster never took berthd's ID token";
   done = deploy("r3");
-  ASSERT_EQ(done.state, S::kSucceeded) << done.transitions.dump() << done.result.dump();
+  ASSERT_EQ(done.state, S::kSucceeded)
+      << done.transitions.dump() << DeploymentResultToJson(done.result).dump();
   EXPECT_EQ((*remote)->Agent().PodsStarted(), 3);
   EXPECT_EQ(replica->router->Clusters().size(), 3u)
       << "a context, a token file and an ID token: a client each";

@@ -293,8 +293,9 @@ TEST_F(RunGatewayTest, ARunGetsAnIdTokenNamingItsEnvironmentAndPhaseWhenItsEnvir
   ASSERT_TRUE(store.DeploymentData().PutArtifact(
       "acme", "d3", {.name = "plan", .run_id = "d3", .content = "the plan file"}));
   ASSERT_TRUE(store.Deployments().Transition("acme", "d3", S::kDispatched, S::kRunning, ""));
-  ASSERT_TRUE(store.Deployments().Transition("acme", "d3", S::kRunning, S::kWaitingApproval, "",
-                                             {.result = json{{"plan", {{"hash", plan_hash}}}}}));
+  ASSERT_TRUE(store.Deployments().Transition(
+      "acme", "d3", S::kRunning, S::kWaitingApproval, "",
+      {.result = DeploymentResult{.plan = PlanSummary{.hash = plan_hash}}}));
   ASSERT_TRUE(store.Deployments().Transition("acme", "d3", S::kWaitingApproval, S::kDispatched, "",
                                              {.run_id = "d3-apply"}));
   const json approved = claims_of("d3-apply");
@@ -320,9 +321,9 @@ TEST_F(RunGatewayTest, AKeptPlanRunnerIsHandedItsApplyOnlyOnceTheDispatcherMarke
   const std::string plan_hash = "sha256:" + std::string(64, 'c');
   ASSERT_TRUE(store.DeploymentData().PutArtifact(
       "acme", "d2", {.name = "plan", .run_id = "d2", .content = "the plan file"}));
-  auto waiting =
-      store.Deployments().Transition("acme", "d2", S::kRunning, S::kWaitingApproval, "",
-                                     {.result = json{{"plan", json{{"hash", plan_hash}}}}});
+  auto waiting = store.Deployments().Transition(
+      "acme", "d2", S::kRunning, S::kWaitingApproval, "",
+      {.result = DeploymentResult{.plan = PlanSummary{.hash = plan_hash}}});
   ASSERT_TRUE(waiting) << waiting.error().ToString();
   ASSERT_TRUE(
       MarkRunEnded(store, *waiting, "d2"));  // the plan run's end, as the dispatcher marks it

@@ -581,15 +581,18 @@ TEST_P(DeploymentStoreTest, OnePerEnvironmentRunsAndTheOthersWaitInOrder) {
   ASSERT_TRUE(deployments.Transition("acme", "d2", S::kQueued, S::kCancelled, "by alice"));
 
   ASSERT_TRUE(deployments.Transition("acme", "d1", S::kDispatched, S::kRunning, ""));
-  auto done = deployments.Transition("acme", "d1", S::kRunning, S::kSucceeded, "",
-                                     {.result = json{{"outputs", {{"greeting", "hi"}}}}});
+  auto done = deployments.Transition(
+      "acme", "d1", S::kRunning, S::kSucceeded, "",
+      {.result = DeploymentResult{
+           .end = RunEnd{.succeeded = true, .exit_code = 0, .image_id = "runner@sha256:ab"}}});
   ASSERT_TRUE(done);
   EXPECT_EQ(StartableIds(), (std::vector<std::string>{"d3", "p1"}));
 
   auto d1 = deployments.Get("acme", "d1");
   ASSERT_TRUE(d1);
   EXPECT_EQ(d1->run_id, "run-d1");
-  EXPECT_EQ(d1->result["outputs"]["greeting"], "hi");
+  ASSERT_TRUE(d1->result.end);
+  EXPECT_EQ(d1->result.end->image_id, "runner@sha256:ab");
   std::vector<std::string> states;
   for (const auto& t : d1->transitions) states.push_back(t["state"]);
   EXPECT_EQ(states, (std::vector<std::string>{"queued", "dispatched", "running", "succeeded"}));

@@ -44,13 +44,15 @@ json DeploymentJson(const store::Deployment& d) {
               {"run_id", d.run_id.empty() ? json(nullptr) : json(d.run_id)},
               {"replica", d.owner.empty() ? json(nullptr) : json(d.owner)},
               {"transitions", d.transitions},
-              {"result", d.result},
+              {"result", DeploymentResultToJson(d.result)},
               {"created_at", ApiTime(d.created_at)},
               {"updated_at", ApiTime(d.updated_at)}};
-  if (d.state == S::kWaitingApproval) out["plan"] = d.result.value("plan", json::object());
+  if (d.state == S::kWaitingApproval)
+    out["plan"] = d.result.plan ? PlanSummaryToJson(*d.result.plan) : json::object();
   // Which TF ran, and its version (the seed's status.binary), once a run has said.
-  if (d.result.is_object() && d.result.contains("run") && d.result["run"].contains("binary"))
-    out["binary"] = d.result["run"]["binary"];
+  if (d.result.end && d.result.end->run)
+    out["binary"] = {{"name", d.result.end->run->binary_name},
+                     {"version", d.result.end->run->binary_version}};
   return out;
 }
 

@@ -56,14 +56,13 @@ class NotifyWhenDone {
   std::array<ChangeFeed*, 2> feeds_;
 };
 
-json OutcomeJson(const launch::RunOutcome& outcome) {
-  json out = {{"succeeded", outcome.succeeded}, {"exit_code", outcome.exit_code}};
-  if (!outcome.succeeded) {
-    out["error"] = {{"kind", outcome.FailureName()}, {"message", outcome.message}};
-  }
-  if (outcome.result) out["run"] = RunResultToJson(*outcome.result);
-  if (!outcome.image_id.empty()) out["image_id"] = outcome.image_id;
-  return out;
+RunEnd EndOf(const launch::RunOutcome& outcome) {
+  return {.succeeded = outcome.succeeded,
+          .exit_code = outcome.exit_code,
+          .error_kind = std::string(outcome.FailureName()),
+          .error_message = outcome.succeeded ? std::string() : outcome.message,
+          .run = outcome.result,
+          .image_id = outcome.image_id};
 }
 
 }  // namespace
@@ -603,14 +602,14 @@ Result<store::Deployment> Dispatcher::Approve(const std::string& org, const std:
     return MakeError(ErrorKind::kFailedPrecondition,
                      "deployment " + id + " is " + std::string(DeploymentStateName(d->state)) +
                          ", not waiting_approval");
-  std::string planned = d->result.value("plan", json::object()).value("hash", "");
+  const std::string planned = d->result.PlanHash();
   if (WithoutPrefix(plan_hash) != WithoutPrefix(planned))
     return MakeError(ErrorKind::kConflict,
                      "plan_hash " + plan_hash + " is not the plan deployment " + id +
                          " waits with (" + planned + "); nothing was applied");
   auto now_version = StateVersion(*d);
   if (!now_version) return now_version.error();
-  int64_t planned_version = d->result.value("state_version", int64_t{0});
+  const int64_t planned_version = d->result.state_version;
   if (*now_version != planned_version)
     return MakeError(ErrorKind::kConflict,
                      "the plan is stale: the environment's state moved from version " +
@@ -673,25 +672,23 @@ void Dispatcher::RecordEnd(const store::Deployment& d, const std::string& run_id
   ReleaseStateLocks(d, run_id, reported, release_lost_locks);
   kept_states_.Settle(org, d.id, run_id);
   if (outcome.succeeded && d.spec.NeedsApproval() && run_id != ApplyRunId(d.id)) {
-    json plan = json::object();
-    if (outcome.result && outcome.result->plan) plan = RunResultToJson(*outcome.result)["plan"];
     auto version = StateVersion(d);
-    Move(d, S::kRunning, S::kWaitingApproval, "plan " + plan.value("hash", "") + " ready",
-         {.result = json{{"plan", plan},
-                         {"state_version", version ? *version : 0},
-                         {"plan_run", OutcomeJson(outcome)}},
-          .expected_owner = options_.replica});
+    DeploymentResult waiting{.plan = outcome.result ? outcome.result->plan : std::nullopt,
+                             .state_version = version ? *version : 0,
+                             .plan_run = EndOf(outcome)};
+    const std::string reason = "plan " + waiting.PlanHash() + " ready";
+    Move(d, S::kRunning, S::kWaitingApproval, reason,
+         {.result = std::move(waiting), .expected_owner = options_.replica});
     return;
   }
   S to = outcome.succeeded ? S::kSucceeded : outcome.Cancelled() ? S::kCancelled : S::kFailed;
   std::string reason =
       outcome.succeeded ? "" : fmt::format("{}: {}", outcome.FailureName(), outcome.message);
-  json result = OutcomeJson(outcome);
   // An approved apply's result keeps the plan it applied and how its plan run went.
-  if (d.result.is_object() && d.result.contains("plan")) result["approved_plan"] = d.result["plan"];
-  if (d.result.is_object() && d.result.contains("plan_run"))
-    result["plan_run"] = d.result["plan_run"];
-  Move(d, S::kRunning, to, reason, {.result = result, .expected_owner = options_.replica});
+  DeploymentResult ended{
+      .end = EndOf(outcome), .plan = d.result.plan, .plan_run = d.result.plan_run};
+  Move(d, S::kRunning, to, reason,
+       {.result = std::move(ended), .expected_owner = options_.replica});
 }
 
 }  // namespace berth::server
