@@ -428,8 +428,14 @@ Schema Build(StateStorageType type) {
           Optional("path_prefix", PathPrefix()),
           Optional("endpoint",
                    std::move(Text("https?://.+", "an http(s) URL").Doc("S3-compatible endpoint"))),
+          Optional("sts_endpoint",
+                   std::move(Text("https?://.+", "an http(s) URL")
+                                 .Doc("the STS endpoint the run's ID token and role_arn are "
+                                      "exchanged at (a VPC endpoint; default: AWS's)"))),
           Optional("use_path_style", Schema::Bool()),
-          Optional("role_arn", RoleArn()),
+          Optional("role_arn",
+                   std::move(RoleArn().Doc("assumed by the backend, from the credentials the run "
+                                           "has (its environment's id_token.aws role)"))),
       });
     case StateStorageType::kGcs:
       return Schema::Object({

@@ -40,6 +40,14 @@ TEST(BackendConfig, ObjectStoresKeyTheStateUnderThePrefixWithTheirLocking) {
                 "key=teams/platform/acme/web/dev/terraform.tfstate", "use_lockfile=true",
                 "endpoints={s3=\"https://minio:9000\"}", "use_path_style=true",
                 "assume_role={role_arn=\"arn:aws:iam::123456789012:role/berth\"}"}));
+  EXPECT_EQ(
+      Render({{"type", "s3"},
+              {"bucket", "states"},
+              {"region", "eu-central-1"},
+              {"sts_endpoint", "https://sts.eu-central-1.amazonaws.com"}}),
+      (std::vector<std::string>{"bucket=states", "region=eu-central-1",
+                                "key=acme/web/dev/terraform.tfstate", "use_lockfile=true",
+                                "endpoints={sts=\"https://sts.eu-central-1.amazonaws.com\"}"}));
   EXPECT_EQ(Render({{"type", "gcs"}, {"bucket", "states"}}),
             (std::vector<std::string>{"bucket=states", "prefix=acme/web/dev"}));
   EXPECT_EQ(Render({{"type", "azurerm"},

@@ -54,8 +54,13 @@ Result<BackendSettings> RenderBackend(const nlohmann::json& storage, const Envir
     set("region", storage.value("region", ""));
     set("key", key + "/terraform.tfstate");
     set("use_lockfile", "true");  // S3's own conditional writes: no DynamoDB table needed
-    if (std::string endpoint = storage.value("endpoint", ""); !endpoint.empty())
-      set("endpoints", "{s3=" + Quoted(endpoint) + "}");
+    std::string endpoints;        // TF's map syntax: {s3="...",sts="..."}
+    for (const char* service : {"s3", "sts"}) {
+      const std::string field = service == std::string("s3") ? "endpoint" : "sts_endpoint";
+      if (std::string endpoint = storage.value(field, ""); !endpoint.empty())
+        endpoints += (endpoints.empty() ? "" : ",") + std::string(service) + "=" + Quoted(endpoint);
+    }
+    if (!endpoints.empty()) set("endpoints", "{" + endpoints + "}");
     if (storage.value("use_path_style", false)) set("use_path_style", "true");
     if (std::string role = storage.value("role_arn", ""); !role.empty())
       set("assume_role", "{role_arn=" + Quoted(role) + "}");

@@ -1,0 +1,149 @@
+// State kept where teams keep it (issue 46), through a real berthd and real tofu in local runs:
+// s3 against moto (tests/env/moto_server.h, the community's S3 and STS emulator). Each
+// environment's state is stored, locked, read back and unlocked under a key of its own, with
+// credentials the run gets only from its own ID token, never from berthd's environment.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "berthd_process.h"
+#include "moto_server.h"
+#include "net/http_client.h"
+#include "sys/files.h"
+#include "test_tools.h"
+
+namespace berth::server {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr const char* kBucket = "berth-states";
+constexpr const char* kPrefix = "teams/web";
+// The role the run's ID token is exchanged for, and the one the backend assumes from it.
+constexpr const char* kRunRole = "arn:aws:iam::123456789012:role/deploy";
+constexpr const char* kStateRole = "arn:aws:iam::123456789012:role/state-writer";
+
+class ObjectStateE2e : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto moto = testenv::MotoServer::Shared();
+    ASSERT_TRUE(moto) << moto.error().ToString();
+    auto bucket = (*moto)->CreateBucket(kBucket);
+    ASSERT_TRUE(bucket) << bucket.error().ToString();
+  }
+
+  void SetUp() override {
+    auto moto = testenv::MotoServer::Shared();
+    ASSERT_TRUE(moto) << moto.error().ToString();
+    moto_ = *moto;
+    auto dir = sys::TempDir::Create("object-state-e2e");
+    ASSERT_TRUE(dir);
+    dir_.emplace(std::move(*dir));
+    berthd_.emplace(dir_->Path(), "data");
+    // berthd's own AWS credentials (as on a machine with an instance profile or a profile
+    // file): a run must never get them.
+    auto started = berthd_->Start(
+        {}, {"AWS_ACCESS_KEY_ID=AKIABERTHDSOWNKEY000", "AWS_SECRET_ACCESS_KEY=berthds-own-secret"});
+    ASSERT_TRUE(started) << started.error().ToString();
+    api_ = {berthd_->Url(), berthd_->AdminToken(), http_.get()};
+    const json storage = {
+        {"type", "s3"},           {"bucket", kBucket},        {"region", "eu-west-1"},
+        {"path_prefix", kPrefix}, {"endpoint", moto_->Url()}, {"sts_endpoint", moto_->Url()},
+        {"use_path_style", true}, {"role_arn", kStateRole}};
+    const json id_token = {{"audience", "sts.amazonaws.com"}, {"aws", {{"role_arn", kRunRole}}}};
+    for (const auto& [path, body] : std::vector<std::pair<std::string, json>>{
+             // moto listens on loopback, which a root berthd's runs reach only when allowed.
+             {"/runners",
+              {{"id", "s3"},
+               {"runner_configuration", {{"type", "local"}, {"network_allow", {"loopback"}}}},
+               {"state_storage_configuration", storage}}},
+             {"/runner-rules", {{"id", "all"}, {"runner_id", "s3"}}},
+             {"/projects", {{"id", "web"}}},
+             {"/env-types", {{"id", "development"}}},
+             {"/projects/web/envs",
+              {{"id", "dev"}, {"env_type_id", "development"}, {"id_token", id_token}}},
+             {"/projects/web/envs",
+              {{"id", "qa"}, {"env_type_id", "development"}, {"id_token", id_token}}},
+             {"/projects/web/envs", {{"id", "anonymous"}, {"env_type_id", "development"}}}}) {
+      auto created = api_.Call("POST", path, body.dump());
+      ASSERT_EQ(created.status, 201) << path << ": " << created.body;
+    }
+  }
+
+  void TearDown() override {
+    if (berthd_ && berthd_->Running()) EXPECT_EQ(berthd_->Stop(), 0);
+  }
+
+  // The environment's objects in the bucket.
+  std::vector<std::string> Objects(const std::string& env) const {
+    auto keys = moto_->Keys(kBucket, StateKey(env));
+    EXPECT_TRUE(keys) << keys.error().ToString();
+    return keys ? *keys : std::vector<std::string>{};
+  }
+  static std::string StateKey(const std::string& env) {
+    return std::string(kPrefix) + "/default/web/" + env + "/terraform.tfstate";
+  }
+  json Applied(const fs::path& module, json variables, const std::string& env) {
+    const std::string id =
+        api_.Deploy(module, {{"op", "apply"}, {"variables", std::move(variables)}}, "web/" + env);
+    json done = api_.WaitFor(id, {"succeeded", "failed"});
+    EXPECT_EQ(done["state"], "succeeded") << done.dump(2) << api_.Log(id);
+    return done;
+  }
+
+  testenv::MotoServer* moto_ = nullptr;
+  std::optional<sys::TempDir> dir_;
+  std::optional<BerthdProcess> berthd_;
+  std::unique_ptr<net::HttpClient> http_ = net::MakeCurlHttpClient();
+  BerthdClient api_;
+};
+
+TEST_F(ObjectStateE2e, EachEnvironmentsStateIsStoredLockedReadBackAndUnlockedUnderItsOwnKey) {
+  const fs::path slow = testenv::SourceDir() / "examples/slow";
+  const std::string id = api_.Deploy(slow, {{"op", "apply"}, {"variables", {{"seconds", 4}}}});
+  ASSERT_TRUE(api_.WaitForLog(id, "berth-slow-started")) << api_.Log(id);
+  // While it applies, tofu holds the state's lock file (use_lockfile: S3's conditional write).
+  EXPECT_EQ(Objects("dev"), (std::vector<std::string>{StateKey("dev") + ".tflock"}));
+  json done = api_.WaitFor(id, {"succeeded", "failed"});
+  ASSERT_EQ(done["state"], "succeeded") << done.dump(2) << api_.Log(id);
+  EXPECT_EQ(Objects("dev"), (std::vector<std::string>{StateKey("dev")})) << "the lock is gone";
+  auto state = moto_->Object(kBucket, StateKey("dev"));
+  ASSERT_TRUE(state) << state.error().ToString();
+  EXPECT_NE(state->find("\"terraform_data\""), std::string::npos) << *state;
+  const std::string log = api_.Log(id);
+  EXPECT_EQ(log.find("AKIABERTHDSOWNKEY000"), std::string::npos);
+
+  // A plan reads it back: nothing to change.
+  const std::string plan =
+      api_.Deploy(slow, {{"op", "plan"}, {"variables", {{"seconds", 4}}}}, "web/dev");
+  json planned = api_.WaitFor(plan, {"succeeded", "failed"});
+  ASSERT_EQ(planned["state"], "succeeded") << planned.dump(2) << api_.Log(plan);
+  EXPECT_EQ(planned["result"]["run"]["plan"]["hasChanges"], false) << planned.dump(2);
+
+  // Another environment on the same bucket has its own key and leaves this one's alone.
+  Applied(testenv::SourceDir() / "examples/hello", {{"name", "qa"}}, "qa");
+  EXPECT_EQ(Objects("qa"), (std::vector<std::string>{StateKey("qa")}));
+  auto after = moto_->Object(kBucket, StateKey("dev"));
+  ASSERT_TRUE(after);
+  EXPECT_EQ(*after, *state);
+  auto qa = moto_->Object(kBucket, StateKey("qa"));
+  ASSERT_TRUE(qa);
+  EXPECT_EQ(qa->find("berth-slow"), std::string::npos);
+}
+
+// berthd's own AWS credentials never reach a run: a run whose environment gives it no ID token
+// has nothing to reach its state with, and says so at init.
+TEST_F(ObjectStateE2e, ARunWithoutCredentialsOfItsOwnFailsAtInitRatherThanUseBerthds) {
+  const std::string id =
+      api_.Deploy(testenv::SourceDir() / "examples/hello",
+                  {{"op", "apply"}, {"variables", {{"name", "x"}}}}, "web/anonymous");
+  json done = api_.WaitFor(id, {"succeeded", "failed"});
+  ASSERT_EQ(done["state"], "failed") << done.dump(2) << api_.Log(id);
+  EXPECT_EQ(done["result"]["error"]["kind"], "Init") << done.dump(2);
+  EXPECT_NE(api_.Log(id).find("credential"), std::string::npos) << api_.Log(id);
+  EXPECT_TRUE(Objects("anonymous").empty());
+}
+
+}  // namespace
+}  // namespace berth::server
