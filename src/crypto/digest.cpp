@@ -60,12 +60,16 @@ std::string Sha256::HexDigest() {
   return Hex(digest, size);
 }
 
-std::string HmacSha256Hex(std::string_view key, std::string_view data) {
+std::string HmacSha256(std::string_view key, std::string_view data) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
   HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
        reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest, &size);
-  return Hex(digest, size);
+  return {reinterpret_cast<const char*>(digest), size};
+}
+
+std::string HmacSha256Hex(std::string_view key, std::string_view data) {
+  return HexEncode(HmacSha256(key, data));
 }
 
 std::string HmacSha1(std::string_view key, std::string_view data) {

@@ -12,6 +12,8 @@ std::string Sha256Bytes(std::string_view data);
 // Bytes as lowercase hex digits.
 std::string HexEncode(std::string_view bytes);
 std::string HmacSha256Hex(std::string_view key, std::string_view data);
+// The 32 bytes themselves: AWS SigV4 derives its signing key by a chain of them.
+std::string HmacSha256(std::string_view key, std::string_view data);
 // Raw HMAC-SHA1: only to read OpenSSH's hashed known_hosts names, which are made with it.
 std::string HmacSha1(std::string_view key, std::string_view data);
 // SHA-256 of data given in pieces (a download checked against its digest as it arrives).
