@@ -24,6 +24,7 @@
 #include "server/api/api.h"
 #include "server/change_feed.h"
 #include "server/dispatch/dispatcher.h"
+#include "server/dispatch/s3_state_locks.h"
 #include "server/gateway/run_gateway.h"
 #include "server/metrics.h"
 #include "server/oidc/oidc_issuer.h"
@@ -379,6 +380,21 @@ Result<Foundations> LayFoundations(const DaemonOptions& options) {
   return f;
 }
 
+// What breaks the state locks dead runs left, in each storage berthd can reach: s3 with the
+// storage's role assumed by berthd's own ID token, kubernetes through cluster (null: none).
+std::unique_ptr<LeftStateLocks> LeftLocksBreaker(kube::KubeApi* cluster, net::HttpClient& http,
+                                                 OidcIssuer& oidc) {
+  auto each = std::make_unique<StateLocksOfEachStorage>();
+  each->Add(std::make_unique<S3StateLocks>(
+      http,
+      [&oidc](const nlohmann::json& claims, std::chrono::seconds lifetime) {
+        return oidc.Mint(claims, lifetime);
+      },
+      SystemClock::Instance()));
+  if (cluster != nullptr) each->Add(std::make_unique<KubernetesStateLocks>(*cluster));
+  return each;
+}
+
 // What every local run may see of berthd's environment: where programs are, the TF CLI
 // configuration (provider mirrors), and the cluster of kubernetes state storage; nothing else.
 std::vector<std::string> LocalRunEnvironment() {
@@ -412,8 +428,7 @@ class Berthd {
                                       .events = &dispatcher_,
                                       .commands = &agent_commands_,
                                       .ends = &agent_ends_}),
-        left_locks_(base_.kube_client ? std::make_unique<KubernetesStateLocks>(*base_.kube_client)
-                                      : nullptr),
+        left_locks_(LeftLocksBreaker(base_.kube_client.get(), *storage_http_, oidc_)),
         dispatcher_(*base_.store, launchers_, base_.signer,
                     DispatcherOptions{
                         .url = options.advertise_url.empty() ? base_.url : options.advertise_url,
@@ -726,7 +741,10 @@ class Berthd {
   RunGateway gateway_;
   AgentGateway agent_gateway_;
   Launchers launchers_;  // filled in the constructor's body, before the dispatcher's first use
-  // With a cluster: the kubernetes storage's Leases that dead runs left are broken.
+  // What berthd reaches object storages with (its own requests, never a run's).
+  std::unique_ptr<net::HttpClient> storage_http_ = net::MakeCurlHttpClient();
+  // The locks dead runs left: s3's lock objects, and with a cluster the kubernetes storage's
+  // Leases.
   std::unique_ptr<LeftStateLocks> left_locks_;
   Dispatcher dispatcher_;
   Retention retention_;

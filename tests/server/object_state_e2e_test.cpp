@@ -3,6 +3,7 @@
 // environment's state is stored, locked, read back and unlocked under a key of its own, with
 // credentials the run gets only from its own ID token, never from berthd's environment.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <nlohmann/json.hpp>
 
@@ -19,7 +20,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr const char* kBucket = "berth-states";
-constexpr const char* kPrefix = "teams/web";
 // The role the run's ID token is exchanged for, and the one the backend assumes from it.
 constexpr const char* kRunRole = "arn:aws:iam::123456789012:role/deploy";
 constexpr const char* kStateRole = "arn:aws:iam::123456789012:role/state-writer";
@@ -37,6 +37,9 @@ class ObjectStateE2e : public ::testing::Test {
     auto moto = testenv::MotoServer::Shared();
     ASSERT_TRUE(moto) << moto.error().ToString();
     moto_ = *moto;
+    // The bucket outlives each test's berthd: each keeps its states under a prefix of its own.
+    prefix_ =
+        std::string("teams/") + ::testing::UnitTest::GetInstance()->current_test_info()->name();
     auto dir = sys::TempDir::Create("object-state-e2e");
     ASSERT_TRUE(dir);
     dir_.emplace(std::move(*dir));
@@ -49,7 +52,7 @@ class ObjectStateE2e : public ::testing::Test {
     api_ = {berthd_->Url(), berthd_->AdminToken(), http_.get()};
     const json storage = {
         {"type", "s3"},           {"bucket", kBucket},        {"region", "eu-west-1"},
-        {"path_prefix", kPrefix}, {"endpoint", moto_->Url()}, {"sts_endpoint", moto_->Url()},
+        {"path_prefix", prefix_}, {"endpoint", moto_->Url()}, {"sts_endpoint", moto_->Url()},
         {"use_path_style", true}, {"role_arn", kStateRole}};
     const json id_token = {{"audience", "sts.amazonaws.com"}, {"aws", {{"role_arn", kRunRole}}}};
     for (const auto& [path, body] : std::vector<std::pair<std::string, json>>{
@@ -81,8 +84,8 @@ class ObjectStateE2e : public ::testing::Test {
     EXPECT_TRUE(keys) << keys.error().ToString();
     return keys ? *keys : std::vector<std::string>{};
   }
-  static std::string StateKey(const std::string& env) {
-    return std::string(kPrefix) + "/default/web/" + env + "/terraform.tfstate";
+  std::string StateKey(const std::string& env) const {
+    return prefix_ + "/default/web/" + env + "/terraform.tfstate";
   }
   json Applied(const fs::path& module, json variables, const std::string& env) {
     const std::string id =
@@ -93,6 +96,7 @@ class ObjectStateE2e : public ::testing::Test {
   }
 
   testenv::MotoServer* moto_ = nullptr;
+  std::string prefix_;
   std::optional<sys::TempDir> dir_;
   std::optional<BerthdProcess> berthd_;
   std::unique_ptr<net::HttpClient> http_ = net::MakeCurlHttpClient();
@@ -130,6 +134,34 @@ TEST_F(ObjectStateE2e, EachEnvironmentsStateIsStoredLockedReadBackAndUnlockedUnd
   auto qa = moto_->Object(kBucket, StateKey("qa"));
   ASSERT_TRUE(qa);
   EXPECT_EQ(qa->find("berth-slow"), std::string::npos);
+}
+
+// A runner killed mid-apply leaves tofu's lock object behind. berthd, with credentials of its own
+// (the storage's role assumed with the ID token it signs for the environment), deletes it once
+// the run has ended, since its "Who" names the dead run's host; the next deployment runs.
+TEST_F(ObjectStateE2e, ALockADeadRunLeftIsDeletedByBerthdAndTheNextDeploymentRuns) {
+  const fs::path slow = testenv::SourceDir() / "examples/slow";
+  const std::string id = api_.Deploy(slow, {{"op", "apply"}, {"variables", {{"seconds", 60}}}});
+  ASSERT_TRUE(api_.WaitForLog(id, "berth-slow-started")) << api_.Log(id);
+  ASSERT_EQ(Objects("dev"), (std::vector<std::string>{StateKey("dev") + ".tflock"}));
+  auto lock = moto_->Object(kBucket, StateKey("dev") + ".tflock");
+  ASSERT_TRUE(lock);
+  EXPECT_NE(lock->find("@" + id + "\""), std::string::npos) << "Who names the run: " << *lock;
+  auto pid = sys::ReadFile(berthd_->DataDir() / "runs" / id / "pid");
+  ASSERT_TRUE(pid);
+  ASSERT_EQ(kill(-std::stoi(*pid), SIGKILL), 0);  // the runner and tofu, at once
+
+  json dead = api_.WaitFor(id, {"succeeded", "failed"});
+  ASSERT_EQ(dead["state"], "failed") << dead.dump(2);
+  EXPECT_TRUE(Objects("dev").empty()) << "the lock is gone, and no state was written";
+  bool said = false;
+  for (const json& event : dead["events"])
+    said |=
+        event["reason"] == "StateLockReleased" &&
+        event["message"].get<std::string>().find(StateKey("dev") + ".tflock") != std::string::npos;
+  EXPECT_TRUE(said) << dead["events"].dump(2);
+  Applied(testenv::SourceDir() / "examples/hello", {{"name", "after"}}, "dev");
+  EXPECT_EQ(Objects("dev"), (std::vector<std::string>{StateKey("dev")}));
 }
 
 // berthd's own AWS credentials never reach a run: a run whose environment gives it no ID token

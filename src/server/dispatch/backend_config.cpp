@@ -18,6 +18,10 @@ std::string Quoted(const std::string& value) { return "\"" + value + "\""; }
 
 }  // namespace
 
+std::string S3StateKey(const nlohmann::json& storage, const EnvironmentRef& where) {
+  return StateKey(storage, where) + "/terraform.tfstate";
+}
+
 // A Secret suffix is also a label value (at most 63 characters): the environment's id, cut,
 // and a hash of the whole location that keeps suffixes of different environments apart.
 std::string KubernetesSecretSuffix(const EnvironmentRef& where) {
@@ -52,7 +56,7 @@ Result<BackendSettings> RenderBackend(const nlohmann::json& storage, const Envir
     out.type = "s3";
     set("bucket", storage.value("bucket", ""));
     set("region", storage.value("region", ""));
-    set("key", key + "/terraform.tfstate");
+    set("key", S3StateKey(storage, where));
     set("use_lockfile", "true");  // S3's own conditional writes: no DynamoDB table needed
     std::string endpoints;        // TF's map syntax: {s3="...",sts="..."}
     for (const char* service : {"s3", "sts"}) {

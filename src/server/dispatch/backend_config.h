@@ -22,6 +22,10 @@ struct BackendSettings {
 // The suffix of the kubernetes storage's Secret (and Lease) of an environment's state.
 std::string KubernetesSecretSuffix(const EnvironmentRef& where);
 
+// The s3 storage's object of an environment's state: PREFIX/ORG/PROJECT/ENV/terraform.tfstate
+// (its lock is the same key and ".tflock").
+std::string S3StateKey(const nlohmann::json& storage, const EnvironmentRef& where);
+
 // storage: the runner's state_storage_configuration. berth_url: berthd as runners reach it.
 // in_cluster: the runner is a Pod (the kubernetes backend uses its service account).
 Result<BackendSettings> RenderBackend(const nlohmann::json& storage, const EnvironmentRef& where,

@@ -43,4 +43,13 @@ Result<std::optional<std::string>> KubernetesStateLocks::BreakIfHeldBy(const jso
                                     holder.get<std::string>() + ")");
 }
 
+Result<std::optional<std::string>> StateLocksOfEachStorage::BreakIfHeldBy(
+    const json& storage, const EnvironmentRef& env, const std::string& run_id) {
+  for (const auto& locks : each_) {
+    auto broken = locks->BreakIfHeldBy(storage, env, run_id);
+    if (!broken || *broken) return broken;
+  }
+  return std::optional<std::string>();
+}
+
 }  // namespace berth::server

@@ -5,9 +5,11 @@
 // run's sandbox, a runner Pod's hostname), and TF writes its host into the lock's "Who".
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/environment_ref.h"
 #include "core/error.h"
@@ -37,6 +39,18 @@ class KubernetesStateLocks final : public LeftStateLocks {
 
  private:
   kube::KubeApi& api_;
+};
+
+// Each storage type's breaker in turn (each answers nothing for a storage not its own).
+class StateLocksOfEachStorage final : public LeftStateLocks {
+ public:
+  void Add(std::unique_ptr<LeftStateLocks> locks) { each_.push_back(std::move(locks)); }
+  Result<std::optional<std::string>> BreakIfHeldBy(const nlohmann::json& storage,
+                                                   const EnvironmentRef& env,
+                                                   const std::string& run_id) override;
+
+ private:
+  std::vector<std::unique_ptr<LeftStateLocks>> each_;
 };
 
 }  // namespace berth::server
