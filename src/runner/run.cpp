@@ -175,7 +175,9 @@ class Run {
     auto mapped =
         PlaceMappedFiles(o_.file_mappings, HomeFolder(context_.environment, dir_), dir_.workdir);
     if (!mapped) return Fail(RunErrorKind::kInvalidFlags, "inputs", mapped.error().ToString());
-    auto env = TfEnvironment(context_.environment, o_, dir_);
+    std::vector<std::string> not_passed;  // said once the log is there
+    auto env = TfEnvironment(context_.environment, o_, dir_,
+                             [&not_passed](const std::string& why) { not_passed.push_back(why); });
     if (o_.state_backend == "http") {
       auto token = sys::ReadFile(o_.state_token_file.empty()
                                      ? Lookup(context_.environment, "BERTH_TOKEN_FILE")
@@ -212,6 +214,11 @@ class Run {
     if (o_.timeout) deadline = std::chrono::steady_clock::now() + *o_.timeout;
     steps_.emplace(masker_, env, dir_.workdir.string(), *context_.log, context_.signal_fd,
                    o_.stop_timeout, deadline);
+    for (const std::string& why : not_passed) steps_->Log("inputs", "not passed to TF: " + why);
+    if (std::string level = Lookup(env, "TF_LOG"); !level.empty())
+      steps_->Log("inputs", "TF_LOG=" + level +
+                                ": TF's own log follows in this one; it may show values berth "
+                                "cannot know are secret (a provider's API answers)");
     if (!o_.plan_key_file.empty()) {
       auto key = sys::ReadFile(o_.plan_key_file);
       if (!key)

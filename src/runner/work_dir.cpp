@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/bounded_json.h"
+#include "core/tf_variables.h"
 #include "runner/module_archive.h"
 #include "runner/prepared_init.h"
 #include "sys/files.h"
@@ -186,17 +187,20 @@ Result<WorkDir> PrepareWorkDir(const RunOptions& options) {
 }
 
 std::vector<std::string> TfEnvironment(const std::vector<std::string>& caller,
-                                       const RunOptions& options, const WorkDir& dir) {
-  std::vector<std::string> allowed{"TF_PLUGIN_CACHE_DIR"};
-  std::stringstream allow(Lookup(caller, "BERTH_ALLOW_TF_ENV"));
-  for (std::string name; std::getline(allow, name, ',');) {
-    if (!name.empty()) allowed.push_back(name);
-  }
+                                       const RunOptions& options, const WorkDir& dir,
+                                       const std::function<void(const std::string&)>& dropped) {
+  // --cli-config is the runner's own: the caller's TF_CLI_CONFIG_FILE gives way to it.
+  const bool own_cli_config = !options.cli_config.empty();
   std::vector<std::string> env;
   for (const auto& entry : caller) {
     std::string name = entry.substr(0, entry.find('='));
-    bool tf = name.starts_with("TF_");
-    if (tf && std::find(allowed.begin(), allowed.end(), name) == allowed.end()) continue;
+    if (name.starts_with("TF_")) {
+      if (auto reserved = ReservedTfVariable(name)) {
+        if (dropped) dropped(*reserved);
+        continue;
+      }
+      if (name == "TF_CLI_CONFIG_FILE" && own_cli_config) continue;
+    }
     if (name == "HOME" || name == "NO_COLOR" || name == "CHECKPOINT_DISABLE") continue;
     if (name == "TF_PLUGIN_CACHE_DIR") {
       // A kept Pod's cache starts in an empty /tmp: made here, else tofu refuses to use it.
@@ -215,8 +219,10 @@ std::vector<std::string> TfEnvironment(const std::vector<std::string>& caller,
   // A derived image names its baked-in mirror once, in its config (docs/images.md).
   std::string providers =
       options.providers.empty() ? Lookup(caller, "BERTH_PROVIDERS") : options.providers;
-  if (!options.cli_config.empty()) {
+  if (own_cli_config) {
     env.push_back("TF_CLI_CONFIG_FILE=" + fs::absolute(options.cli_config).string());
+  } else if (!Lookup(caller, "TF_CLI_CONFIG_FILE").empty()) {
+    // The caller's (a registry's credentials, its own mirrors) is kept above.
   } else if (!providers.empty() && fs::is_directory(providers, ec)) {
     // Only the mirror, no `direct`: the image's providers are used offline.
     auto config = dir.root / ".berth-cli.tfrc";

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,10 +26,13 @@ std::filesystem::path WorkRoot(const RunOptions& options);
 // around the init an earlier run left there (prepared_init.h).
 Result<WorkDir> PrepareWorkDir(const RunOptions& options);
 
-// The environment TF runs in: the caller's, less every TF_* variable not allowed by
-// BERTH_ALLOW_TF_ENV (TF_PLUGIN_CACHE_DIR is always kept), plus berth's own settings.
+// The environment TF runs in: the caller's, less the TF_* variables that are berth's own
+// (core/tf_variables.h; each dropped one is told to dropped, why in words), plus berth's own
+// settings. The caller's TF_CLI_CONFIG_FILE is TF's unless --cli-config names one; berth's
+// provider mirror (--providers) configures TF only when neither does.
 std::vector<std::string> TfEnvironment(const std::vector<std::string>& caller,
-                                       const RunOptions& options, const WorkDir& dir);
+                                       const RunOptions& options, const WorkDir& dir,
+                                       const std::function<void(const std::string&)>& dropped);
 
 // Values of variables the module declares sensitive (as given in the --config tfvars JSON)
 // and every line of the file named by BERTH_MASK_FILE.

@@ -140,6 +140,29 @@ TEST(RunnerPodConfig, TheSeedsMainContainerSetsTheImageItsPullPolicyAndPullSecre
   }
 }
 
+// A TF_* variable the runner keeps for itself is refused when saved, naming it; others (the
+// seed's TF_LOG, TF_VAR_*, TF_TOKEN_*) are the user's.
+TEST(RunnerPodConfig, RefusesTheTfVariablesBerthKeepsForItself) {
+  const json env = {{{"name", "TF_LOG"}, {"value", "INFO"}},
+                    {{"name", "TF_CLI_ARGS_apply"}, {"value", "-lock=false"}},
+                    {{"name", "TF_TOKEN_registry_example_com"}, {"value", "t"}},
+                    {{"name", "TF_HTTP_ADDRESS"}, {"value", "https://elsewhere"}}};
+  auto job = RunnerPodConfig::Parse(
+      {{"job", {{"namespace", "a"}, {"pod_template", {{"spec", {{"env", env}}}}}}}});
+  ASSERT_FALSE(job);
+  ASSERT_EQ(job.error().fields.size(), 2u) << job.error().ToString();
+  EXPECT_EQ(job.error().fields[0].path, "$.job.pod_template.spec.env[1].name");
+  EXPECT_NE(job.error().fields[0].rule.find("TF_CLI_ARGS_apply is berth's own"), std::string::npos)
+      << job.error().fields[0].rule;
+  EXPECT_EQ(job.error().fields[1].path, "$.job.pod_template.spec.env[3].name");
+  auto controller =
+      RunnerPodConfig::Parse({{"runner", {{"podTemplate", {{"spec", {{"env", env}}}}}}}});
+  ASSERT_FALSE(controller);
+  EXPECT_EQ(controller.error().fields.front().path, "$.runner.podTemplate.spec.env[1].name");
+  EXPECT_TRUE(RunnerPodConfig::Parse(
+      {{"job", {{"namespace", "a"}, {"pod_template", {{"spec", {{"env", {env[0], env[2]}}}}}}}}}));
+}
+
 TEST(RunnerPodConfig, RefusesUnknownFieldsWithTheirPath) {
   auto config = RunnerPodConfig::Parse(
       {{"runner", {{"podTemplate", {{"spec", {{"hostNetwork", true}}}}}, {"binary", "bash"}}}});

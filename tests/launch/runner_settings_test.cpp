@@ -99,6 +99,9 @@ TEST(RunnerSettings, ADocumentItsSchemaRefusesIsRefusedNamingTheFieldNotReadInPa
         {{"type", "kubernetes"}, {"job", {{"namespace", "runs"}}}, {"cluster", json::object()}},
         "$.runner_configuration.cluster");
   check(RunnerType::kKubernetes, {{"type", "local"}}, "$.runner_configuration.type");
+  check(RunnerType::kKubernetes, json::parse(R"({"type": "kubernetes", "job": {"namespace": "runs",
+          "pod_template": {"spec": {"env": [{"name": "TF_HTTP_PASSWORD", "value": "x"}]}}}})"),
+        "$.runner_configuration.job.pod_template.spec.env[0].name");
 }
 
 TEST(RunnerSettings, ATypeNoLauncherHereRunsIsRefused) {

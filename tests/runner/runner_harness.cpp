@@ -59,8 +59,8 @@ std::vector<std::string> RunnerHarness::Environment(std::vector<std::string> ext
       "PATH=" + tofu_dir_.string() + ":/usr/local/bin:/usr/bin:/bin",
       "HOME=" + (Root() / "home").string(),
       "TF_PLUGIN_CACHE_DIR=" + plugin_cache_.string(),
-      // Must be dropped by the runner: a TF_* variable it was not allowed to pass.
-      "TF_LOG=TRACE",
+      // Must be dropped by the runner: berth's own (TF would look for a workspace "elsewhere").
+      "TF_WORKSPACE=elsewhere",
       // Offline for certain.
       "HTTPS_PROXY=http://127.0.0.1:9",
   };

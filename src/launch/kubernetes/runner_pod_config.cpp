@@ -4,6 +4,7 @@
 #include "core/run_labels.h"
 #include "core/runner_config.h"
 #include "core/schema.h"
+#include "core/tf_variables.h"
 
 namespace berth::launch {
 namespace {
@@ -86,6 +87,21 @@ Result<void> TakeImageFields(RunnerPodConfig& config, const std::string& path) {
     spec.erase("imagePullSecrets");
   }
   return {};
+}
+
+// A template's env that sets a TF_* variable berth keeps for itself (core/tf_variables.h):
+// refused, naming each.
+Result<void> RefuseReservedTfVariables(const RunnerPodConfig& config, const std::string& path) {
+  FieldErrors fields;
+  const json env = config.template_spec.value("env", json::array());
+  for (size_t i = 0; i < env.size(); ++i) {
+    const json name = env[i].is_object() ? env[i].value("name", json()) : json();
+    if (!name.is_string()) continue;
+    if (auto reserved = ReservedTfVariable(name.get<std::string>()))
+      fields.push_back({path + ".env[" + std::to_string(i) + "].name", "is refused: " + *reserved});
+  }
+  if (fields.empty()) return {};
+  return InvalidFields("invalid runner configuration", std::move(fields));
 }
 
 // TemplateMetadataMap's rules as JSON Schema (a key's prefix is checked for its form, not its
@@ -172,6 +188,8 @@ Result<RunnerPodConfig> FromControllerRunner(json runner, const std::string& pat
   }
   if (auto taken = TakeImageFields(config, path + ".podTemplate.spec"); !taken)
     return taken.error();
+  if (auto ours = RefuseReservedTfVariables(config, path + ".podTemplate.spec"); !ours)
+    return ours.error();
   return config;
 }
 
@@ -198,6 +216,8 @@ Result<RunnerPodConfig> FromRunnerJob(json job, const std::string& path) {
   }
   if (auto taken = TakeImageFields(config, path + ".pod_template.spec"); !taken)
     return taken.error();
+  if (auto ours = RefuseReservedTfVariables(config, path + ".pod_template.spec"); !ours)
+    return ours.error();
   return config;
 }
 
