@@ -93,13 +93,16 @@ std::string JsonToYaml(const json& value) {
 
 Result<json> BuildBody(const BodyFlags& flags) {
   json body = json::object();
-  for (const auto& y : flags.set_yaml) {
-    auto text = TextOrFile(y, "--set-yaml");
+  std::vector<std::pair<std::string, std::string>> yaml;  // (text or @file, its flag)
+  if (!flags.file.empty()) yaml.emplace_back("@" + flags.file, "-f");
+  for (const auto& y : flags.set_yaml) yaml.emplace_back(y, "--set-yaml");
+  for (const auto& [y, flag] : yaml) {
+    auto text = TextOrFile(y, flag);
     if (!text) return text.error();
-    auto doc = YamlToJson(*text);
-    if (!doc) return MakeError(ErrorKind::kInvalidArgument, "--set-yaml: " + doc.error().message);
+    auto doc = YamlToJson(*text);  // JSON is YAML too
+    if (!doc) return MakeError(ErrorKind::kInvalidArgument, flag + ": " + doc.error().message);
     if (!doc->is_object())
-      return MakeError(ErrorKind::kInvalidArgument, "--set-yaml: must be a mapping");
+      return MakeError(ErrorKind::kInvalidArgument, flag + ": must be a mapping");
     Merge(body, *doc);
   }
   for (const auto& j : flags.set_json) {

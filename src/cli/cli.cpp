@@ -278,6 +278,8 @@ int Main(int argc, char** argv) {
   BodyFlags body_flags;
   bool dry_run = false;
   auto with_body = [&](CLI::App* cmd) {
+    cmd->add_option("-f,--file", body_flags.file,
+                    "the object as YAML or JSON, from a file (its id too, when not given)");
     cmd->add_option("--set-yaml", body_flags.set_yaml, "YAML, or @file");
     cmd->add_option("--set-json", body_flags.set_json, "JSON, or @file");
     cmd->add_option("--set", body_flags.set, "key.path=value");
@@ -511,7 +513,14 @@ int Main(int argc, char** argv) {
     return kExitUsage;
   }
   std::string base = (kind->in_project ? "/projects/" + project + "/" : "/") + kind->collection;
-  bool needs_id = !(*get && plural) && !(*create && kind->name == "runner-rule");
+  // A body is read first: a created object's id may be in its file.
+  auto body = *create || *update ? BuildBody(body_flags) : Result<nlohmann::json>(nullptr);
+  if (!body) {
+    std::fprintf(stderr, "error: %s\n", body.error().message.c_str());
+    return kExitUsage;
+  }
+  const bool id_in_body = *create && body->is_object() && body->contains("id");
+  bool needs_id = !(*get && plural) && !(*create && kind->name == "runner-rule") && !id_in_body;
   if (needs_id && id.empty()) {
     std::fprintf(stderr, "error: %s needs an id\n", kind->name.c_str());
     return kExitUsage;
@@ -525,11 +534,6 @@ int Main(int argc, char** argv) {
     return Call(g, "GET", base + "/" + id, nullptr, kind, false);
   }
   if (*remove) return Call(g, "DELETE", base + "/" + id, nullptr, kind, false, true);
-  auto body = BuildBody(body_flags);
-  if (!body) {
-    std::fprintf(stderr, "error: %s\n", body.error().message.c_str());
-    return kExitUsage;
-  }
   if (*create) {
     if (!id.empty()) (*body)["id"] = id;
     return Call(g, "POST", base, &*body, kind, false);

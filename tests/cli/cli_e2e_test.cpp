@@ -160,6 +160,16 @@ TEST_F(BerthCli, TheSeedRunnerGoesInFromYamlAndComesBackInEveryFormat) {
   EXPECT_NE(created.output.find("my-runner   kubernetes   kubernetes"), std::string::npos)
       << created.output;
 
+  // As docs/install.md shows it, kubectl's way: the whole object from a file, its id in it.
+  ASSERT_TRUE(sys::WriteFileAtomic(yaml, "id: from-file\n" + own));
+  auto from_file = Berth({"create", "runner", "-f", yaml});
+  ASSERT_EQ(from_file.exit_code, 0) << from_file.output;
+  EXPECT_NE(from_file.output.find("from-file   kubernetes   kubernetes"), std::string::npos)
+      << from_file.output;
+  auto no_id = Berth({"create", "project", "-f", "/dev/null"});
+  EXPECT_EQ(no_id.exit_code, 2) << no_id.output;
+  EXPECT_EQ(Berth({"create", "project", "-f", "/nonexistent.yaml"}).exit_code, 2);
+
   // berth up runs no kubernetes runners: there is no cluster to check (exit 4, the 409).
   auto check = Berth({"runner", "check", "my-runner"});
   EXPECT_EQ(check.exit_code, 4) << check.output;
