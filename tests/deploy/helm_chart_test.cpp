@@ -115,7 +115,7 @@ TEST(HelmChart, EveryLauncherValueBecomesItsKubernetesSetting) {
       "ephemeralRunner.startupGracePeriod=2m",
       "ephemeralRunner.imagePullSecrets={pull-a,pull-b}",
       "ephemeralRunner.backendUrl=http://berth.example:8080",
-      "allowStackImageOverride=true",
+      "ephemeralRunner.allowStackImageOverride=true",
   }));
   EXPECT_EQ(EnvValue(container, "KUBERNETES_IMAGE"), "registry.example.com/berth/runner:1.2.3");
   EXPECT_EQ(EnvValue(container, "KUBERNETES_IMAGE_PULL_POLICY"), "IfNotPresent");
@@ -134,6 +134,11 @@ TEST(HelmChart, EveryLauncherValueBecomesItsKubernetesSetting) {
   EXPECT_EQ(EnvValue(defaults, "KUBERNETES_NAMESPACE"), "berth");
   EXPECT_EQ(EnvValue(defaults, "KUBERNETES_IMAGE"), "berth/runner:0.1.0");
   EXPECT_EQ(EnvValue(defaults, "KUBERNETES_SERVICE_ACCOUNT"), "<unset>");
+  EXPECT_EQ(EnvValue(defaults, "KUBERNETES_ALLOW_STACK_IMAGE_OVERRIDE"), "false");
+  // The key's old place (top level) is still read, deprecated.
+  EXPECT_EQ(EnvValue(BerthdContainer(Render({"allowStackImageOverride=true"})),
+                     "KUBERNETES_ALLOW_STACK_IMAGE_OVERRIDE"),
+            "true");
 }
 
 bool HasArg(const json& container, const std::string& arg) {
