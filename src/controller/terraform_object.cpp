@@ -74,6 +74,16 @@ Result<launch::KubernetesSettings> ControllerSettings(kube::Environment env) {
                            "namespace: leave it unset"}});
   }
   env["KUBERNETES_NAMESPACE"] = "default";  // required by the launcher's rules; never used
+  // Seed 000's name for the default runner image; KUBERNETES_IMAGE, the launcher's, says the
+  // same, and two that differ are refused rather than one of them ignored.
+  if (auto pod_image = env.find("RUNNER_POD_IMAGE"); pod_image != env.end()) {
+    auto image = env.find("KUBERNETES_IMAGE");
+    if (image != env.end() && image->second != pod_image->second)
+      return InvalidFields(
+          "invalid controller settings",
+          {{"RUNNER_POD_IMAGE", "differs from KUBERNETES_IMAGE: set one of them"}});
+    env["KUBERNETES_IMAGE"] = pod_image->second;
+  }
   return launch::KubernetesSettings::FromEnvironment(env);
 }
 

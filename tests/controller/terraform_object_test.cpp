@@ -136,6 +136,18 @@ TEST(ControllerSettings, RefuseANamespaceSinceEachObjectHasItsOwn) {
   EXPECT_EQ(missing.error().fields.at(0).path, "KUBERNETES_IMAGE");
 }
 
+// Seed 000: the default runner image comes from RUNNER_POD_IMAGE.
+TEST(ControllerSettings, TakeTheRunnerImageFromRunnerPodImage) {
+  auto settings = ControllerSettings({{"RUNNER_POD_IMAGE", "registry.example.com/runner:2"}});
+  ASSERT_TRUE(settings) << settings.error().ToString();
+  EXPECT_EQ(settings->image, "registry.example.com/runner:2");
+  auto same = ControllerSettings({{"RUNNER_POD_IMAGE", "r:2"}, {"KUBERNETES_IMAGE", "r:2"}});
+  EXPECT_TRUE(same);
+  auto differ = ControllerSettings({{"RUNNER_POD_IMAGE", "r:2"}, {"KUBERNETES_IMAGE", "r:1"}});
+  ASSERT_FALSE(differ);
+  EXPECT_EQ(differ.error().fields.at(0).path, "RUNNER_POD_IMAGE");
+}
+
 TEST(SpecDuration, ReadsGoDurationsAtLeastASecondAndFallsBackOtherwise) {
   const json spec = {{"interval", "1h30m"}, {"retryInterval", "10ms"}, {"bad", "soon"}};
   EXPECT_EQ(SpecDuration(spec, "interval", std::chrono::seconds(7)), std::chrono::minutes(90));
