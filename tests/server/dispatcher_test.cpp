@@ -243,6 +243,23 @@ TEST_F(DispatcherTest, ARestartedBerthdTakesUpWhatItsRunnersWereDoing) {
   EXPECT_EQ(applies, 1u);  // never run twice
 }
 
+// berthd died between a deployment's dispatch and the state lock it holds for the run: the
+// berthd after it takes the lock before the runner starts, so the run's state writes land.
+TEST_F(DispatcherTest, ARunDispatchedByABerthdThatDiedBeforeItsLockWritesUnderTheNextOnes) {
+  Queue("dev", "r2", "apply");
+  ASSERT_TRUE(store_->Deployments().Transition("acme", "r2", S::kQueued, S::kDispatched,
+                                               "runner here", {.run_id = "r2"}));
+  ASSERT_EQ(store_->States().Holder("acme/web/dev").error().kind, ErrorKind::kNotFound);
+  ASSERT_TRUE(dispatcher_->Recover());
+  ASSERT_TRUE(RunUntilEnded({"r2"}));
+  auto r2 = store_->Deployments().Get("acme", "r2");
+  EXPECT_EQ(r2->state, S::kSucceeded)
+      << r2->transitions.dump() << DeploymentResultToJson(r2->result).dump();
+  auto versions = store_->States().Versions("acme/web/dev");
+  ASSERT_TRUE(versions);
+  EXPECT_EQ(versions->size(), 1u) << "its state was written";
+}
+
 TEST_F(DispatcherTest, PlanHashesAreKeyedByTheEnvironmentsOwnKey) {
   // A second organization with the same project, environment and local runner.
   ASSERT_TRUE(store_->CreateOrganization("beta"));

@@ -248,8 +248,13 @@ Result<void> Dispatcher::Recover() {
       if (!taken || !*taken) continue;
     }
     auto launch = Prepare(d);
-    if (!launch) {
-      Move(d, d.state, S::kFailed, "cannot take it up again: " + launch.error().message);
+    // One still dispatched may have died between its dispatch and the state lock berthd holds
+    // for it: taken again (the same lock of the same run is a retry), before its runner starts.
+    Result<void> ready = launch.has_error() ? Result<void>(launch.error()) : Result<void>();
+    if (ready && d.state == S::kDispatched && !launch->request.invocation.lock)
+      ready = HoldStateLock(d);
+    if (!ready) {
+      Move(d, d.state, S::kFailed, "cannot take it up again: " + ready.error().message);
       continue;
     }
     {
