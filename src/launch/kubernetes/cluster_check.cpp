@@ -16,6 +16,17 @@ json Review(const kube::ResourceKind& kind, json spec) {
   return review;
 }
 
+// A review has no effect but its answer: one whose answer did not arrive whole (an API server
+// may answer a refused request before it has read the body, and close the stream) is asked
+// once more.
+Result<json> Ask(kube::KubeApi& api, const kube::ResourceKind& kind, json spec) {
+  const json review = Review(kind, std::move(spec));
+  auto answer = api.Create(kind, "", review);
+  if (!answer && answer.error().kind == ErrorKind::kUnavailable)
+    answer = api.Create(kind, "", review);
+  return answer;
+}
+
 }  // namespace
 
 std::string LauncherRight::Name() const {
@@ -44,7 +55,7 @@ const std::vector<LauncherRight>& LauncherRights() {
 }
 
 void CheckCluster(kube::KubeApi& api, ClusterCheck& check) {
-  auto who = api.Create(kSelfSubjectReviews, "", Review(kSelfSubjectReviews, nullptr));
+  auto who = Ask(api, kSelfSubjectReviews, nullptr);
   if (!who) {
     check.error = who.error().ToString();
     return;
@@ -60,9 +71,7 @@ void CheckCluster(kube::KubeApi& api, ClusterCheck& check) {
                        {"group", right.group},
                        {"resource", right.resource}};
     if (!right.subresource.empty()) attributes["subresource"] = right.subresource;
-    auto review =
-        api.Create(kSelfSubjectAccessReviews, "",
-                   Review(kSelfSubjectAccessReviews, {{"resourceAttributes", attributes}}));
+    auto review = Ask(api, kSelfSubjectAccessReviews, {{"resourceAttributes", attributes}});
     if (!review) {
       check.error = review.error().ToString();
       return;
