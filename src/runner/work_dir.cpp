@@ -186,11 +186,33 @@ Result<WorkDir> PrepareWorkDir(const RunOptions& options) {
   return dir;
 }
 
+namespace {
+
+// TF's CLI configuration: --cli-config, else one that installs from --providers' mirror only,
+// else the caller's TF_CLI_CONFIG_FILE (a registry's credentials, mirrors of its own), else one
+// for the image's baked-in mirror (BERTH_PROVIDERS, docs/images.md). Flags are berth's, given
+// per run; the caller's configuration beats the image's default. Empty: the caller's.
+std::string CliConfig(const std::vector<std::string>& caller, const RunOptions& options,
+                      const WorkDir& dir) {
+  if (!options.cli_config.empty()) return fs::absolute(options.cli_config).string();
+  std::string mirror = options.providers;
+  if (mirror.empty() && Lookup(caller, "TF_CLI_CONFIG_FILE").empty())
+    mirror = Lookup(caller, "BERTH_PROVIDERS");
+  std::error_code ec;
+  if (mirror.empty() || !fs::is_directory(mirror, ec)) return "";
+  // Only the mirror, no `direct`: its providers are used offline.
+  auto config = dir.root / ".berth-cli.tfrc";
+  std::string text = "provider_installation {\n  filesystem_mirror {\n    path = \"" +
+                     fs::absolute(mirror).string() + "\"\n  }\n}\n";
+  return sys::WriteFileAtomicUnsynced(config, text) ? config.string() : "";
+}
+
+}  // namespace
+
 std::vector<std::string> TfEnvironment(const std::vector<std::string>& caller,
                                        const RunOptions& options, const WorkDir& dir,
                                        const std::function<void(const std::string&)>& dropped) {
-  // --cli-config is the runner's own: the caller's TF_CLI_CONFIG_FILE gives way to it.
-  const bool own_cli_config = !options.cli_config.empty();
+  const std::string cli_config = CliConfig(caller, options, dir);
   std::vector<std::string> env;
   for (const auto& entry : caller) {
     std::string name = entry.substr(0, entry.find('='));
@@ -199,7 +221,7 @@ std::vector<std::string> TfEnvironment(const std::vector<std::string>& caller,
         if (dropped) dropped(*reserved);
         continue;
       }
-      if (name == "TF_CLI_CONFIG_FILE" && own_cli_config) continue;
+      if (name == "TF_CLI_CONFIG_FILE" && !cli_config.empty()) continue;  // berth's wins
     }
     if (name == "HOME" || name == "NO_COLOR" || name == "CHECKPOINT_DISABLE") continue;
     if (name == "TF_PLUGIN_CACHE_DIR") {
@@ -215,22 +237,7 @@ std::vector<std::string> TfEnvironment(const std::vector<std::string>& caller,
   env.push_back("TF_INPUT=0");
   env.push_back("NO_COLOR=1");
   env.push_back("CHECKPOINT_DISABLE=1");
-  std::error_code ec;
-  // A derived image names its baked-in mirror once, in its config (docs/images.md).
-  std::string providers =
-      options.providers.empty() ? Lookup(caller, "BERTH_PROVIDERS") : options.providers;
-  if (own_cli_config) {
-    env.push_back("TF_CLI_CONFIG_FILE=" + fs::absolute(options.cli_config).string());
-  } else if (!Lookup(caller, "TF_CLI_CONFIG_FILE").empty()) {
-    // The caller's (a registry's credentials, its own mirrors) is kept above.
-  } else if (!providers.empty() && fs::is_directory(providers, ec)) {
-    // Only the mirror, no `direct`: the image's providers are used offline.
-    auto config = dir.root / ".berth-cli.tfrc";
-    std::string text = "provider_installation {\n  filesystem_mirror {\n    path = \"" +
-                       fs::absolute(providers).string() + "\"\n  }\n}\n";
-    if (sys::WriteFileAtomicUnsynced(config, text))
-      env.push_back("TF_CLI_CONFIG_FILE=" + config.string());
-  }
+  if (!cli_config.empty()) env.push_back("TF_CLI_CONFIG_FILE=" + cli_config);
   return env;
 }
 

@@ -28,8 +28,8 @@ Result<WorkDir> PrepareWorkDir(const RunOptions& options);
 
 // The environment TF runs in: the caller's, less the TF_* variables that are berth's own
 // (core/tf_variables.h; each dropped one is told to dropped, why in words), plus berth's own
-// settings. The caller's TF_CLI_CONFIG_FILE is TF's unless --cli-config names one; berth's
-// provider mirror (--providers) configures TF only when neither does.
+// settings. TF's CLI configuration: --cli-config, else --providers' mirror, else the caller's
+// TF_CLI_CONFIG_FILE, else the image's mirror (BERTH_PROVIDERS).
 std::vector<std::string> TfEnvironment(const std::vector<std::string>& caller,
                                        const RunOptions& options, const WorkDir& dir,
                                        const std::function<void(const std::string&)>& dropped);

@@ -40,5 +40,29 @@ TEST(WorkDir, TheDefaultFolderStartsEmptyAndAGivenOneIsUsedAsItIs) {
   fs::remove_all(root);
 }
 
+// Who configures TF's CLI: berth's flags (per run), then the caller's TF_CLI_CONFIG_FILE (a pod
+// template's registry credentials), then the image's baked-in mirror; one of them, never two.
+TEST(TfEnvironment, TheCliConfigIsTheFlagsThenTheCallersThenTheImages) {
+  auto dir = sys::TempDir::Create("tf-environment");
+  ASSERT_TRUE(dir);
+  fs::create_directories(dir->Path() / "mirror");
+  const WorkDir work{.root = dir->Path(), .workdir = dir->Path()};
+  auto configs = [&](const RunOptions& options, const std::vector<std::string>& caller) {
+    std::vector<std::string> found;
+    for (const std::string& entry : TfEnvironment(caller, options, work, nullptr))
+      if (entry.starts_with("TF_CLI_CONFIG_FILE=")) found.push_back(entry.substr(19));
+    return found;
+  };
+  const std::string mirror = (dir->Path() / "mirror").string();
+  const std::string berths = (dir->Path() / ".berth-cli.tfrc").string();
+  const std::vector<std::string> callers = {"TF_CLI_CONFIG_FILE=/pod/registry.tfrc",
+                                            "BERTH_PROVIDERS=" + mirror};
+  EXPECT_EQ(configs({.cli_config = "/flag.tfrc"}, callers), std::vector<std::string>{"/flag.tfrc"});
+  EXPECT_EQ(configs({.providers = mirror}, callers), std::vector<std::string>{berths});
+  EXPECT_EQ(configs({}, callers), std::vector<std::string>{"/pod/registry.tfrc"});
+  EXPECT_EQ(configs({}, {"BERTH_PROVIDERS=" + mirror}), std::vector<std::string>{berths});
+  EXPECT_EQ(configs({}, {}), std::vector<std::string>{});
+}
+
 }  // namespace
 }  // namespace berth::runner
