@@ -7,6 +7,7 @@
 #include "cli/body.h"
 #include "cli/cli.h"
 #include "core/duration.h"
+#include "core/http_url.h"
 
 namespace berth::cli {
 namespace {
@@ -22,23 +23,6 @@ std::string Text(const json& value) {
     return joined;
   }
   return value.dump();
-}
-
-// For a URL's fragment: unreserved characters (RFC 3986) as they are, every other byte escaped.
-std::string PercentEncoded(const std::string& in) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (char raw : in) {
-    auto ch = static_cast<unsigned char>(raw);
-    if (std::isalnum(ch) || ch == '-' || ch == '.' || ch == '_' || ch == '~') {
-      out += static_cast<char>(ch);
-    } else {
-      out += '%';
-      out += kHex[ch >> 4];
-      out += kHex[ch & 15];
-    }
-  }
-  return out;
 }
 
 }  // namespace

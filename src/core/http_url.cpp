@@ -1,5 +1,7 @@
 #include "core/http_url.h"
 
+#include <cctype>
+
 #include "core/decimal.h"
 
 namespace berth {
@@ -43,6 +45,20 @@ Result<HttpUrl> HttpUrl::Parse(std::string_view text) {
     url.port = *number;
   }
   return url;
+}
+
+std::string PercentEncoded(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (char raw : text) {
+    const auto byte = static_cast<unsigned char>(raw);
+    if (std::isalnum(byte) || raw == '-' || raw == '.' || raw == '_' || raw == '~') {
+      out += raw;
+    } else {
+      out += {'%', kHex[byte >> 4], kHex[byte & 15]};
+    }
+  }
+  return out;
 }
 
 }  // namespace berth

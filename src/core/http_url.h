@@ -19,4 +19,8 @@ struct HttpUrl {
   static Result<HttpUrl> Parse(std::string_view text);
 };
 
+// For a query, a form body or a fragment: RFC 3986's unreserved characters as they are, every
+// other byte %XX.
+std::string PercentEncoded(std::string_view text);
+
 }  // namespace berth

@@ -6,6 +6,13 @@
 namespace berth {
 namespace {
 
+TEST(PercentEncoded, KeepsUnreservedCharactersAndEscapesEveryOtherByte) {
+  EXPECT_EQ(PercentEncoded("aZ9-._~"), "aZ9-._~");
+  EXPECT_EQ(PercentEncoded("arn:aws:iam::1:role/a b+c=&"),
+            "arn%3Aaws%3Aiam%3A%3A1%3Arole%2Fa%20b%2Bc%3D%26");
+  EXPECT_EQ(PercentEncoded("\xc3\xa9\n"), "%C3%A9%0A");
+}
+
 TEST(HttpUrl, ConnectsToSchemeHostAndPort) {
   auto url = HttpUrl::Parse("https://berth.example:8443/state/v1/x?a=1");
   ASSERT_TRUE(url);

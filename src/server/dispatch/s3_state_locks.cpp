@@ -14,21 +14,6 @@ using nlohmann::json;
 constexpr std::chrono::seconds kTokenLifetime = std::chrono::minutes(5);
 constexpr const char* kSessionSeconds = "900";  // STS's shortest
 
-// Form and query encoding: RFC 3986's unreserved characters stay, every other byte is %XX.
-std::string Encoded(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (std::isalnum(byte) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += c;
-    } else {
-      out += {'%', kHex[byte >> 4], kHex[byte & 15]};
-    }
-  }
-  return out;
-}
-
 // The text of an XML answer's first <name> element (STS's answers are flat and unescaped
 // where berthd reads them: keys and tokens are base64 and alphanumerics).
 std::string XmlText(const std::string& xml, const std::string& name) {
@@ -86,9 +71,9 @@ Result<crypto::AwsCredentials> S3StateLocks::Credentials(const json& storage,
                 "", "", false);
   if (!sts) return sts.error();
   const std::string body =
-      "Action=AssumeRoleWithWebIdentity&Version=2011-06-15&RoleArn=" + Encoded(role) +
+      "Action=AssumeRoleWithWebIdentity&Version=2011-06-15&RoleArn=" + PercentEncoded(role) +
       "&RoleSessionName=berthd-unlock&DurationSeconds=" + kSessionSeconds +
-      "&WebIdentityToken=" + Encoded(*token);
+      "&WebIdentityToken=" + PercentEncoded(*token);
   auto answer = http_.Send({.method = "POST",
                             .url = sts->url,
                             .headers = {{"Content-Type", "application/x-www-form-urlencoded"}},
