@@ -47,15 +47,19 @@ MotoServer::~MotoServer() {
 
 std::string MotoServer::Url() const { return "http://127.0.0.1:" + std::to_string(port_); }
 
-Result<net::HttpResponse> MotoServer::Send(const std::string& method,
-                                           const std::string& path) const {
+Result<net::HttpResponse> MotoServer::Send(const std::string& method, const std::string& path,
+                                           const std::string& body) const {
   // As a signed request, which moto takes from any key (it checks no signature): an unsigned
   // one is anonymous, and the objects tofu writes are private.
-  return http_->Send({.method = method,
-                      .url = Url() + path,
-                      .headers = {{"Authorization",
-                                   "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/s3/"
-                                   "aws4_request, SignedHeaders=host, Signature=0"}}});
+  net::HttpRequest request{.method = method,
+                           .url = Url() + path,
+                           .headers = {{"Authorization",
+                                        "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/s3/"
+                                        "aws4_request, SignedHeaders=host, Signature=0"}},
+                           .body = body};
+  // Bytes, not a form: a server that reads a form body would consume them.
+  if (!body.empty()) request.headers.emplace_back("Content-Type", "application/octet-stream");
+  return http_->Send(request);
 }
 
 Result<void> MotoServer::CreateBucket(const std::string& bucket) const {
@@ -82,6 +86,16 @@ Result<std::vector<std::string>> MotoServer::Keys(const std::string& bucket,
        ++it)
     keys.push_back((*it)[1]);
   return keys;
+}
+
+Result<void> MotoServer::PutObject(const std::string& bucket, const std::string& key,
+                                   const std::string& content) const {
+  auto put = Send("PUT", "/" + bucket + "/" + key, content);
+  if (!put) return put.error();
+  if (put->status != 200)
+    return MakeError(ErrorKind::kInternal,
+                     "moto did not take " + key + ": " + std::to_string(put->status));
+  return {};
 }
 
 Result<std::string> MotoServer::Object(const std::string& bucket, const std::string& key) const {

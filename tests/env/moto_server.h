@@ -24,6 +24,8 @@ class MotoServer {
   Result<void> CreateBucket(const std::string& bucket) const;
   // The keys of the bucket's objects under prefix, in order.
   Result<std::vector<std::string>> Keys(const std::string& bucket, const std::string& prefix) const;
+  Result<void> PutObject(const std::string& bucket, const std::string& key,
+                         const std::string& content) const;
   // An object's bytes; kNotFound when there is none.
   Result<std::string> Object(const std::string& bucket, const std::string& key) const;
 
@@ -34,7 +36,8 @@ class MotoServer {
  private:
   explicit MotoServer(sys::TempDir dir) : dir_(std::move(dir)) {}
   static Result<std::unique_ptr<MotoServer>> Start();
-  Result<net::HttpResponse> Send(const std::string& method, const std::string& path) const;
+  Result<net::HttpResponse> Send(const std::string& method, const std::string& path,
+                                 const std::string& body = "") const;
 
   sys::TempDir dir_;
   int port_ = 0;

@@ -8,8 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "berthd_process.h"
+#include "core/clock.h"
 #include "moto_server.h"
 #include "net/http_client.h"
+#include "server/dispatch/s3_state_locks.h"
 #include "sys/files.h"
 #include "test_tools.h"
 
@@ -162,6 +164,44 @@ TEST_F(ObjectStateE2e, ALockADeadRunLeftIsDeletedByBerthdAndTheNextDeploymentRun
   EXPECT_TRUE(said) << dead["events"].dump(2);
   Applied(testenv::SourceDir() / "examples/hello", {{"name", "after"}}, "dev");
   EXPECT_EQ(Objects("dev"), (std::vector<std::string>{StateKey("dev")}));
+}
+
+// What berthd reads in a bucket is the module's to write: a lock another run holds, or one that
+// is no lock at all, is left alone; a storage without a role is refused, naming it.
+TEST_F(ObjectStateE2e, BerthdDeletesOnlyALockItsDeadRunHolds) {
+  S3StateLocks locks(
+      *http_,
+      [](const json&, std::chrono::seconds) -> Result<std::string> {
+        return std::string("header.claims.signature");  // moto trusts any token
+      },
+      SystemClock::Instance());
+  json storage = {
+      {"type", "s3"},           {"bucket", kBucket},        {"region", "eu-west-1"},
+      {"path_prefix", prefix_}, {"endpoint", moto_->Url()}, {"sts_endpoint", moto_->Url()},
+      {"use_path_style", true}, {"role_arn", kStateRole}};
+  const EnvironmentRef env{"default", "web", "dev"};
+  const std::string lock = StateKey("dev") + ".tflock";
+  for (const std::string& held : {std::string(R"({"ID":"1","Who":"runner@another-run"})"),
+                                  std::string(R"({"ID":"1","Who":"runner@dead-run-not"})"),
+                                  std::string("dead-run"), std::string(100000, '[')}) {
+    ASSERT_TRUE(moto_->PutObject(kBucket, lock, held));
+    auto broken = locks.BreakIfHeldBy(storage, env, "dead-run");
+    ASSERT_TRUE(broken) << broken.error().ToString();
+    EXPECT_FALSE(*broken) << held.substr(0, 80);
+    EXPECT_EQ(moto_->Object(kBucket, lock).value(), held);
+  }
+  ASSERT_TRUE(moto_->PutObject(kBucket, lock, R"({"ID":"7","Who":"runner@dead-run"})"));
+  auto broken = locks.BreakIfHeldBy(storage, env, "dead-run");
+  ASSERT_TRUE(broken) << broken.error().ToString();
+  ASSERT_TRUE(*broken);
+  EXPECT_NE(broken->value().find(lock + " (lock 7)"), std::string::npos) << broken->value();
+  EXPECT_EQ(moto_->Object(kBucket, lock).error().kind, ErrorKind::kNotFound);
+
+  storage.erase("role_arn");
+  auto refused = locks.BreakIfHeldBy(storage, env, "dead-run");
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("role_arn"), std::string::npos);
+  EXPECT_FALSE(*locks.BreakIfHeldBy({{"type", "gcs"}}, env, "dead-run")) << "not its storage";
 }
 
 // berthd's own AWS credentials never reach a run: a run whose environment gives it no ID token
