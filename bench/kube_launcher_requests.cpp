@@ -11,7 +11,9 @@
 
 #include "core/clock.h"
 #include "core/mutex.h"
+#include "core/run_result.h"
 #include "launch/kubernetes/kubernetes_launcher.h"
+#include "launch/run_outcome.h"
 #include "launcher_world.h"
 
 namespace berth::launch {
@@ -19,7 +21,10 @@ namespace {
 
 class Ends : public RunObserver {
  public:
-  void OnRunEnd(const std::string& run_id, const RunOutcome& outcome) override {
+  // Ended well: the runner's written result says so (no berthd took a posted one here).
+  void OnRunEnd(const std::string& run_id, const RunnerExit& exit) override {
+    auto written = ParseRunResult(exit.written_result);
+    RunOutcome outcome = JoinRunEnd(exit, std::nullopt, written ? written->op : "");
     MutexLock lock(mutex_);
     (outcome.succeeded ? succeeded_ : failed_).insert(run_id);
     changed_.notify_all();

@@ -135,10 +135,10 @@ void Agent::HandleCreate(const json& command) {
   IgnoreError(client_.Settle(seq, "ack", receipt), "delivered again, it adopts the Job");
 }
 
-void Agent::OnRunEnd(const std::string& run_id, const launch::RunOutcome& outcome) {
+void Agent::OnRunEnd(const std::string& run_id, const launch::RunnerExit& exit) {
   {
     MutexLock lock(mutex_);
-    reports_.push_back({run_id, std::nullopt, launch::AgentReportOf(outcome)});
+    reports_.push_back({run_id, std::nullopt, launch::AgentReportOf(exit)});
   }
   reported_.notify_all();
 }

@@ -42,7 +42,7 @@ class Agent final : public launch::RunObserver {
   // Polls and handles commands until stop.
   void RunUntil(const std::atomic<bool>& stop);
 
-  void OnRunEnd(const std::string& run_id, const launch::RunOutcome& outcome) override;
+  void OnRunEnd(const std::string& run_id, const launch::RunnerExit& exit) override;
   void OnRunEvent(const std::string& run_id, const launch::LaunchEvent& event) override;
 
  private:

@@ -83,6 +83,26 @@ struct RunOutcome {
 // A failed outcome: how the runner ended, and why in words.
 RunOutcome RunnerEnded(RunnerEnd end, std::string message);
 
+// How a runner ended, as its launcher saw it: never whether its run succeeded. The run-end
+// join (run_outcome.h) decides that, once, from this and the result the runner posted.
+struct RunnerExit {
+  std::optional<int> exit_code;  // nullopt: nobody saw it exit (re-attached, vanished)
+  // Why it ended other than by finishing its run, when the launcher knows (OOMKilled, evicted,
+  // never started, ...). kLost and kFailed say the launcher does not know how the run went: a
+  // valid result the runner posted still decides.
+  std::optional<RunnerEnd> ended_as;
+  std::string message;  // ended_as in words; otherwise a note for a run that left no result
+  // What the runner left where its launcher reads (its result file, its termination message):
+  // the result when it posted none. Unparsed: the join reads it with the bounded parser.
+  std::string written_result;
+  bool stop_requested = false;  // the launcher was asked to stop it
+  // The image its container ran, as its node resolved it (a digest); empty: a local process.
+  std::string image_id;
+};
+
+// A runner the launcher saw end other than by finishing its run: how, and why in words.
+RunnerExit RunnerStopped(RunnerEnd end, std::string message);
+
 // Something a user should know about a run that goes on: an override that was ignored, a full
 // quota the launcher is waiting out. It reaches the deployment as an event and a log line.
 struct LaunchEvent {
@@ -95,13 +115,14 @@ inline constexpr std::string_view kUntrackedRunnerStopped = "UntrackedRunnerStop
 inline constexpr std::string_view kLimitExceeded = "LimitExceeded";
 inline constexpr std::string_view kRelayLost = "BerthdRelayLost";
 inline constexpr std::string_view kNetworkAllowanceLost = "NetworkAllowanceLost";
+inline constexpr std::string_view kResultFileRefused = "ResultFileRefused";
 
-// Who hears what a launcher says about its runs (the dispatcher), from a launcher thread: each
-// run's end, once, and the events before it.
+// Who hears what a launcher says about its runs (the dispatcher), from a launcher thread: how
+// each run's runner ended, once, and the events before it.
 class RunObserver {
  public:
   virtual ~RunObserver() = default;
-  virtual void OnRunEnd(const std::string& run_id, const RunOutcome& outcome) = 0;
+  virtual void OnRunEnd(const std::string& run_id, const RunnerExit& exit) = 0;
   virtual void OnRunEvent(const std::string& run_id, const LaunchEvent& event) = 0;
 };
 

@@ -47,63 +47,110 @@ RunOutcome RunnerEnded(RunnerEnd end, std::string message) {
   return outcome;
 }
 
-RunOutcome OutcomeFromResult(std::optional<int> exit_code, std::string_view result_text) {
+RunnerExit RunnerStopped(RunnerEnd end, std::string message) {
+  return RunnerExit{.ended_as = end, .message = std::move(message)};
+}
+
+namespace {
+
+// The outcome of a runner that exited with exit_code (nullopt: nobody saw it exit) and left
+// result_text (possibly empty or cut short) for a run of expected_op.
+RunOutcome OutcomeFromResult(std::optional<int> exit_code, std::string_view result_text,
+                             std::string_view expected_op) {
   RunOutcome outcome;
   outcome.exit_code = exit_code.value_or(-1);
+  outcome.failure = RunnerEnd::kFailed;
   auto result = ParseRunResult(result_text);
-  if (result) {
-    if (result->error) {
-      outcome.failure = result->error->kind;
-      outcome.message = result->error->message;
-    } else if (exit_code.value_or(0) == 0) {
-      outcome.succeeded = true;
+  if (!result) {
+    if (result_text.empty()) {
+      outcome.message = exit_code ? fmt::format("the runner exited {} without a result", *exit_code)
+                                  : std::string("the runner ended without a result");
     } else {
-      outcome.failure = RunnerEnd::kFailed;
-      outcome.message = fmt::format("the runner exited {} with a result of success", *exit_code);
+      outcome.message = "the runner's result was refused: " + result.error().message;
     }
-    outcome.result = std::move(*result);
     return outcome;
   }
-  outcome.failure = RunnerEnd::kFailed;
-  if (result_text.empty()) {
-    outcome.message = exit_code ? fmt::format("the runner exited {} without a result", *exit_code)
-                                : std::string("the runner ended without a result");
-  } else {
-    outcome.message = "the runner's result was refused: " + result.error().message;
+  if (result->op != expected_op) {
+    outcome.message =
+        fmt::format("the runner's result was refused: it is a {} run's, not this {} run's",
+                    result->op, expected_op);
+    return outcome;
   }
+  if (result->error) {
+    outcome.failure = result->error->kind;
+    outcome.message = result->error->message;
+  } else if (exit_code.value_or(0) == 0) {
+    outcome.failure = std::monostate();
+    outcome.succeeded = true;
+  } else {
+    outcome.message = fmt::format("the runner exited {} with a result of success", *exit_code);
+  }
+  outcome.result = std::move(*result);
   return outcome;
 }
 
-nlohmann::json AgentReportOf(const RunOutcome& outcome) {
-  const auto* end = std::get_if<RunnerEnd>(&outcome.failure);
-  std::string_view ended_as = end && *end != RunnerEnd::kFailed ? RunnerEndName(*end) : "";
-  return {{"exit_code", outcome.exit_code},
-          {"ended_as", ended_as},
-          {"message", outcome.message},
-          {"image_id", outcome.image_id}};
+bool IsValidResult(std::string_view text, std::string_view expected_op) {
+  auto result = ParseRunResult(text);
+  return result && result->op == expected_op;
 }
 
-RunOutcome OutcomeFromAgentReport(const nlohmann::json& report, std::string_view posted_result) {
+}  // namespace
+
+RunOutcome JoinRunEnd(const RunnerExit& exit, std::optional<std::string_view> posted_result,
+                      std::string_view expected_op) {
+  const bool posted_valid = posted_result && IsValidResult(*posted_result, expected_op);
+  const bool launcher_knows =
+      exit.ended_as && *exit.ended_as != RunnerEnd::kLost && *exit.ended_as != RunnerEnd::kFailed;
+  RunOutcome outcome;
+  if (exit.ended_as && (launcher_knows || !posted_valid)) {
+    outcome = RunnerEnded(*exit.ended_as, exit.message);
+    outcome.exit_code = exit.exit_code.value_or(-1);
+  } else {
+    // The posted result when it is one of this run's; else what the runner wrote, whose
+    // refusal is the clearer message when the posted text was refused too.
+    std::string_view text = posted_valid || (posted_result && exit.written_result.empty())
+                                ? *posted_result
+                                : std::string_view(exit.written_result);
+    outcome = OutcomeFromResult(exit.exit_code, text, expected_op);
+    if (!outcome.result && exit.stop_requested) {
+      outcome.failure = RunnerEnd::kCancelled;
+      outcome.message = "cancelled";
+    } else if (!outcome.result && !exit.message.empty()) {
+      outcome.message += " (" + exit.message + ")";
+    }
+  }
+  outcome.image_id = exit.image_id;
+  return outcome;
+}
+
+nlohmann::json AgentReportOf(const RunnerExit& exit) {
+  std::string_view ended_as = exit.ended_as ? RunnerEndName(*exit.ended_as) : "";
+  nlohmann::json report = {{"exit_code", exit.exit_code.value_or(-1)},
+                           {"ended_as", ended_as},
+                           {"message", exit.message},
+                           {"image_id", exit.image_id}};
+  // Only when set: a berthd of the version before it reads the rest of the report as before.
+  if (exit.stop_requested) report["stop_requested"] = true;
+  return report;
+}
+
+RunnerExit RunnerExitFromAgentReport(const nlohmann::json& report) {
   constexpr size_t kMaxText = 4096;
   auto text = [&](const char* key) {
     auto it = report.find(key);
     std::string value = it != report.end() && it->is_string() ? it->get<std::string>() : "";
     return value.substr(0, kMaxText);
   };
+  RunnerExit exit;
   auto code = report.find("exit_code");
-  std::optional<int> exit_code;
   if (code != report.end() && code->is_number_integer() && *code >= 0 && *code <= 255)
-    exit_code = code->get<int>();
-  RunOutcome outcome;
-  std::optional<RunnerEnd> end = RunnerEndNamed(text("ended_as"));
-  if (end && *end != RunnerEnd::kFailed) {
-    outcome = RunnerEnded(*end, text("message"));
-    outcome.exit_code = exit_code.value_or(-1);
-  } else {
-    outcome = OutcomeFromResult(exit_code, posted_result);
-  }
-  outcome.image_id = text("image_id");
-  return outcome;
+    exit.exit_code = code->get<int>();
+  exit.ended_as = RunnerEndNamed(text("ended_as"));
+  exit.message = text("message");
+  auto stop = report.find("stop_requested");
+  exit.stop_requested = stop != report.end() && stop->is_boolean() && stop->get<bool>();
+  exit.image_id = text("image_id");
+  return exit;
 }
 
 }  // namespace berth::launch

@@ -1,4 +1,5 @@
-// A runner's end as every launcher reads it: its exit status and its result document.
+// A run's end, joined in one place: how its runner ended (what its launcher saw) with the
+// result the runner posted to berthd or, failing that, wrote where its launcher reads.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -9,20 +10,22 @@
 
 namespace berth::launch {
 
-// The outcome of a runner that exited with exit_code (nullopt: nobody saw it exit, as for a
-// runner re-attached after a restart) and wrote result_text (possibly empty or cut short):
-// success only with a result whose error is null (and exit 0 when known); the result's error
-// kind when it has one; RunnerFailed when there is no result.
-RunOutcome OutcomeFromResult(std::optional<int> exit_code, std::string_view result_text);
+// The run's outcome. The posted result is preferred, the written one is the fallback; either is
+// read with the bounded parser, and one whose op is not expected_op (the run's) is not this
+// run's. Success needs a result whose error is null and, when the exit status is known, exit 0;
+// a result's error kind is the failure; an end the launcher saw (OOMKilled, evicted, ...) is the
+// failure whatever was posted, except kLost and kFailed, which a valid result overrides. A
+// runner asked to stop that left no result was cancelled.
+RunOutcome JoinRunEnd(const RunnerExit& exit, std::optional<std::string_view> posted_result,
+                      std::string_view expected_op);
 
-// How a kubernetes-agent reports a run's end to berthd: what its launcher saw ({"exit_code",
-// "ended_as": a RunnerEnd name or "", "message", "image_id"}), never the result itself, which
-// the runner posts to berthd on its own.
-nlohmann::json AgentReportOf(const RunOutcome& outcome);
-// berthd's reading of such a report, with the result the runner posted (empty: none): an end
-// the agent saw (OOMKilled, ImagePullBackOff, ...) as it says; otherwise the posted result
-// decides, as for every launcher: an agent cannot make a run succeed. Bounded: a message is cut
-// at 4 KiB; fields of the wrong type count as absent.
-RunOutcome OutcomeFromAgentReport(const nlohmann::json& report, std::string_view posted_result);
+// How a kubernetes-agent reports a run's end to berthd: what its launcher saw ({"exit_code": -1
+// when unknown, "ended_as": a RunnerEnd name or "", "message", "image_id", and
+// "stop_requested": true when it was}), never the result, which the runner posts on its own.
+nlohmann::json AgentReportOf(const RunnerExit& exit);
+// berthd's reading of such a report, bounded: a message is cut at 4 KiB, fields of the wrong
+// type count as absent, and a written result is never taken from it (an agent cannot make a run
+// succeed: only the result the runner posted can).
+RunnerExit RunnerExitFromAgentReport(const nlohmann::json& report);
 
 }  // namespace berth::launch

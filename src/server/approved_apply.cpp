@@ -12,8 +12,10 @@ Result<ApprovedPlan> ApprovedPlanOf(store::Store& store, const store::Deployment
   return ApprovedPlan{.hash = d.result.PlanHash(), .sha256 = plan_file->sha256};
 }
 
-std::string RunOpOf(const store::Deployment& d) {
-  if (d.spec.PlanOnly() || (d.spec.NeedsApproval() && d.run_id != ApplyRunId(d.id))) return "plan";
+std::string RunOpOf(const store::Deployment& d) { return RunOpOf(d, d.run_id); }
+
+std::string RunOpOf(const store::Deployment& d, const std::string& run_id) {
+  if (d.spec.PlanOnly() || (d.spec.NeedsApproval() && run_id != ApplyRunId(d.id))) return "plan";
   return std::string(DeploymentOpName(d.spec.op));
 }
 

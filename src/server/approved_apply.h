@@ -17,6 +17,8 @@ namespace berth::server {
 std::string ApplyRunId(const std::string& deployment_id);
 // What the deployment's current run does: plan, apply or destroy.
 std::string RunOpOf(const store::Deployment& d);
+// What run run_id of the deployment does (its plan run, or the apply of its approved plan).
+std::string RunOpOf(const store::Deployment& d, const std::string& run_id);
 
 struct ApprovedPlan {
   std::string hash;    // the plan's effect, as the approver saw it ("sha256:...")

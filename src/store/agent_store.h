@@ -45,7 +45,7 @@ struct AgentSeen {
   int64_t last_poll_at = 0;
 };
 
-// How an agent says a run ended (launch::RunOutcome as JSON), kept for the run's owner.
+// How an agent says a run's runner ended (launch::RunnerExit as JSON), kept for the run's owner.
 struct AgentRunEnd {
   std::string org_id;
   std::string runner_id;

@@ -93,30 +93,42 @@ TEST(LaunchRequestJson, RefusesWhatItDoesNotKnowOrCannotTrust) {
 }
 
 TEST(AgentReport, AnEndTheAgentSawFailsTheRunButOnlyThePostedResultMakesItSucceed) {
-  RunOutcome oom = RunnerEnded(RunnerEnd::kOomKilled, "out of memory");
+  RunResult applied;
+  applied.op = "apply";
+  const std::string ok = RunResultToJson(applied).dump();
+  RunnerExit oom = RunnerStopped(RunnerEnd::kOomKilled, "out of memory");
   oom.exit_code = 137;
-  RunOutcome read = OutcomeFromAgentReport(AgentReportOf(oom), R"({"error": null})");
-  EXPECT_FALSE(read.succeeded);
-  EXPECT_EQ(read.FailureName(), "OOMKilled");
+  oom.image_id = "sha256:abc";
+  RunnerExit read = RunnerExitFromAgentReport(AgentReportOf(oom));
+  EXPECT_EQ(read.ended_as, RunnerEnd::kOomKilled);
   EXPECT_EQ(read.exit_code, 137);
+  EXPECT_EQ(read.message, "out of memory");
+  EXPECT_EQ(read.image_id, "sha256:abc");
+  EXPECT_EQ(JoinRunEnd(read, ok, "apply").FailureName(), "OOMKilled");
 
-  RunOutcome exited;
-  exited.exit_code = 0;
-  exited.succeeded = true;
+  // An agent sends no result: it cannot make a run succeed, even with one in its report.
+  RunnerExit exited{.exit_code = 0, .written_result = ok};
   json claimed = AgentReportOf(exited);
-  EXPECT_FALSE(OutcomeFromAgentReport(claimed, "").succeeded);  // no result posted: RunnerFailed
-  EXPECT_EQ(OutcomeFromAgentReport(claimed, "").FailureName(), "RunnerFailed");
+  EXPECT_FALSE(claimed.contains("written_result"));
+  claimed["written_result"] = ok;
+  RunnerExit taken = RunnerExitFromAgentReport(claimed);
+  EXPECT_TRUE(taken.written_result.empty());
+  EXPECT_EQ(JoinRunEnd(taken, std::nullopt, "apply").FailureName(), "RunnerFailed");
+  EXPECT_TRUE(JoinRunEnd(taken, ok, "apply").succeeded);
 
   // Hostile reports: types that are not theirs count as absent, text is bounded.
   json hostile = {{"exit_code", "0"},
                   {"ended_as", "Succeeded"},
                   {"message", std::string(100000, 'x')},
+                  {"stop_requested", "yes"},
                   {"image_id", 7}};
-  RunOutcome bounded = OutcomeFromAgentReport(hostile, "");
-  EXPECT_FALSE(bounded.succeeded);
-  EXPECT_EQ(bounded.exit_code, -1);
-  json long_end = {{"ended_as", "Evicted"}, {"message", std::string(100000, 'x')}};
-  EXPECT_EQ(OutcomeFromAgentReport(long_end, "").message.size(), 4096u);
+  RunnerExit bounded = RunnerExitFromAgentReport(hostile);
+  EXPECT_FALSE(bounded.exit_code);
+  EXPECT_FALSE(bounded.ended_as);
+  EXPECT_FALSE(bounded.stop_requested);
+  EXPECT_EQ(bounded.message.size(), 4096u);
+  EXPECT_FALSE(JoinRunEnd(bounded, std::nullopt, "apply").succeeded);
+  EXPECT_EQ(RunnerExitFromAgentReport({{"exit_code", 300}}).exit_code, std::nullopt);
 }
 
 }  // namespace

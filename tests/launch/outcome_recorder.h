@@ -1,5 +1,5 @@
-// What a launcher reported, for tests: each run's outcomes and warnings, and a bounded wait
-// for them.
+// What a launcher reported, for tests: each run's ends (joined as the dispatcher joins them,
+// with no posted result) and warnings, and a bounded wait for them.
 #pragma once
 
 #include <chrono>
@@ -10,13 +10,20 @@
 #include <vector>
 
 #include "core/mutex.h"
+#include "core/run_result.h"
 #include "launch/launcher.h"
+#include "launch/run_outcome.h"
 
 namespace berth::launch {
 
 class OutcomeRecorder : public RunObserver {
  public:
-  void OnRunEnd(const std::string& run_id, const RunOutcome& outcome) override {
+  // Launcher tests check how a launcher reads a runner's end; whether a result is of the
+  // run's op is the join's own check (run_outcome_test), so the result written is taken as
+  // the run's.
+  void OnRunEnd(const std::string& run_id, const RunnerExit& exit) override {
+    auto written = ParseRunResult(exit.written_result);
+    RunOutcome outcome = JoinRunEnd(exit, std::nullopt, written ? written->op : "");
     MutexLock lock(mutex_);
     outcomes_[run_id].push_back(outcome);
     changed_.notify_all();

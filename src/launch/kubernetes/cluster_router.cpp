@@ -87,8 +87,8 @@ Result<void> ClusterRouter::Recover(const std::vector<LaunchRequest>& adopt,
       by_launcher[*launcher].push_back(request);
     } else if (options_.observer != nullptr) {
       options_.observer->OnRunEnd(
-          request.run_id, RunnerEnded(RunnerEnd::kLost, "after berthd's restart its runner's " +
-                                                            launcher.error().message));
+          request.run_id, RunnerStopped(RunnerEnd::kLost, "after berthd's restart its runner's " +
+                                                              launcher.error().message));
     }
   }
   for (auto& [launcher, requests] : by_launcher) {

@@ -33,22 +33,21 @@ const json* FindStatus(const json& statuses, std::string_view name) {
   return nullptr;
 }
 
-RunOutcome FromTermination(const json& terminated) {
+// The main container's end: its exit code, its termination message (the runner writes its
+// result there) and the kubelet's reason, which names an out-of-memory kill.
+RunnerExit FromTermination(const json& terminated) {
   auto text = [&](const char* key) {
     auto it = terminated.find(key);
     return it != terminated.end() && it->is_string() ? it->get<std::string>() : std::string();
   };
+  RunnerExit exit{.message = text("reason"), .written_result = text("message")};
   auto code = terminated.find("exitCode");
-  int exit_code = code != terminated.end() && code->is_number_integer() ? code->get<int>() : -1;
-  RunOutcome outcome = OutcomeFromResult(exit_code, text("message"));
+  if (code != terminated.end() && code->is_number_integer()) exit.exit_code = code->get<int>();
   if (text("reason") == "OOMKilled") {
-    outcome.succeeded = false;
-    outcome.failure = RunnerEnd::kOomKilled;
-    outcome.message = "the runner ran out of memory (OOMKilled): raise its memory limit";
-  } else if (outcome.EndedAs(RunnerEnd::kFailed) && !outcome.result) {
-    outcome.message += " (" + text("reason") + ")";
+    exit.ended_as = RunnerEnd::kOomKilled;
+    exit.message = "the runner ran out of memory (OOMKilled): raise its memory limit";
   }
-  return outcome;
+  return exit;
 }
 
 // The Pod of a run: its own name for a Pod, the Job controller's for a Job's.
@@ -274,10 +273,9 @@ void KubernetesLauncher::Track(Run&& run, kube::Informer& informer, const char* 
     std::optional<json> pod = inserted ? FindRunPod(informer, label) : std::nullopt;
     if (pod) {
       tracked.created = true;
-      if (auto outcome = Judge(tracked, "MODIFIED", *pod))
-        End(tracked, std::move(*outcome), endings);
+      if (auto exit = Judge(tracked, "MODIFIED", *pod)) End(tracked, std::move(*exit), endings);
     } else if (inserted && when_gone != nullptr) {
-      End(tracked, RunnerEnded(RunnerEnd::kLost, when_gone), endings);
+      End(tracked, RunnerStopped(RunnerEnd::kLost, when_gone), endings);
     }
   }
   Report(endings);
@@ -293,7 +291,7 @@ Result<void> KubernetesLauncher::Cancel(const std::string& run_id) {
     Run& run = it->second;
     run.cancelling = true;
     if (!run.created) {
-      End(run, RunnerEnded(RunnerEnd::kCancelled, "cancelled before its runner was created"),
+      End(run, RunnerStopped(RunnerEnd::kCancelled, "cancelled before its runner was created"),
           endings);
     } else {
       cleanup = {run.manifests.ns, run.manifests.name, "", !run.started};
@@ -323,12 +321,12 @@ void KubernetesLauncher::OnPod(const std::string& type, const json& pod) {
     auto it = runs_.find(run_id);
     if (it == runs_.end() || it->second.ended) return;
     Run& run = it->second;
-    if (auto outcome = Judge(run, type, pod)) End(run, std::move(*outcome), endings);
+    if (auto exit = Judge(run, type, pod)) End(run, std::move(*exit), endings);
   }
   Report(endings);
 }
 
-std::optional<RunOutcome> KubernetesLauncher::Judge(Run& run, const std::string& type,
+std::optional<RunnerExit> KubernetesLauncher::Judge(Run& run, const std::string& type,
                                                     const json& pod) {
   const json status = pod.value("status", json::object());
   const json containers = status.value("containerStatuses", json::array());
@@ -337,52 +335,51 @@ std::optional<RunOutcome> KubernetesLauncher::Judge(Run& run, const std::string&
   std::string reason = status.value("reason", "");
   // The kubelet kills the containers of an evicted Pod: the Pod's reason is the cause.
   if (phase == "Failed" && reason == "Evicted")
-    return RunnerEnded(RunnerEnd::kEvicted,
-                       "the runner Pod was evicted: " + status.value("message", ""));
+    return RunnerStopped(RunnerEnd::kEvicted,
+                         "the runner Pod was evicted: " + status.value("message", ""));
   if (phase == "Failed" && reason == "DeadlineExceeded")
-    return RunnerEnded(RunnerEnd::kDeadlineExceeded,
-                       "the runner Pod ran past its deadline: " + status.value("message", ""));
+    return RunnerStopped(RunnerEnd::kDeadlineExceeded,
+                         "the runner Pod ran past its deadline: " + status.value("message", ""));
   if (main != nullptr) {
     const json state = main->value("state", json::object());
     if (state.contains("running") || state.contains("terminated")) run.started = true;
     if (state.contains("terminated")) {
-      RunOutcome outcome = FromTermination(state["terminated"]);
-      outcome.image_id = main->value("imageID", "");
-      if (run.continued && outcome.result && outcome.result->op == "plan")
-        return RunnerEnded(RunnerEnd::kFailed,
-                           "the plan's kept runner ended without taking up the apply (its wait "
-                           "ran out, or it was stopped); deploy again");
-      if (run.cancelling && !outcome.succeeded && !outcome.result) {
-        outcome.failure = RunnerEnd::kCancelled;
-        outcome.message = "cancelled";
-      }
-      return outcome;
+      RunnerExit exit = FromTermination(state["terminated"]);
+      exit.image_id = main->value("imageID", "");
+      exit.stop_requested = run.cancelling;
+      // Its termination message is then the plan's result, which the run-end join refuses
+      // for the apply: this says why.
+      if (run.continued && !exit.ended_as)
+        exit.message =
+            "the plan's kept runner ended without taking up the apply (its wait ran out, or it "
+            "was stopped); deploy again";
+      return exit;
     }
   }
   if (type == "DELETED") {
-    if (run.cancelling) return RunnerEnded(RunnerEnd::kCancelled, "cancelled");
-    return RunnerEnded(RunnerEnd::kLost,
-                       run.started ? "the runner Pod vanished while it ran (its node was lost "
-                                     "or it was deleted); the run's outcome is unknown"
-                                   : "the runner Pod was deleted before it started");
+    if (run.cancelling) return RunnerStopped(RunnerEnd::kCancelled, "cancelled");
+    return RunnerStopped(RunnerEnd::kLost,
+                         run.started ? "the runner Pod vanished while it ran (its node was lost "
+                                       "or it was deleted); the run's outcome is unknown"
+                                     : "the runner Pod was deleted before it started");
   }
   if (phase == "Failed") {
     std::string message = status.value("message", "");
     for (const json& init : status.value("initContainerStatuses", json::array())) {
       const json terminated = init["state"].value("terminated", json::object());
       if (terminated.value("exitCode", 0) != 0)
-        return RunnerEnded(
+        return RunnerStopped(
             RunnerEnd::kFailed,
             fmt::format("init container {} exited {}: {}", init.value("name", ""),
                         terminated.value("exitCode", 0), terminated.value("message", "")));
     }
-    return RunnerEnded(RunnerEnd::kFailed, "the runner Pod failed: " + reason + " " + message);
+    return RunnerStopped(RunnerEnd::kFailed, "the runner Pod failed: " + reason + " " + message);
   }
   for (const char* list : {"initContainerStatuses", "containerStatuses"}) {
     for (const json& container : status.value(list, json::array())) {
       const json waiting = container["state"].value("waiting", json::object());
       if (auto kind = TerminalWaitingKind(waiting.value("reason", ""))) {
-        return RunnerEnded(
+        return RunnerStopped(
             *kind, fmt::format("container {} cannot start: {}: {}", container.value("name", ""),
                                waiting.value("reason", ""), waiting.value("message", "")));
       }
@@ -400,7 +397,7 @@ std::optional<RunOutcome> KubernetesLauncher::Judge(Run& run, const std::string&
   return std::nullopt;
 }
 
-void KubernetesLauncher::End(Run& run, RunOutcome outcome, std::vector<Ending>& endings) {
+void KubernetesLauncher::End(Run& run, RunnerExit exit, std::vector<Ending>& endings) {
   run.ended = true;
   if (run.continued) continued_.erase(run.request.plan_run_id);
   bool keep = !run.config.always_cleanup && run.started;
@@ -410,13 +407,13 @@ void KubernetesLauncher::End(Run& run, RunOutcome outcome, std::vector<Ending>& 
   } else if (run.created) {
     cleanups_.push_back({run.manifests.ns, "", run.manifests.secret_name, false});
   }
-  endings.push_back({run.request.run_id, std::move(outcome)});
+  endings.push_back({run.request.run_id, std::move(exit)});
   wake_.notify_all();
 }
 
 void KubernetesLauncher::Report(const std::vector<Ending>& endings) {
   for (const auto& ending : endings) {
-    observer_.OnRunEnd(ending.run_id, ending.outcome);
+    observer_.OnRunEnd(ending.run_id, ending.exit);
     MutexLock lock(mutex_);
     runs_.erase(ending.run_id);
   }
@@ -443,7 +440,7 @@ void KubernetesLauncher::Tick() {
       if (run.ended || run.started) continue;
       if (now - run.launched_at >= settings_.startup_grace_period) {
         End(run,
-            RunnerEnded(
+            RunnerStopped(
                 run.waiting_for.value_or(RunnerEnd::kConnectionFailed),
                 fmt::format(
                     "the runner Pod was not running within {} "

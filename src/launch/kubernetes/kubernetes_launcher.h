@@ -102,7 +102,7 @@ class KubernetesLauncher final : public Launcher {
   };
   struct Ending {
     std::string run_id;
-    RunOutcome outcome;
+    RunnerExit exit;
   };
 
   Result<Run> Prepare(const LaunchRequest& request) const;
@@ -116,9 +116,9 @@ class KubernetesLauncher final : public Launcher {
   Result<kube::Informer*> InformerFor(const std::string& ns) EXCLUDES(mutex_);
   void OnPod(const std::string& type, const nlohmann::json& pod) EXCLUDES(mutex_);
   // What a Pod's state means for its run: an outcome when it has ended.
-  std::optional<RunOutcome> Judge(Run& run, const std::string& type, const nlohmann::json& pod)
+  std::optional<RunnerExit> Judge(Run& run, const std::string& type, const nlohmann::json& pod)
       REQUIRES(mutex_);
-  void End(Run& run, RunOutcome outcome, std::vector<Ending>& endings) REQUIRES(mutex_);
+  void End(Run& run, RunnerExit exit, std::vector<Ending>& endings) REQUIRES(mutex_);
   // Reports the runs that ended, then the events said meanwhile (outside the lock: the
   // callbacks reach the store).
   void Report(const std::vector<Ending>& endings) EXCLUDES(mutex_);

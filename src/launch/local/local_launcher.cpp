@@ -238,8 +238,8 @@ void LocalLauncher::StartWaiting() {
       CloseNetwork(run);
       running_.erase(run_id);
       // Reported from the loop's thread, outside the lock.
-      ended_.push_back({run_id, RunnerEnded(RunnerEnd::kFailed, "cannot start the runner: " +
-                                                                    started.error().ToString())});
+      ended_.push_back({run_id, RunnerStopped(RunnerEnd::kFailed, "cannot start the runner: " +
+                                                                      started.error().ToString())});
       exits_.Wake();
     }
   }
@@ -468,7 +468,7 @@ Result<void> LocalLauncher::Cancel(const std::string& run_id) {
       if (it->run_id != run_id) continue;
       waiting_.erase(it);
       ended_.push_back(
-          {run_id, RunnerEnded(RunnerEnd::kCancelled, "cancelled before its runner started")});
+          {run_id, RunnerStopped(RunnerEnd::kCancelled, "cancelled before its runner started")});
       exits_.Wake();
       return {};
     }
@@ -487,15 +487,19 @@ Result<void> LocalLauncher::Cancel(const std::string& run_id) {
   return {};
 }
 
-RunOutcome LocalLauncher::Finish(const fs::path& dir, std::optional<int> exit_code,
-                                 const Result<std::string>& result) const {
+RunnerExit LocalLauncher::Finish(const std::string& run_id, const fs::path& dir,
+                                 std::optional<int> exit_code, const Result<std::string>& result) {
   // A re-attached run's exit status is not ours to read: its result says how it ended.
-  RunOutcome outcome = OutcomeFromResult(exit_code, result ? *result : std::string());
-  if (!result && result.error().kind != ErrorKind::kNotFound)
-    outcome.message += "; its result file was refused: " + result.error().ToString();
+  RunnerExit exit{.exit_code = exit_code, .written_result = result ? *result : std::string()};
+  if (!result && result.error().kind != ErrorKind::kNotFound) {
+    // The module may have replaced it: said whether or not the result it posted stands.
+    exit.message = "its result file was refused: " + result.error().ToString();
+    told_.emplace_back(
+        run_id, LaunchEvent{.reason = std::string(kResultFileRefused), .message = exit.message});
+  }
   std::error_code ec;
   fs::remove(dir / "token", ec);  // the token is not needed once the run is over
-  return outcome;
+  return exit;
 }
 
 void LocalLauncher::CheckLimits(Run& run, std::chrono::steady_clock::time_point now) {
@@ -597,27 +601,26 @@ void LocalLauncher::CloseNetwork(Run& run) const {
   run.opened = {};
 }
 
-RunOutcome LocalLauncher::FinishRun(Run& run, std::optional<int> exit_code) {
+RunnerExit LocalLauncher::FinishRun(Run& run, std::optional<int> exit_code) {
   run.relay.reset();
   CloseNetwork(run);
-  RunOutcome outcome = Finish(run.dir, exit_code, ReadRunResult(run.dir));
+  RunnerExit exit = Finish(run.request.run_id, run.dir, exit_code, ReadRunResult(run.dir));
+  exit.stop_requested = run.cancelling;
   if (run.cgroup) {
-    if (run.cgroup->OomKills() > 0 && !outcome.succeeded) {
-      outcome.failure = RunnerEnd::kOomKilled;
-      outcome.message = "a process of the run went over limits.memory (" +
-                        std::to_string(*run.limits.memory_bytes) +
-                        " bytes) and the kernel killed it: " + outcome.message;
+    if (run.cgroup->OomKills() > 0) {
+      exit.ended_as = RunnerEnd::kOomKilled;
+      exit.message = "a process of the run went over limits.memory (" +
+                     std::to_string(*run.limits.memory_bytes) + " bytes) and the kernel killed it";
     }
     DropCgroup(*run.cgroup);  // what left the process group goes too
   }
   if (!run.limit_hit.empty()) {
-    outcome.succeeded = false;
-    outcome.failure = RunnerEnd::kLimitExceeded;
-    outcome.message = "stopped: " + run.limit_hit;
+    exit.ended_as = RunnerEnd::kLimitExceeded;
+    exit.message = "stopped: " + run.limit_hit;
   }
   if (fs::path shared = SharedProvidersOf(run.request); !shared.empty())
     harvester_.Enqueue(RunPluginCache(run.dir), std::move(shared), run.request.environment);
-  return outcome;
+  return exit;
 }
 
 void LocalLauncher::DropCgroup(const RunCgroup& group) {
@@ -673,11 +676,14 @@ void LocalLauncher::Loop() {
     }
     RemoveLeftoverCgroups();
     StartWaiting();
-    std::vector<std::pair<std::string, RunOutcome>> ended;
+    std::vector<std::pair<std::string, RunnerExit>> ended;
     ended.swap(ended_);
-    if (ended.empty()) continue;
+    std::vector<std::pair<std::string, LaunchEvent>> told;
+    told.swap(told_);
+    if (ended.empty() && told.empty()) continue;
     mutex_.unlock();
-    for (const auto& [run_id, outcome] : ended) observer_.OnRunEnd(run_id, outcome);
+    for (const auto& [run_id, event] : told) observer_.OnRunEvent(run_id, event);
+    for (const auto& [run_id, exit] : ended) observer_.OnRunEnd(run_id, exit);
     mutex_.lock();
   }
 }
@@ -733,11 +739,12 @@ Result<void> LocalLauncher::Recover(const std::vector<LaunchRequest>& adopt,
     // Read once: what it left decides between an end from its result and a lost runner.
     auto result = ReadRunResult(dir);
     if (!result && result.error().kind == ErrorKind::kNotFound) {
-      ended_.push_back({request.run_id,
-                        RunnerEnded(RunnerEnd::kLost,
-                                    "the runner ended while berthd was away and left no result")});
+      ended_.push_back(
+          {request.run_id,
+           RunnerStopped(RunnerEnd::kLost,
+                         "the runner ended while berthd was away and left no result")});
     } else {
-      ended_.push_back({request.run_id, Finish(dir, std::nullopt, result)});
+      ended_.push_back({request.run_id, Finish(request.run_id, dir, std::nullopt, result)});
     }
   }
   // Runners of runs nobody tracks any more are stopped.

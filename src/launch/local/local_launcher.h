@@ -143,13 +143,14 @@ class LocalLauncher final : public Launcher {
   // are gone (RemoveLeftoverCgroups).
   void DropCgroup(const RunCgroup& group) REQUIRES(mutex_);
   void RemoveLeftoverCgroups() REQUIRES(mutex_);
-  // Its outcome, saying which limit ended it; and its control group gone.
-  RunOutcome FinishRun(Run& run, std::optional<int> exit_code) REQUIRES(mutex_);
+  // How it ended, saying which limit ended it; and its control group gone.
+  RunnerExit FinishRun(Run& run, std::optional<int> exit_code) REQUIRES(mutex_);
   void Loop();
-  // The run's outcome once it has ended, from its exit status (if known) and what was read of
-  // its result file (ReadRunResult).
-  RunOutcome Finish(const std::filesystem::path& dir, std::optional<int> exit_code,
-                    const Result<std::string>& result) const;
+  // How the run ended: its exit status (if known) and what was read of its result file
+  // (ReadRunResult); a refused file is said as an event too.
+  RunnerExit Finish(const std::string& run_id, const std::filesystem::path& dir,
+                    std::optional<int> exit_code, const Result<std::string>& result)
+      REQUIRES(mutex_);
 
   const LocalLauncherOptions options_;
   // Where run folders were put: runs_dir, and the work_dir of any runner seen.
@@ -160,7 +161,8 @@ class LocalLauncher final : public Launcher {
   sys::ExitWaiter exits_;  // the runs' exits, and wakes from other threads
   std::map<std::string, Run> running_ GUARDED_BY(mutex_);
   std::deque<LaunchRequest> waiting_ GUARDED_BY(mutex_);
-  std::vector<std::pair<std::string, RunOutcome>> ended_ GUARDED_BY(mutex_);  // to report
+  std::vector<std::pair<std::string, RunnerExit>> ended_ GUARDED_BY(mutex_);  // to report
+  std::vector<std::pair<std::string, LaunchEvent>> told_ GUARDED_BY(mutex_);  // before them
   std::vector<RunCgroup> leftover_cgroups_ GUARDED_BY(mutex_);                // removed once empty
   bool stopping_ GUARDED_BY(mutex_) = false;
   ProviderHarvester harvester_;  // ended runs' plugin caches into their runners' shared caches

@@ -215,7 +215,7 @@ net::ServerResponse AgentGateway::Settle(const RouteRequest& r, const Agent& age
     settled = store_.Agents().Reject(agent.org, agent.runner, *seq, receipt, (*body)["reason"]);
     // A launch the agent cannot make ends its run now, with the agent's reason.
     if (settled && settled->kind == kCreateJob) {
-      auto end = launch::RunnerEnded(
+      auto end = launch::RunnerStopped(
           launch::RunnerEnd::kAgentRejected,
           "the agent could not launch the run: " + body->value("reason", std::string()));
       IgnoreError(store_.Agents().PutRunEnd(
@@ -268,6 +268,7 @@ net::ServerResponse AgentGateway::End(const RouteRequest& r, const Agent& agent)
                              Optional("ended_as", std::move(Schema::String().MaxLength(64))),
                              Optional("message", std::move(Schema::String().MaxLength(4096))),
                              Optional("image_id", std::move(Schema::String().MaxLength(512))),
+                             Optional("stop_requested", Schema::Bool()),
                          })),
   });
   auto body = ValidBody(r, kSchema);

@@ -111,7 +111,7 @@ Result<void> AgentLauncher::Cancel(const std::string& run_id) {
   if (*dropped) {
     auto kept =
         store_.Agents().PutRunEnd({run.org, run.runner, run_id,
-                                   launch::AgentReportOf(launch::RunnerEnded(
+                                   launch::AgentReportOf(launch::RunnerStopped(
                                        RunnerEnd::kCancelled, "cancelled before an agent took it")),
                                    now});
     if (!kept) return kept.error();
@@ -147,7 +147,7 @@ void AgentLauncher::Tick() {
   for (const store::RunnerCommand& command :
        expired ? *expired : std::vector<store::RunnerCommand>{}) {
     if (command.kind != kCreateJob) continue;
-    launch::RunOutcome end = launch::RunnerEnded(
+    launch::RunnerExit end = launch::RunnerStopped(
         RunnerEnd::kAgentUnavailable,
         "no agent of runner " + command.runner_id +
             " took the launch before its command_expiry: is the agent running? (berth get "
@@ -168,17 +168,12 @@ void AgentLauncher::Tick() {
     return;
   }
   for (const store::AgentRunEnd& end : *ends) {
-    std::string posted;
-    if (auto d = store_.Deployments().OwnerOfRun(end.run_id); d && d->org_id == end.org_id) {
-      if (auto result = store_.DeploymentData().GetArtifact(d->org_id, d->deployment_id,
-                                                            "result:" + end.run_id))
-        posted = result->content;
-    }
     {
       MutexLock lock(mutex_);
       runs_.erase(end.run_id);
     }
-    observer_.OnRunEnd(end.run_id, launch::OutcomeFromAgentReport(end.outcome, posted));
+    // The runner posted its result to berthd on its own: the dispatcher joins the two.
+    observer_.OnRunEnd(end.run_id, launch::RunnerExitFromAgentReport(end.outcome));
     IgnoreError(store_.Agents().DeleteRunEnd(end.run_id), "recorded; a leftover row is harmless");
   }
 }

@@ -486,24 +486,29 @@ void Dispatcher::EndByPostedResult(const store::Deployment& d) {
   if (!launcher->KeptAfterResult(d.run_id)) return;
   auto posted = store_.DeploymentData().GetArtifact(d.org_id, d.id, "result:" + d.run_id);
   if (!posted) return;
-  launch::RunOutcome outcome = launch::OutcomeFromResult(std::nullopt, posted->content);
-  if (!TakeRun(d.run_id, outcome)) return;
+  // Its runner goes on, waiting for the apply: nobody saw it exit.
+  launch::RunOutcome outcome = launch::JoinRunEnd({}, posted->content, RunOpOf(d));
+  auto place = TakeRun(d.run_id);
+  if (!place) return;
   launcher->Release(d.run_id);
-  RecordEnd(d, d.run_id, outcome, /*release_lost_locks=*/false);
+  RecordEnd(d, d.run_id, outcome, place->launched, /*release_lost_locks=*/false);
 }
 
-std::optional<std::string> Dispatcher::TakeRun(const std::string& run_id,
-                                               const launch::RunOutcome& outcome) {
+std::optional<Dispatcher::RunPlace> Dispatcher::TakeRun(const std::string& run_id) {
   MutexLock lock(mutex_);
   auto it = runs_.find(run_id);
   if (it == runs_.end()) return std::nullopt;
-  std::string org = it->second.org;
-  if (options_.metrics && it->second.launched) {
-    options_.metrics->RunEnded(outcome.succeeded ? "succeeded" : outcome.FailureName(),
-                               clock_.Now() - *it->second.launched);
-  }
+  RunPlace place = std::move(it->second);
   runs_.erase(it);
-  return org;
+  return place;
+}
+
+launch::RunOutcome Dispatcher::JoinedEnd(const store::Deployment& d, const std::string& run_id,
+                                         const launch::RunnerExit& exit) {
+  auto posted = store_.DeploymentData().GetArtifact(d.org_id, d.id, "result:" + run_id);
+  return launch::JoinRunEnd(
+      exit, posted ? std::optional<std::string_view>(posted->content) : std::nullopt,
+      RunOpOf(d, run_id));
 }
 
 void Dispatcher::LetGo(const store::Deployment& d) {
@@ -551,16 +556,14 @@ void Dispatcher::TakeOver(const store::Deployment& d, int64_t now_ms) {
   // machine nobody can reach. Its token is retired, so it can no longer write the state. A
   // result it posted before its replica died says how it ended.
   if (d.state == S::kDispatched) Move(mine, S::kDispatched, S::kRunning, "taken over");
-  auto posted = store_.DeploymentData().GetArtifact(d.org_id, d.id, "result:" + d.run_id);
-  launch::RunOutcome end =
-      posted ? launch::OutcomeFromResult(std::nullopt, posted->content)
-             : launch::RunnerEnded(
-                   launch::RunnerEnd::kLost,
-                   from +
-                       ", which ran it, stopped renewing its lease: its machine may be gone, "
-                       "so the run is not started again" +
-                       (launch ? "" : " (" + launch.error().message + ")"));
-  RecordEnd(mine, d.run_id, end, /*release_lost_locks=*/true);
+  launch::RunOutcome end = JoinedEnd(
+      mine, d.run_id,
+      launch::RunnerStopped(launch::RunnerEnd::kLost,
+                            from +
+                                ", which ran it, stopped renewing its lease: its machine may be "
+                                "gone, so the run is not started again" +
+                                (launch ? "" : " (" + launch.error().message + ")")));
+  RecordEnd(mine, d.run_id, end, std::nullopt, /*release_lost_locks=*/true);
 }
 
 Result<store::Deployment> Dispatcher::Cancel(const std::string& org, const std::string& id,
@@ -628,39 +631,40 @@ Result<store::Deployment> Dispatcher::Approve(const std::string& org, const std:
   return store_.Deployments().Get(org, id);
 }
 
-void Dispatcher::OnRunEnd(const std::string& run_id, const launch::RunOutcome& reported) {
-  auto org = TakeRun(run_id, reported);
-  if (!org) {
+void Dispatcher::OnRunEnd(const std::string& run_id, const launch::RunnerExit& exit) {
+  auto place = TakeRun(run_id);
+  if (!place) {
     // A run this replica stopped after failing its deployment (its deadline): only now that
     // its runner is gone can nothing write under its locks any more.
     auto ended = store_.Deployments().GetByRun(run_id);
     if (ended && IsTerminal(ended->state) && ended->owner == options_.replica)
-      ReleaseStateLocks(*ended, run_id, reported, /*release_lost=*/false);
+      ReleaseStateLocks(*ended, run_id, JoinedEnd(*ended, run_id, exit), /*release_lost=*/false);
     return;
   }
   auto d = store_.Deployments().GetByRun(run_id);
-  if (!d || d->org_id != *org) return;
+  if (!d || d->org_id != place->org) return;
   if (d->owner != options_.replica) {
     log_.Warn("run ended after another replica took it over: its end is that one's to record",
               {{"deployment", d->id}, {"run", run_id}, {"replica", d->owner}});
     return;
   }
-  RecordEnd(*d, run_id, reported, /*release_lost_locks=*/false);
+  RecordEnd(*d, run_id, JoinedEnd(*d, run_id, exit), place->launched,
+            /*release_lost_locks=*/false);
 }
 
 void Dispatcher::RecordEnd(const store::Deployment& d, const std::string& run_id,
-                           const launch::RunOutcome& reported, bool release_lost_locks) {
+                           const launch::RunOutcome& outcome,
+                           std::optional<std::chrono::steady_clock::time_point> launched,
+                           bool release_lost_locks) {
   // Followers of its log end, and its environment is free for the next deployment.
   NotifyWhenDone notify(options_.logs, options_.wake);
   const std::string& org = d.org_id;
   // Its runner is gone: what still holds its token (a copy a module made) is refused from here.
   if (auto retired = MarkRunEnded(store_, d, run_id); !retired)
     log_.Warn("run token not retired", {{"run", run_id}, {"error", retired.error().ToString()}});
-  // The result the runner posted through the gateway is whole; a termination log is capped.
-  launch::RunOutcome outcome = reported;
-  if (auto posted = store_.DeploymentData().GetArtifact(org, d.id, "result:" + run_id)) {
-    if (auto result = ParseRunResult(posted->content)) outcome.result = std::move(*result);
-  }
+  if (options_.metrics && launched)
+    options_.metrics->RunEnded(outcome.succeeded ? "succeeded" : outcome.FailureName(),
+                               clock_.Now() - *launched);
   if (options_.metrics && outcome.result) {
     for (const RunStep& step : outcome.result->steps)
       options_.metrics->DeploymentStep(step.name, step.seconds);
@@ -669,12 +673,12 @@ void Dispatcher::RecordEnd(const store::Deployment& d, const std::string& run_id
             {{"org", org},
              {"deployment", d.id},
              {"run", run_id},
-             {"outcome", std::string(reported.succeeded ? "succeeded" : reported.FailureName())},
-             {"message", reported.message}});
+             {"outcome", std::string(outcome.succeeded ? "succeeded" : outcome.FailureName())},
+             {"message", outcome.message}});
   const store::TransitionChanges owned{.expected_owner = options_.replica};
   // A deployment still dispatched (its launch raced its end) is moved on first.
   if (d.state == S::kDispatched) Move(d, S::kDispatched, S::kRunning, "runner started", owned);
-  ReleaseStateLocks(d, run_id, reported, release_lost_locks);
+  ReleaseStateLocks(d, run_id, outcome, release_lost_locks);
   kept_states_.Settle(org, d.id, run_id);
   if (outcome.succeeded && d.spec.NeedsApproval() && run_id != ApplyRunId(d.id)) {
     auto version = StateVersion(d);

@@ -86,8 +86,9 @@ class Dispatcher : public launch::RunObserver, public DeploymentControl {
   Result<store::Deployment> Approve(const std::string& org, const std::string& id,
                                     const std::string& plan_hash, const std::string& who) override
       EXCLUDES(mutex_);
-  // The launcher's report of a run's end.
-  void OnRunEnd(const std::string& run_id, const launch::RunOutcome& outcome) override
+  // The launcher's report of how a run's runner ended: joined with the result it posted, and
+  // recorded.
+  void OnRunEnd(const std::string& run_id, const launch::RunnerExit& exit) override
       EXCLUDES(mutex_);
   // What a launcher said about a run that goes on: an event of its deployment, and a line of its
   // log the first time it is said.
@@ -129,10 +130,13 @@ class Dispatcher : public launch::RunObserver, public DeploymentControl {
   // A plan run whose runner its launcher keeps for the apply ends when its result is posted
   // (its runner goes on, waiting): that end is recorded here, and the runner released.
   void EndByPostedResult(const store::Deployment& d) EXCLUDES(mutex_);
-  // The run is no longer this dispatcher's to watch: its org, or nullopt when it was not (its
-  // end was taken already). Counts the run's end.
-  std::optional<std::string> TakeRun(const std::string& run_id, const launch::RunOutcome& outcome)
-      EXCLUDES(mutex_);
+  // The run is no longer this dispatcher's to watch: where it was, or nullopt when it was not
+  // (its end was taken already).
+  std::optional<RunPlace> TakeRun(const std::string& run_id) EXCLUDES(mutex_);
+  // The one join of a run's end (launch::JoinRunEnd): how its runner ended, with the result it
+  // posted to the gateway, for the op this run of d is.
+  launch::RunOutcome JoinedEnd(const store::Deployment& d, const std::string& run_id,
+                               const launch::RunnerExit& exit);
   // A run another replica took over while this one was away: its runner is stopped, its end
   // is that replica's to record.
   void LetGo(const store::Deployment& d) EXCLUDES(mutex_);
@@ -143,9 +147,11 @@ class Dispatcher : public launch::RunObserver, public DeploymentControl {
   bool Held(const std::string& run_id);
   // Records the end of this replica's run: its token retired, its locks released, the state
   // it kept pushed (KeptStates), the deployment moved on (or to waiting_approval after a plan that
-  // needs it).
+  // needs it); counted, with its duration when this berthd launched it.
   void RecordEnd(const store::Deployment& d, const std::string& run_id,
-                 const launch::RunOutcome& reported, bool release_lost_locks);
+                 const launch::RunOutcome& outcome,
+                 std::optional<std::chrono::steady_clock::time_point> launched,
+                 bool release_lost_locks);
   // The state locks a run that has ended still holds are released: the one berthd took for it,
   // and any its TF left (its runner was killed mid-apply, say), each of those with an event on
   // its deployment. A lost runner's are kept unless release_lost: it may still be running,
