@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
   auto config = kube::KubeConfig::Load(env, {});
   if (!config) return Fail(config.error().ToString());
   auto api = kube::MakeKubeClient(std::move(*config), client_options);
-  auto settings = controller::ControllerSettings(env);
+  auto settings = launch::ControllerRunnerSettings(env);
   if (!settings) return Fail(settings.error().ToString());
   auto pki = controller::RunnerPki::LoadOrCreate(*api, SystemClock::Instance(), {.ns = ns});
   if (!pki) return Fail(pki.error().ToString());

@@ -4,8 +4,8 @@
 
 #include "cli/body.h"
 #include "cli/cli.h"
-#include "controller/terraform_object.h"
 #include "launch/kubernetes/pod_builder.h"
+#include "launch/kubernetes/terraform_runner_pod.h"
 #include "sys/files.h"
 
 namespace berth::cli {
@@ -28,13 +28,13 @@ Result<json> ReadDocument(const std::string& path) {
 
 // berth-controller's runner Pod for a Terraform object.
 Result<launch::RunnerManifests> BuildTerraformPod(const RenderPodOptions& options) {
-  auto settings = controller::ControllerSettings(kube::CurrentEnvironment());
+  auto settings = launch::ControllerRunnerSettings(kube::CurrentEnvironment());
   if (!settings) return settings.error();
   auto document = ReadDocument(options.terraform);
   if (!document) return document.error();
-  auto object = controller::TerraformObject::Parse(*document);
+  auto object = launch::TerraformObject::Parse(*document);
   if (!object) return object.error();
-  return controller::BuildRunnerPod(*settings, *object, options.revision);
+  return launch::BuildTerraformRunnerPod(*settings, *object, options.revision);
 }
 
 // The Kubernetes launcher's Pod or Job for a run of a runner configuration.

@@ -62,7 +62,8 @@ std::string ReadySignal(const json& object) {
   return "";
 }
 
-Result<DependencyWait> CheckDependencies(kube::KubeApi& api, const TerraformObject& object) {
+Result<DependencyWait> CheckDependencies(kube::KubeApi& api,
+                                         const launch::TerraformObject& object) {
   const json self = {{"metadata", {{"namespace", object.ns}, {"name", object.name}}},
                      {"spec", object.spec}};
   for (const std::string& key : DependencyKeys(self)) {

@@ -25,6 +25,6 @@ struct DependencyWait {
   std::string reason;
   std::string message;
 };
-Result<DependencyWait> CheckDependencies(kube::KubeApi& api, const TerraformObject& object);
+Result<DependencyWait> CheckDependencies(kube::KubeApi& api, const launch::TerraformObject& object);
 
 }  // namespace berth::controller

@@ -5,8 +5,9 @@
 
 namespace berth::controller {
 
-void EventRecorder::Record(const TerraformObject& object, bool warning, std::string_view reason,
-                           std::string_view action, std::string_view note) {
+void EventRecorder::Record(const launch::TerraformObject& object, bool warning,
+                           std::string_view reason, std::string_view action,
+                           std::string_view note) {
   constexpr size_t kNoteBytes = 1024;  // the API refuses a longer note
   nlohmann::json event = {
       {"apiVersion", "events.k8s.io/v1"},
@@ -20,8 +21,8 @@ void EventRecorder::Record(const TerraformObject& object, bool warning, std::str
       {"note", note.substr(0, kNoteBytes)},
       {"type", warning ? "Warning" : "Normal"},
       {"regarding",
-       {{"apiVersion", kApiVersion},
-        {"kind", kKind},
+       {{"apiVersion", launch::kTerraformApiVersion},
+        {"kind", launch::kTerraformKind},
         {"namespace", object.ns},
         {"name", object.name},
         {"uid", object.uid}}}};

@@ -16,7 +16,7 @@ class EventRecorder {
   EventRecorder(kube::KubeApi& api, std::string instance)
       : api_(api), instance_(std::move(instance)) {}
 
-  void Record(const TerraformObject& object, bool warning, std::string_view reason,
+  void Record(const launch::TerraformObject& object, bool warning, std::string_view reason,
               std::string_view action, std::string_view note);
 
  private:

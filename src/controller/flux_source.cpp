@@ -21,7 +21,7 @@ Error Invalid(const std::string& message) {
 
 }  // namespace
 
-Result<FluxArtifact> ReadFluxArtifact(kube::KubeApi& api, const TerraformObject& object) {
+Result<FluxArtifact> ReadFluxArtifact(kube::KubeApi& api, const launch::TerraformObject& object) {
   const json ref = object.spec.value("sourceRef", json::object());
   const std::string kind = ref.value("kind", "");
   const std::string name = ref.value("name", "");

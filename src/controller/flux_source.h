@@ -23,7 +23,7 @@ struct FluxArtifact {
 
 // The artifact the object's sourceRef advertises; an error names the field or says why there
 // is none yet (Unavailable: the source is not ready).
-Result<FluxArtifact> ReadFluxArtifact(kube::KubeApi& api, const TerraformObject& object);
+Result<FluxArtifact> ReadFluxArtifact(kube::KubeApi& api, const launch::TerraformObject& object);
 
 // Downloads the artifact to dest, at most max_bytes, and checks its digest.
 Result<void> DownloadArtifact(net::HttpClient& http, const FluxArtifact& artifact,

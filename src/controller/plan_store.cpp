@@ -12,14 +12,15 @@ constexpr char kPlanIdAnnotation[] = "berth.dev/plan-id";
 constexpr char kChunksAnnotation[] = "berth.dev/plan-chunks";
 constexpr char kDigestAnnotation[] = "berth.dev/plan-sha256";
 
-std::string ChunkName(const TerraformObject& object, size_t index) {
+std::string ChunkName(const launch::TerraformObject& object, size_t index) {
   return "tfplan-" + object.name + "-" + std::to_string(index);
 }
 
 }  // namespace
 
-Result<void> SavePlan(kube::KubeApi& api, const TerraformObject& object, const std::string& plan_id,
-                      const std::string& plan, const std::string& field_manager) {
+Result<void> SavePlan(kube::KubeApi& api, const launch::TerraformObject& object,
+                      const std::string& plan_id, const std::string& plan,
+                      const std::string& field_manager) {
   const size_t chunks = std::max<size_t>(1, (plan.size() + kPlanChunkBytes - 1) / kPlanChunkBytes);
   // The first chunk is written last: until then, it still describes the previous plan whole.
   for (size_t n = chunks; n-- > 0;) {
@@ -30,8 +31,8 @@ Result<void> SavePlan(kube::KubeApi& api, const TerraformObject& object, const s
                        {"berth.dev/terraform", object.name}}},
                      {"annotations", {{kPlanIdAnnotation, plan_id}}},
                      {"ownerReferences",
-                      {{{"apiVersion", kApiVersion},
-                        {"kind", kKind},
+                      {{{"apiVersion", launch::kTerraformApiVersion},
+                        {"kind", launch::kTerraformKind},
                         {"name", object.name},
                         {"uid", object.uid},
                         {"controller", true}}}}};
@@ -63,7 +64,7 @@ Result<void> SavePlan(kube::KubeApi& api, const TerraformObject& object, const s
   }
 }
 
-Result<std::string> LoadPlan(kube::KubeApi& api, const TerraformObject& object,
+Result<std::string> LoadPlan(kube::KubeApi& api, const launch::TerraformObject& object,
                              const std::string& plan_id, std::string_view sha256) {
   if (sha256.empty())
     return MakeError(ErrorKind::kNotFound, "plan " + plan_id +

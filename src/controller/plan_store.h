@@ -15,14 +15,15 @@ namespace berth::controller {
 
 inline constexpr size_t kPlanChunkBytes = size_t{768} << 10;
 
-Result<void> SavePlan(kube::KubeApi& api, const TerraformObject& object, const std::string& plan_id,
-                      const std::string& plan, const std::string& field_manager);
+Result<void> SavePlan(kube::KubeApi& api, const launch::TerraformObject& object,
+                      const std::string& plan_id, const std::string& plan,
+                      const std::string& field_manager);
 
 // The plan saved under plan_id, checked whole against sha256 (hex): the digest the controller
 // kept where runner Pods cannot write (the object's status), since their service account may
 // write Secrets and so rewrite the chunks and the digest beside them. NotFound when another
 // plan (or none) is kept.
-Result<std::string> LoadPlan(kube::KubeApi& api, const TerraformObject& object,
+Result<std::string> LoadPlan(kube::KubeApi& api, const launch::TerraformObject& object,
                              const std::string& plan_id, std::string_view sha256);
 
 }  // namespace berth::controller

@@ -54,7 +54,7 @@ json BinaryOf(const RunResult& result) {
 class Pass {
  public:
   Pass(kube::KubeApi& api, RunnerPki& pki, const ReconcilerOptions& options, const json& raw,
-       TerraformObject object)
+       launch::TerraformObject object)
       : api_(api),
         events_(api, options.instance),
         pki_(pki),
@@ -113,7 +113,7 @@ class Pass {
   RunnerPki& pki_;
   const ReconcilerOptions& options_;
   const json& raw_;
-  const TerraformObject object_;
+  const launch::TerraformObject object_;
   const json old_status_;
   const bool deleting_;
   rpc::RunnerFiles files_;
@@ -445,8 +445,8 @@ Result<std::string> Pass::WriteOutputs(const std::string& outputs_json) {
                    {"labels", target.value("labels", json::object())},
                    {"annotations", target.value("annotations", json::object())},
                    {"ownerReferences",
-                    {{{"apiVersion", kApiVersion},
-                      {"kind", kKind},
+                    {{{"apiVersion", launch::kTerraformApiVersion},
+                      {"kind", launch::kTerraformKind},
                       {"name", object_.name},
                       {"uid", object_.uid},
                       {"controller", true}}}}};
@@ -632,7 +632,7 @@ Result<ReconcileOutcome> Pass::Stack() {
 }  // namespace
 
 Result<ReconcileOutcome> Reconciler::Reconcile(const json& raw) {
-  auto object = TerraformObject::Parse(raw);
+  auto object = launch::TerraformObject::Parse(raw);
   if (!object) return object.error();
   Pass pass(api_, pki_, options_, raw, std::move(*object));
   return pass.Run();

@@ -19,7 +19,8 @@
 namespace berth::controller {
 
 struct ReconcilerOptions {
-  launch::KubernetesSettings settings;  // the runner Pods' defaults (ControllerSettings)
+  launch::KubernetesSettings
+      settings;  // the runner Pods' defaults (launch::ControllerRunnerSettings)
   StateEndpoint state;
   // A runner Pod that is not Ready by then is RunnerConnectionFailed.
   std::chrono::seconds runner_creation_timeout{120};

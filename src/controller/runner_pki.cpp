@@ -31,7 +31,7 @@ json SecretData(const crypto::IssuedCertificate& issued, const std::string& ca_p
 
 }  // namespace
 
-std::string RunnerServerName(const TerraformObject& object) {
+std::string RunnerServerName(const launch::TerraformObject& object) {
   return launch::ServedPodName(object.name) + "." + object.ns;
 }
 
@@ -93,8 +93,8 @@ Result<crypto::IssuedCertificate> RunnerPki::ClientCertificate() {
   return *client_;
 }
 
-Result<std::string> RunnerPki::EnsureRunnerSecret(const TerraformObject& object) {
-  const std::string name = TlsSecretName(object.name);
+Result<std::string> RunnerPki::EnsureRunnerSecret(const launch::TerraformObject& object) {
+  const std::string name = launch::TlsSecretName(object.name);
   auto existing = api_.Get(kube::kSecrets, object.ns, name);
   if (!existing && existing.error().kind != ErrorKind::kNotFound) return existing.error();
   if (existing) {
@@ -119,8 +119,8 @@ Result<std::string> RunnerPki::EnsureRunnerSecret(const TerraformObject& object)
                    {"namespace", object.ns},
                    {"labels", {{"app.kubernetes.io/managed-by", "berth-controller"}}},
                    {"ownerReferences",
-                    {{{"apiVersion", kApiVersion},
-                      {"kind", kKind},
+                    {{{"apiVersion", launch::kTerraformApiVersion},
+                      {"kind", launch::kTerraformKind},
                       {"name", object.name},
                       {"uid", object.uid},
                       {"controller", true}}}}}},

@@ -27,7 +27,7 @@ struct PkiOptions {
 };
 
 // The name a runner Pod's certificate carries, and which the controller checks when it dials.
-std::string RunnerServerName(const TerraformObject& object);
+std::string RunnerServerName(const launch::TerraformObject& object);
 
 class RunnerPki {
  public:
@@ -42,7 +42,7 @@ class RunnerPki {
   // Makes `<name>-tf-runner-tls` hold a certificate of this CA for the object's runner with
   // more than a third of its life left (writing a new one when not) and returns that
   // certificate's fingerprint: a kept Pod started with another one is replaced.
-  Result<std::string> EnsureRunnerSecret(const TerraformObject& object);
+  Result<std::string> EnsureRunnerSecret(const launch::TerraformObject& object);
   // The key of the state service's tokens (controller/state_tokens.h), derived from the CA's
   // key: every replica has the same one and none is stored.
   std::string StateTokenKey() const;

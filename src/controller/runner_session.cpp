@@ -75,14 +75,15 @@ Result<json> WatchPod(kube::KubeApi& api, const std::string& ns, const std::stri
 
 // The runner Pod, Ready: a kept one that still matches, or a new one.
 Result<json> ReadyPod(kube::KubeApi& api, const RunnerSessionOptions& options,
-                      const TerraformObject& object, const RunnerRun& run,
+                      const launch::TerraformObject& object, const RunnerRun& run,
                       const std::string& fingerprint) {
-  auto manifests = BuildRunnerPod(*options.settings, object, RevisionLabel(run.revision));
+  auto manifests =
+      launch::BuildTerraformRunnerPod(*options.settings, object, RevisionLabel(run.revision));
   if (!manifests) return manifests.error();
   json pod = manifests->workload;
   pod["metadata"]["annotations"][kFingerprintAnnotation] = fingerprint;
-  pod["metadata"]["ownerReferences"] = {{{"apiVersion", kApiVersion},
-                                         {"kind", kKind},
+  pod["metadata"]["ownerReferences"] = {{{"apiVersion", launch::kTerraformApiVersion},
+                                         {"kind", launch::kTerraformKind},
                                          {"name", object.name},
                                          {"uid", object.uid},
                                          {"controller", true}}};
@@ -124,7 +125,7 @@ Result<json> ReadyPod(kube::KubeApi& api, const RunnerSessionOptions& options,
 
 Result<rpc::RunnerReply> RunInRunnerPod(kube::KubeApi& api, RunnerPki& pki,
                                         const RunnerSessionOptions& options,
-                                        const TerraformObject& object, const RunnerRun& run,
+                                        const launch::TerraformObject& object, const RunnerRun& run,
                                         const std::function<void(std::string_view)>& on_log) {
   auto fingerprint = pki.EnsureRunnerSecret(object);
   if (!fingerprint) return fingerprint.error();

@@ -36,7 +36,7 @@ struct RunnerRun {
 
 Result<rpc::RunnerReply> RunInRunnerPod(kube::KubeApi& api, RunnerPki& pki,
                                         const RunnerSessionOptions& options,
-                                        const TerraformObject& object, const RunnerRun& run,
+                                        const launch::TerraformObject& object, const RunnerRun& run,
                                         const std::function<void(std::string_view)>& on_log);
 
 }  // namespace berth::controller

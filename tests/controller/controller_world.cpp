@@ -145,7 +145,7 @@ Result<std::unique_ptr<ControllerWorld>> ControllerWorld::Create(const std::stri
                                    .host = world->StateHost()});
   if (!state) return state.error();
   world->state = std::move(*state);
-  auto settings = ControllerSettings({{"KUBERNETES_IMAGE", world->image_ref}});
+  auto settings = launch::ControllerRunnerSettings({{"KUBERNETES_IMAGE", world->image_ref}});
   if (!settings) return settings.error();
   world->settings = *settings;
   return world;

@@ -27,8 +27,8 @@ class PlanStoreTest : public ::testing::Test {
   }
   static void TearDownTestSuite() { delete api; }
 
-  static TerraformObject Object(const std::string& name) {
-    TerraformObject object;
+  static launch::TerraformObject Object(const std::string& name) {
+    launch::TerraformObject object;
     object.name = name;
     object.ns = kNamespace;
     object.uid = "6f1d2c3b-2222-4c6e-9e8e-" + std::string(12 - name.size() % 12, '0') +
@@ -59,7 +59,7 @@ class PlanStoreTest : public ::testing::Test {
 };
 
 TEST_F(PlanStoreTest, ATenMebibytePlanComesBackWholeAndASmallerOneLeavesNoChunkBehind) {
-  const TerraformObject object = Object("big");
+  const launch::TerraformObject object = Object("big");
   const std::string big = RandomPlan(size_t{10} << 20);
   ASSERT_TRUE(SavePlan(*api, object, "plan-big", big, "test"));
   EXPECT_EQ(ChunksOf("big").size(), (big.size() + kPlanChunkBytes - 1) / kPlanChunkBytes);
@@ -79,7 +79,7 @@ TEST_F(PlanStoreTest, ATenMebibytePlanComesBackWholeAndASmallerOneLeavesNoChunkB
 }
 
 TEST_F(PlanStoreTest, AChunkChangedBehindItsBackIsRefused) {
-  const TerraformObject object = Object("tampered");
+  const launch::TerraformObject object = Object("tampered");
   const std::string plan = RandomPlan(kPlanChunkBytes + 10);
   ASSERT_TRUE(SavePlan(*api, object, "plan-t", plan, "test"));
   ASSERT_TRUE(api->Patch(kube::kSecrets, kNamespace, "tfplan-tampered-1", kube::PatchType::kMerge,
@@ -91,7 +91,7 @@ TEST_F(PlanStoreTest, AChunkChangedBehindItsBackIsRefused) {
 }
 
 TEST_F(PlanStoreTest, AHostileChunkCountIsRefusedBeforeAnyMoreIsRead) {
-  const TerraformObject object = Object("hostile");
+  const launch::TerraformObject object = Object("hostile");
   const std::string plan = RandomPlan(100);
   ASSERT_TRUE(SavePlan(*api, object, "plan-h", plan, "test"));
   for (const std::string count : {"0", "1000000", "-1", "many"}) {
@@ -109,7 +109,7 @@ TEST_F(PlanStoreTest, AHostileChunkCountIsRefusedBeforeAnyMoreIsRead) {
 // digest beside them alike. The digest the controller kept in the object's status, which no
 // runner writes, still tells: the rewritten plan is refused, never applied.
 TEST_F(PlanStoreTest, APlanRewrittenWithItsDigestIsRefusedByTheDigestTheControllerKept) {
-  const TerraformObject object = Object("rewritten");
+  const launch::TerraformObject object = Object("rewritten");
   const std::string made = RandomPlan(100);
   ASSERT_TRUE(SavePlan(*api, object, "plan-r", made, "test"));
   const std::string other = RandomPlan(101);

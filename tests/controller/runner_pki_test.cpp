@@ -26,8 +26,8 @@ class RunnerPkiTest : public ::testing::Test {
     shared_api = admin->release();
   }
 
-  static TerraformObject Object(const std::string& name) {
-    TerraformObject object;
+  static launch::TerraformObject Object(const std::string& name) {
+    launch::TerraformObject object;
     object.name = name;
     object.ns = kTeamNamespace;
     object.uid = "0b5e5d6c-1111-4c6e-9e8e-00000000000" + std::to_string(name.size() % 10);
@@ -79,10 +79,10 @@ TEST_F(RunnerPkiTest, ARunnersCertificateIsKeptWhileFreshAndRenewedWhenAThirdIsL
                                       .ca_secret = "renew-ca",
                                       .certificate_validity = std::chrono::hours(3)});
   ASSERT_TRUE(pki) << pki.error().ToString();
-  TerraformObject object = Object("renewed");
+  launch::TerraformObject object = Object("renewed");
   auto first = (*pki)->EnsureRunnerSecret(object);
   ASSERT_TRUE(first) << first.error().ToString();
-  const std::string name = TlsSecretName("renewed");
+  const std::string name = launch::TlsSecretName("renewed");
   EXPECT_EQ(SecretValue(name, "ca.crt"), (*pki)->CaPem());
   EXPECT_EQ(crypto::CertificateFingerprint(SecretValue(name, "tls.crt")).value(), *first);
   auto secret = shared_api->Get(kube::kSecrets, kTeamNamespace, name);
@@ -105,19 +105,19 @@ TEST_F(RunnerPkiTest, ACertificateOfAnotherCaPutInTheSecretIsReplaced) {
   auto pki = RunnerPki::LoadOrCreate(*shared_api, SystemClock::Instance(),
                                      {.ns = kControllerNamespace, .ca_secret = "owner-ca"});
   ASSERT_TRUE(pki);
-  TerraformObject object = Object("tampered");
+  launch::TerraformObject object = Object("tampered");
   auto ours = (*pki)->EnsureRunnerSecret(object);
   ASSERT_TRUE(ours);
   // Someone with write access to the namespace's Secrets swaps in their own CA.
   auto rogue = crypto::CreateCertificateAuthority("rogue", std::chrono::hours(1));
   ASSERT_TRUE(rogue);
   ASSERT_TRUE(shared_api->Patch(
-      kube::kSecrets, kTeamNamespace, TlsSecretName("tampered"), kube::PatchType::kMerge,
+      kube::kSecrets, kTeamNamespace, launch::TlsSecretName("tampered"), kube::PatchType::kMerge,
       {{"data", {{"ca.crt", Base64Encode(rogue->certificate_pem)}}}}, "test"));
   auto replaced = (*pki)->EnsureRunnerSecret(object);
   ASSERT_TRUE(replaced);
   EXPECT_NE(*replaced, *ours);
-  EXPECT_EQ(SecretValue(TlsSecretName("tampered"), "ca.crt"), (*pki)->CaPem());
+  EXPECT_EQ(SecretValue(launch::TlsSecretName("tampered"), "ca.crt"), (*pki)->CaPem());
 }
 
 TEST_F(RunnerPkiTest, TheControllersClientCertificateIsRenewedAsItAges) {

@@ -19,15 +19,15 @@ json Object(json runner = json::object(), std::string name = "demo") {
 }
 
 launch::KubernetesSettings Settings() {
-  auto settings = ControllerSettings({{"KUBERNETES_IMAGE", "berth/runner:1"}});
+  auto settings = launch::ControllerRunnerSettings({{"KUBERNETES_IMAGE", "berth/runner:1"}});
   EXPECT_TRUE(settings) << settings.error().ToString();
   return *settings;
 }
 
 launch::RunnerManifests Pod(const json& object, const std::string& revision = "abc123") {
-  auto parsed = TerraformObject::Parse(object);
+  auto parsed = launch::TerraformObject::Parse(object);
   EXPECT_TRUE(parsed) << parsed.error().ToString();
-  auto pod = BuildRunnerPod(Settings(), *parsed, revision);
+  auto pod = launch::BuildTerraformRunnerPod(Settings(), *parsed, revision);
   EXPECT_TRUE(pod) << pod.error().ToString();
   return *pod;
 }
@@ -41,7 +41,7 @@ bool HasEnv(const json& container, const std::string& name) {
 }
 
 TEST(TerraformObject, ReadsItsIdentityAndItsRunner) {
-  auto object = TerraformObject::Parse(
+  auto object = launch::TerraformObject::Parse(
       Object({{"serviceAccountName", "tf-runner"}, {"alwaysCleanup", false}, {"binary", "tofu"}}));
   ASSERT_TRUE(object) << object.error().ToString();
   EXPECT_EQ(object->name, "demo");
@@ -59,13 +59,13 @@ TEST(TerraformObject, NamesEveryBrokenField) {
   broken["apiVersion"] = "berth.dev/v1";
   broken["metadata"]["namespace"] = 7;
   broken["metadata"].erase("name");
-  auto parsed = TerraformObject::Parse(broken);
+  auto parsed = launch::TerraformObject::Parse(broken);
   ASSERT_FALSE(parsed);
   std::string paths;
   for (const auto& field : parsed.error().fields) paths += field.path + " ";
   EXPECT_EQ(paths, "apiVersion metadata.namespace metadata.name ");
 
-  auto runner = TerraformObject::Parse(Object({{"alwaysCleanup", "no"}, {"gpu", true}}));
+  auto runner = launch::TerraformObject::Parse(Object({{"alwaysCleanup", "no"}, {"gpu", true}}));
   ASSERT_FALSE(runner);
   EXPECT_NE(runner.error().ToString().find("$.spec.runner.gpu"), std::string::npos)
       << runner.error().ToString();
@@ -119,31 +119,34 @@ TEST(RunnerPod, ItsSpecHashFollowsSpecRunnerOnly) {
 }
 
 TEST(RunnerPod, ANameTooLongForItsPodIsRefusedNamingIt) {
-  auto parsed = TerraformObject::Parse(Object(json::object(), std::string(54, 'a')));
+  auto parsed = launch::TerraformObject::Parse(Object(json::object(), std::string(54, 'a')));
   ASSERT_TRUE(parsed);
-  auto pod = BuildRunnerPod(Settings(), *parsed, "1");
+  auto pod = launch::BuildTerraformRunnerPod(Settings(), *parsed, "1");
   ASSERT_FALSE(pod);
   EXPECT_EQ(pod.error().fields.at(0).path, "metadata.name");
 }
 
-TEST(ControllerSettings, RefuseANamespaceSinceEachObjectHasItsOwn) {
-  auto settings =
-      ControllerSettings({{"KUBERNETES_IMAGE", "i"}, {"KUBERNETES_NAMESPACE", "runners"}});
+TEST(ControllerRunnerSettings, RefuseANamespaceSinceEachObjectHasItsOwn) {
+  auto settings = launch::ControllerRunnerSettings(
+      {{"KUBERNETES_IMAGE", "i"}, {"KUBERNETES_NAMESPACE", "runners"}});
   ASSERT_FALSE(settings);
   EXPECT_EQ(settings.error().fields.at(0).path, "KUBERNETES_NAMESPACE");
-  auto missing = ControllerSettings({});
+  auto missing = launch::ControllerRunnerSettings({});
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().fields.at(0).path, "KUBERNETES_IMAGE");
 }
 
 // Seed 000: the default runner image comes from RUNNER_POD_IMAGE.
-TEST(ControllerSettings, TakeTheRunnerImageFromRunnerPodImage) {
-  auto settings = ControllerSettings({{"RUNNER_POD_IMAGE", "registry.example.com/runner:2"}});
+TEST(ControllerRunnerSettings, TakeTheRunnerImageFromRunnerPodImage) {
+  auto settings =
+      launch::ControllerRunnerSettings({{"RUNNER_POD_IMAGE", "registry.example.com/runner:2"}});
   ASSERT_TRUE(settings) << settings.error().ToString();
   EXPECT_EQ(settings->image, "registry.example.com/runner:2");
-  auto same = ControllerSettings({{"RUNNER_POD_IMAGE", "r:2"}, {"KUBERNETES_IMAGE", "r:2"}});
+  auto same =
+      launch::ControllerRunnerSettings({{"RUNNER_POD_IMAGE", "r:2"}, {"KUBERNETES_IMAGE", "r:2"}});
   EXPECT_TRUE(same);
-  auto differ = ControllerSettings({{"RUNNER_POD_IMAGE", "r:2"}, {"KUBERNETES_IMAGE", "r:1"}});
+  auto differ =
+      launch::ControllerRunnerSettings({{"RUNNER_POD_IMAGE", "r:2"}, {"KUBERNETES_IMAGE", "r:1"}});
   ASSERT_FALSE(differ);
   EXPECT_EQ(differ.error().fields.at(0).path, "RUNNER_POD_IMAGE");
 }
