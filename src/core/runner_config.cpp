@@ -453,9 +453,8 @@ Schema Build(StateStorageType type) {
           Optional("subscription_id", Uuid()),
           Optional("path_prefix", PathPrefix()),
       });
-    case StateStorageType::kBerth:
-      return Schema::Object(
-          {Required("type", TypeField(name)), Optional("path_prefix", PathPrefix())});
+    case StateStorageType::kBerth:  // keyed by environment in berthd's backend: no prefix
+      return Schema::Object({Required("type", TypeField(name))});
   }
   return Schema::Object({});
 }

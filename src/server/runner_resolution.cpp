@@ -36,13 +36,13 @@ Result<std::string> ResolveRunner(store::Store& store, const std::string& org,
   }
 }
 
-Result<nlohmann::json> StateStorageOf(store::Store& store, const std::string& org,
-                                      const std::string& project, const std::string& env) {
+Result<StateStorage> StateStorageOf(store::Store& store, const std::string& org,
+                                    const std::string& project, const std::string& env) {
   auto runner_id = ResolveRunner(store, org, project, env);
   if (!runner_id) return runner_id.error();
   auto runner = store.Get(store::Kind::kRunner, org, "", *runner_id);
   if (!runner) return runner.error();
-  return Ok(runner->body.value("state_storage_configuration", nlohmann::json::object()));
+  return ParseStateStorage(runner->body.value("state_storage_configuration", nlohmann::json()));
 }
 
 }  // namespace berth::server

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/runner_rules.h"
+#include "core/state_storage.h"
 #include "store/store.h"
 
 namespace berth::server {
@@ -20,8 +21,9 @@ Result<std::vector<RunnerRule>> LoadRunnerRules(store::Store& store, const std::
 Result<std::string> ResolveRunner(store::Store& store, const std::string& org,
                                   const std::string& project, const std::string& env);
 
-// Where the environment's state lives: its runner's state_storage_configuration.
-Result<nlohmann::json> StateStorageOf(store::Store& store, const std::string& org,
-                                      const std::string& project, const std::string& env);
+// Where the environment's state lives: its runner's state storage, as saved (an error names
+// the field a row written by another version has wrong).
+Result<StateStorage> StateStorageOf(store::Store& store, const std::string& org,
+                                    const std::string& project, const std::string& env);
 
 }  // namespace berth::server

@@ -481,12 +481,11 @@ TEST_F(DispatcherTest, AKubernetesStorageLeaseHeldByAnotherIsLeftAlone) {
        {{"name", lease}, {"annotations", {{"app.terraform.io/lock-info", info.dump()}}}}},
       {"spec", {{"holderIdentity", "op-1"}}}};
   ASSERT_TRUE(kube_->Create(kube::kLeases, "default", object));
-  auto broken = left_locks_->BreakIfHeldBy({{"type", "kubernetes"}, {"namespace", "default"}},
-                                           {"acme", "web", "elsewhere"}, "laptop-run");
+  const StateStorage storage = KubernetesStateStorage{.ns = "default"};
+  auto broken = left_locks_->BreakIfHeldBy(storage, {"acme", "web", "elsewhere"}, "laptop-run");
   ASSERT_TRUE(broken) << broken.error().ToString();
   EXPECT_FALSE(*broken);
-  broken = left_locks_->BreakIfHeldBy({{"type", "kubernetes"}, {"namespace", "default"}},
-                                      {"acme", "web", "elsewhere"}, "laptop");
+  broken = left_locks_->BreakIfHeldBy(storage, {"acme", "web", "elsewhere"}, "laptop");
   ASSERT_TRUE(broken);
   EXPECT_TRUE(*broken) << "alice@laptop is the holder named laptop";
   ASSERT_TRUE(kube_->Delete(kube::kLeases, "default", lease, {}));

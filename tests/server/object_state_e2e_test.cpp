@@ -175,10 +175,14 @@ TEST_F(ObjectStateE2e, BerthdDeletesOnlyALockItsDeadRunHolds) {
         return std::string("header.claims.signature");  // moto trusts any token
       },
       SystemClock::Instance());
-  json storage = {
-      {"type", "s3"},           {"bucket", kBucket},        {"region", "eu-west-1"},
-      {"path_prefix", prefix_}, {"endpoint", moto_->Url()}, {"sts_endpoint", moto_->Url()},
-      {"use_path_style", true}, {"role_arn", kStateRole}};
+  S3StateStorage s3{.bucket = kBucket,
+                    .region = "eu-west-1",
+                    .path_prefix = prefix_,
+                    .endpoint = moto_->Url(),
+                    .sts_endpoint = moto_->Url(),
+                    .use_path_style = true,
+                    .role_arn = kStateRole};
+  StateStorage storage = s3;
   const EnvironmentRef env{"default", "web", "dev"};
   const std::string lock = StateKey("dev") + ".tflock";
   for (const std::string& held : {std::string(R"({"ID":"1","Who":"runner@another-run"})"),
@@ -197,11 +201,12 @@ TEST_F(ObjectStateE2e, BerthdDeletesOnlyALockItsDeadRunHolds) {
   EXPECT_NE(broken->value().find(lock + " (lock 7)"), std::string::npos) << broken->value();
   EXPECT_EQ(moto_->Object(kBucket, lock).error().kind, ErrorKind::kNotFound);
 
-  storage.erase("role_arn");
-  auto refused = locks.BreakIfHeldBy(storage, env, "dead-run");
+  s3.role_arn.clear();
+  auto refused = locks.BreakIfHeldBy(s3, env, "dead-run");
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().message.find("role_arn"), std::string::npos);
-  EXPECT_FALSE(*locks.BreakIfHeldBy({{"type", "gcs"}}, env, "dead-run")) << "not its storage";
+  EXPECT_FALSE(*locks.BreakIfHeldBy(GcsStateStorage{.bucket = kBucket}, env, "dead-run"))
+      << "not its storage";
 }
 
 // berthd's own AWS credentials never reach a run: a run whose environment gives it no ID token

@@ -5,12 +5,12 @@
 // environment; s3 and azurerm an object key; gcs a prefix.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "core/environment_ref.h"
 #include "core/error.h"
+#include "core/state_storage.h"
 
 namespace berth::server {
 
@@ -24,11 +24,11 @@ std::string KubernetesSecretSuffix(const EnvironmentRef& where);
 
 // The s3 storage's object of an environment's state: PREFIX/ORG/PROJECT/ENV/terraform.tfstate
 // (its lock is the same key and ".tflock").
-std::string S3StateKey(const nlohmann::json& storage, const EnvironmentRef& where);
+std::string S3StateKey(const S3StateStorage& storage, const EnvironmentRef& where);
 
-// storage: the runner's state_storage_configuration. berth_url: berthd as runners reach it.
-// in_cluster: the runner is a Pod (the kubernetes backend uses its service account).
-Result<BackendSettings> RenderBackend(const nlohmann::json& storage, const EnvironmentRef& where,
-                                      const std::string& berth_url, bool in_cluster);
+// storage: the runner's state storage. berth_url: berthd as runners reach it. in_cluster: the
+// runner is a Pod (the kubernetes backend uses its service account).
+BackendSettings RenderBackend(const StateStorage& storage, const EnvironmentRef& where,
+                              const std::string& berth_url, bool in_cluster);
 
 }  // namespace berth::server

@@ -136,9 +136,13 @@ Result<Dispatcher::Launch> Dispatcher::Prepare(const store::Deployment& d) {
     return error;
   }
   std::string url = launcher->second->BerthdUrlForRunners(*settings).value_or(options_.url);
-  const json storage = runner->body.value("state_storage_configuration", json::object());
-  auto backend = RenderBackend(storage, d.Environment(), url, !local);
-  if (!backend) return backend.error();
+  auto storage = ParseStateStorage(runner->body.value("state_storage_configuration", json()));
+  if (!storage) {
+    Error error = storage.error();
+    error.message = "runner " + *runner_id + " as saved: " + error.message;
+    return error;
+  }
+  const BackendSettings backend = RenderBackend(*storage, d.Environment(), url, !local);
 
   auto token = MintRunTokenOf(d, d.run_id, options_.token_lifetime, signer_, clock_.WallSeconds());
   if (!token) return token.error();
@@ -154,9 +158,10 @@ Result<Dispatcher::Launch> Dispatcher::Prepare(const store::Deployment& d) {
   run.gateway = url;
   run.run_id = d.run_id;
   run.inputs_hash = InputsHash(RenderInputs(d));
-  run.state_backend = backend->type;
-  run.backend_config = backend->config;
-  run.lock = storage.value("type", "") != "berth";  // berthd's own: HoldStateLock holds it
+  run.state_backend = backend.type;
+  run.backend_config = backend.config;
+  // berthd's own: HoldStateLock holds it.
+  run.lock = !std::holds_alternative<BerthStateStorage>(*storage);
   run.providers = options_.providers;
   // A folder on the server (embedded berthd) is read in place; a bundle comes from the gateway.
   run.module = path;

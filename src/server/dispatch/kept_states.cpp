@@ -54,9 +54,9 @@ Result<launch::LaunchEvent> Rescue(store::Store& store, const store::Deployment&
                                    const std::string& run_id, const std::string& content) {
   auto storage = StateStorageOf(store, d.org_id, d.project_id, d.env_id);
   if (!storage) return storage.error();
-  const std::string type = storage->value("type", "");
-  if (type != "berth")
-    return NotRescued("the environment's state storage is " + type +
+  if (!std::holds_alternative<BerthStateStorage>(*storage))
+    return NotRescued("the environment's state storage is " +
+                      std::string(StateStorageTypeName(TypeOf(*storage))) +
                       ", which berthd does not write; push it there");
   auto kept = IdentityOf(content);
   if (!kept && content.find("\"encrypted_data\"") != std::string::npos)

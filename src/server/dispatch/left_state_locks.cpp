@@ -13,11 +13,12 @@ constexpr char kLockInfoAnnotation[] = "app.terraform.io/lock-info";
 
 }  // namespace
 
-Result<std::optional<std::string>> KubernetesStateLocks::BreakIfHeldBy(const json& storage,
+Result<std::optional<std::string>> KubernetesStateLocks::BreakIfHeldBy(const StateStorage& storage,
                                                                        const EnvironmentRef& env,
                                                                        const std::string& run_id) {
-  if (storage.value("type", "") != "kubernetes") return std::optional<std::string>();
-  const std::string ns = storage.value("namespace", "");
+  const auto* kubernetes = std::get_if<KubernetesStateStorage>(&storage);
+  if (kubernetes == nullptr) return std::optional<std::string>();
+  const std::string& ns = kubernetes->ns;
   const std::string name = "lock-tfstate-default-" + KubernetesSecretSuffix(env);
   auto lease = api_.Get(kube::kLeases, ns, name);
   if (!lease && lease.error().kind == ErrorKind::kNotFound) return std::optional<std::string>();
@@ -44,7 +45,7 @@ Result<std::optional<std::string>> KubernetesStateLocks::BreakIfHeldBy(const jso
 }
 
 Result<std::optional<std::string>> StateLocksOfEachStorage::BreakIfHeldBy(
-    const json& storage, const EnvironmentRef& env, const std::string& run_id) {
+    const StateStorage& storage, const EnvironmentRef& env, const std::string& run_id) {
   for (const auto& locks : each_) {
     auto broken = locks->BreakIfHeldBy(storage, env, run_id);
     if (!broken || *broken) return broken;

@@ -6,13 +6,13 @@
 #pragma once
 
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/environment_ref.h"
 #include "core/error.h"
+#include "core/state_storage.h"
 #include "kube/kube_api.h"
 
 namespace berth::server {
@@ -20,9 +20,9 @@ namespace berth::server {
 class LeftStateLocks {
  public:
   virtual ~LeftStateLocks() = default;
-  // Breaks the lock on env's state in storage (a runner's state_storage_configuration) if run
+  // Breaks the lock on env's state in storage (a runner's state storage) if run
   // holds it; what was broken, for the deployment's events, or nothing.
-  virtual Result<std::optional<std::string>> BreakIfHeldBy(const nlohmann::json& storage,
+  virtual Result<std::optional<std::string>> BreakIfHeldBy(const StateStorage& storage,
                                                            const EnvironmentRef& env,
                                                            const std::string& run_id) = 0;
 };
@@ -33,7 +33,7 @@ class LeftStateLocks {
 class KubernetesStateLocks final : public LeftStateLocks {
  public:
   explicit KubernetesStateLocks(kube::KubeApi& api) : api_(api) {}
-  Result<std::optional<std::string>> BreakIfHeldBy(const nlohmann::json& storage,
+  Result<std::optional<std::string>> BreakIfHeldBy(const StateStorage& storage,
                                                    const EnvironmentRef& env,
                                                    const std::string& run_id) override;
 
@@ -45,7 +45,7 @@ class KubernetesStateLocks final : public LeftStateLocks {
 class StateLocksOfEachStorage final : public LeftStateLocks {
  public:
   void Add(std::unique_ptr<LeftStateLocks> locks) { each_.push_back(std::move(locks)); }
-  Result<std::optional<std::string>> BreakIfHeldBy(const nlohmann::json& storage,
+  Result<std::optional<std::string>> BreakIfHeldBy(const StateStorage& storage,
                                                    const EnvironmentRef& env,
                                                    const std::string& run_id) override;
 

@@ -45,16 +45,14 @@ Result<Target> At(const std::string& endpoint, const std::string& bucket, const 
   return Target{url->scheme + "://" + host + path, host, path};
 }
 
-std::string Region(const json& storage) { return storage.value("region", ""); }
-
 }  // namespace
 
-Result<crypto::AwsCredentials> S3StateLocks::Credentials(const json& storage,
+Result<crypto::AwsCredentials> S3StateLocks::Credentials(const S3StateStorage& storage,
                                                          const EnvironmentRef& env) {
-  const std::string role = storage.value("role_arn", "");
+  const std::string& role = storage.role_arn;
   if (role.empty())
     return MakeError(ErrorKind::kFailedPrecondition,
-                     "berthd has no credentials for bucket " + storage.value("bucket", "") +
+                     "berthd has no credentials for bucket " + storage.bucket +
                          ": give the storage a role_arn whose trust policy admits berthd's ID "
                          "token for the environment (docs/state.md)");
   const std::string sub =
@@ -67,7 +65,8 @@ Result<crypto::AwsCredentials> S3StateLocks::Credentials(const json& storage,
                       {"phase", "unlock"}},
                      kTokenLifetime);
   if (!token) return token.error();
-  auto sts = At(storage.value("sts_endpoint", "https://sts." + Region(storage) + ".amazonaws.com"),
+  auto sts = At(storage.sts_endpoint.empty() ? "https://sts." + storage.region + ".amazonaws.com"
+                                             : storage.sts_endpoint,
                 "", "", false);
   if (!sts) return sts.error();
   const std::string body =
@@ -89,16 +88,18 @@ Result<crypto::AwsCredentials> S3StateLocks::Credentials(const json& storage,
   return credentials;
 }
 
-Result<std::optional<std::string>> S3StateLocks::BreakIfHeldBy(const json& storage,
+Result<std::optional<std::string>> S3StateLocks::BreakIfHeldBy(const StateStorage& storage,
                                                                const EnvironmentRef& env,
                                                                const std::string& run_id) {
-  if (storage.value("type", "") != "s3") return std::optional<std::string>();
-  auto credentials = Credentials(storage, env);
+  const auto* s3 = std::get_if<S3StateStorage>(&storage);
+  if (s3 == nullptr) return std::optional<std::string>();
+  auto credentials = Credentials(*s3, env);
   if (!credentials) return credentials.error();
-  const std::string bucket = storage.value("bucket", "");
-  const std::string key = S3StateKey(storage, env) + ".tflock";
-  auto object = At(storage.value("endpoint", "https://s3." + Region(storage) + ".amazonaws.com"),
-                   bucket, key, storage.value("use_path_style", false));
+  const std::string& bucket = s3->bucket;
+  const std::string key = S3StateKey(*s3, env) + ".tflock";
+  auto object =
+      At(s3->endpoint.empty() ? "https://s3." + s3->region + ".amazonaws.com" : s3->endpoint,
+         bucket, key, s3->use_path_style);
   if (!object) return object.error();
   auto send = [&](const std::string& method,
                   const std::vector<std::pair<std::string, std::string>>& headers)
@@ -106,7 +107,7 @@ Result<std::optional<std::string>> S3StateLocks::BreakIfHeldBy(const json& stora
     net::HttpRequest request{.method = method, .url = object->url, .headers = headers};
     for (auto& header : crypto::SignAwsRequest(
              {.method = method, .host = object->host, .path = object->path, .headers = headers},
-             *credentials, Region(storage), "s3", clock_.Wall()))
+             *credentials, s3->region, "s3", clock_.Wall()))
       request.headers.push_back(std::move(header));
     return http_.Send(request);
   };

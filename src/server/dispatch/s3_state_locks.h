@@ -23,12 +23,12 @@ class S3StateLocks final : public LeftStateLocks {
   S3StateLocks(net::HttpClient& http, SignIdToken sign, Clock& clock)
       : http_(http), sign_(std::move(sign)), clock_(clock) {}
 
-  Result<std::optional<std::string>> BreakIfHeldBy(const nlohmann::json& storage,
+  Result<std::optional<std::string>> BreakIfHeldBy(const StateStorage& storage,
                                                    const EnvironmentRef& env,
                                                    const std::string& run_id) override;
 
  private:
-  Result<crypto::AwsCredentials> Credentials(const nlohmann::json& storage,
+  Result<crypto::AwsCredentials> Credentials(const S3StateStorage& storage,
                                              const EnvironmentRef& env);
 
   net::HttpClient& http_;
