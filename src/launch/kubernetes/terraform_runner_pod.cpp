@@ -77,8 +77,7 @@ Result<RunnerManifests> BuildTerraformRunnerPod(const KubernetesSettings& settin
   RunnerPodRequest request{
       .revision = std::string(revision),
       .launcher = std::string(kControllerLauncherName),
-      .served = ServedRunner{.object_name = object.name,
-                                     .tls_secret = TlsSecretName(object.name)}};
+      .served = ServedRunner{.object_name = object.name, .tls_secret = TlsSecretName(object.name)}};
   return BuildRunnerManifests(settings, object.runner, request);
 }
 
