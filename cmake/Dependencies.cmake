@@ -9,7 +9,6 @@ find_package(nlohmann_json 3.11 REQUIRED)
 find_package(Boost 1.81 REQUIRED CONFIG)
 find_package(PostgreSQL REQUIRED)
 find_package(ZLIB REQUIRED)
-find_package(spdlog REQUIRED)
 find_package(prometheus-cpp CONFIG REQUIRED)  # core only: berthd serves /metrics itself
 
 # The runner links statically (apps/runner); everything else dynamically. Libraries link

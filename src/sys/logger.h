@@ -1,19 +1,15 @@
 // berthd's own log: one line per event, as text ("2026-12-01T06:00:00.123Z INFO request
 // method=GET route=/orgs/{org}/deployments/{id} status=200") or as one JSON object per line
-// (--log-format=json), with -v for the verbose lines. spdlog writes it (thread-safe, one
-// write per line); the line itself is made here so that JSON is always well formed.
+// (--log-format=json), with -v for the verbose lines: made here so that JSON is always well
+// formed, and written whole with one write(2), one line at a time.
 #pragma once
 
-#include <cstdio>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-namespace spdlog {
-class logger;  // NOLINT(readability-identifier-naming): spdlog's name
-}
+#include "core/mutex.h"
 
 namespace berth::sys {
 
@@ -25,7 +21,6 @@ class Logger {
 
   // Writes to fd (stderr by default).
   explicit Logger(Format format = Format::kText, int verbosity = 0, int fd = 2);
-  ~Logger();
   Logger(const Logger&) = delete;
   Logger& operator=(const Logger&) = delete;
 
@@ -47,7 +42,8 @@ class Logger {
 
   const Format format_;
   const int verbosity_;
-  std::shared_ptr<spdlog::logger> logger_;
+  const int fd_;
+  Mutex mutex_;
 };
 
 }  // namespace berth::sys
