@@ -20,6 +20,7 @@
 #include "cli/token.h"
 #include "net/http_client.h"
 #include "server/daemon.h"
+#include "server/daemon_flags.h"
 #include "sys/files.h"
 
 namespace berth::cli {
@@ -212,16 +213,9 @@ int CheckRunner(const Globals& g, const std::string& id) {
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
 
-// options: what `berth up`'s flags set directly.
-int Up(server::DaemonOptions options, const std::string& data_dir, const std::string& listen,
-       const std::string& providers, const std::string& log_format, int verbosity) {
-  sys::Logger::ParseFormat(log_format, &options.log_format);  // checked by the flag
-  options.verbosity = verbosity;
-  options.providers = providers;
+// options: what `berth up`'s flags say; data_dir: the CLI's --data-dir (empty: the default).
+int Up(server::DaemonOptions options, const std::string& data_dir) {
   options.data_dir = data_dir.empty() ? DefaultDataDir() : fs::path(data_dir);
-  options.listen = listen;
-  options.embedded = true;
-  options.runner_binary = server::FindRunnerBesideSelf();
   signal(SIGINT, OnSignal);
   signal(SIGTERM, OnSignal);
   auto ran = server::RunDaemon(options, g_stop, [&](const std::string& url, const fs::path& token) {
@@ -248,31 +242,9 @@ int Main(int argc, char** argv) {
   app.add_option("-o,--output", g.output, "table, json or yaml")
       ->check(CLI::IsMember({"table", "json", "yaml"}));
 
-  std::string listen = "127.0.0.1:8480";
   auto* up = app.add_subcommand(
       "up", "run berthd here, in the foreground, with SQLite in the data folder");
-  up->add_option("--listen", listen, "ADDRESS:PORT");
-  std::string providers;
-  up->add_option("--providers", providers,
-                 "a provider mirror folder local runs install providers from, offline")
-      ->check(CLI::ExistingDirectory);
-  std::string log_format = "text";
-  up->add_option("--log-format", log_format, "berthd's log on stderr: text or json")
-      ->check(CLI::IsMember({"text", "json"}));
-  int verbosity = 0;
-  up->add_option("-v,--v", verbosity, "berthd's log verbosity (1: runner traffic, transitions)")
-      ->check(CLI::NonNegativeNumber);
-  server::DaemonOptions up_options;
-  up->add_flag("--insecure-local-runners", up_options.insecure_local_runners,
-               "run local runs without their sandbox, as your user (logged at every start)");
-  CLI::Option* runner_uid =
-      up->add_option("--local-runner-uid", up_options.local_runner_uid,
-                     "as root: the first of the users local runs drop to, one per parallel run "
-                     "(default: the first free range from 60100)")
-          ->check(CLI::Range(1, 65534));
-  up->add_flag("--reset-admin-token", up_options.reset_admin_token,
-               "revoke the admin token in the data folder and write a new one (one lost or "
-               "leaked)");
+  server::DaemonFlags up_flags(*up, server::DaemonCommand::kBerthUp);
 
   std::string kind_word, id, project, runner_filter;
   BodyFlags body_flags;
@@ -443,8 +415,7 @@ int Main(int argc, char** argv) {
     int code = app.exit(e);
     return code == 0 ? kExitOk : kExitUsage;
   }
-  up_options.local_runner_uid_exact = runner_uid->count() > 0;
-  if (*up) return Up(up_options, g.data_dir, listen, providers, log_format, verbosity);
+  if (*up) return Up(up_flags.Options(), g.data_dir);
   if (*render_pod) {
     if (render_options.runner_config.empty() == render_options.terraform.empty()) {
       std::fprintf(stderr, "error: render pod: give --runner-config or --terraform\n");

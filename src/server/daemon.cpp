@@ -1,6 +1,7 @@
 // Start-up: store, first organization, API, server; then wait for the stop flag.
 #include "server/daemon.h"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -773,6 +774,21 @@ Result<void> RunDaemon(const DaemonOptions& options, const std::atomic<bool>& st
                                                           : options.admin_token_file);
   berthd.DispatchUntil(stop);
   return {};
+}
+
+std::string RotationReport::Summary() const {
+  std::string text =
+      fmt::format("sealed {} values with the new key {} (was {})\n", resealed, new_key, old_key);
+  if (left_in_clear > 0)
+    text += fmt::format(
+        "{} values are in clear and refused when read: if a berthd without encryption at rest "
+        "wrote them, run rotate-keys --seal-plaintext\n",
+        left_in_clear);
+  if (kept_old_keys)
+    text +=
+        "a running berthd wrote meanwhile: the old keys stay in the key file; run rotate-keys "
+        "again once every berthd has restarted\n";
+  return text;
 }
 
 Result<RotationReport> RotateKeys(const DaemonOptions& options, bool seal_plaintext) {

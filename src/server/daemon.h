@@ -95,6 +95,8 @@ struct RotationReport {
   int64_t resealed = 0;
   int64_t left_in_clear = 0;  // not asked to seal them
   bool kept_old_keys = false;
+  // What an operator reads: what was sealed, and what is left to do.
+  std::string Summary() const;
 };
 Result<RotationReport> RotateKeys(const DaemonOptions& options, bool seal_plaintext);
 
