@@ -11,6 +11,7 @@
 #include "core/ed25519_key.h"
 #include "kube/kube_config.h"
 #include "sys/files.h"
+#include "sys/logger.h"
 
 namespace {
 
@@ -18,7 +19,7 @@ std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
 
 int Fail(const std::string& message) {
-  std::fprintf(stderr, "berth-agent: %s\n", message.c_str());
+  berth::sys::Logger().Error("berth-agent stopped", {{"why", message}});
   return 1;
 }
 
@@ -112,8 +113,9 @@ int main(int argc, char** argv) {
   berth::agent::Agent agent(client, *kube, std::move(*settings), identity.runner, options);
   if (auto started = agent.Start(g_stop); !started)
     return g_stop.load() ? 0 : Fail(started.error().ToString());
-  std::fprintf(stderr, "berth-agent: %s polls %s for runner %s/%s\n", options.name.c_str(),
-               identity.url.c_str(), identity.org.c_str(), identity.runner.c_str());
+  berth::sys::Logger().Info("polling", {{"agent", options.name},
+                                        {"url", identity.url},
+                                        {"runner", identity.org + "/" + identity.runner}});
   agent.RunUntil(g_stop);
   return 0;
 }

@@ -53,7 +53,7 @@ Result<void> Agent::Start(const std::atomic<bool>& stop) {
   if (auto started = launcher_.Start(); !started) return started.error();
   auto live = client_.LiveRuns();
   for (auto delay = options_.retry; !live && !stop.load(); delay = Longer(delay)) {
-    std::fprintf(stderr, "berth-agent: berthd not reached: %s\n", live.error().ToString().c_str());
+    log_.Warn("berthd not reached", {{"why", live.error().ToString()}});
     PauseUnlessStopped(delay, stop);
     live = client_.LiveRuns();
   }
@@ -75,7 +75,7 @@ void Agent::RunUntil(const std::atomic<bool>& stop) {
                                 [&stop] { return stop.load(); });
     if (!command && stop.load()) return;
     if (!command) {
-      std::fprintf(stderr, "berth-agent: poll failed: %s\n", command.error().ToString().c_str());
+      log_.Warn("poll failed", {{"why", command.error().ToString()}});
       PauseUnlessStopped(delay, stop);
       delay = Longer(delay);
       continue;
@@ -124,8 +124,8 @@ void Agent::HandleCreate(const json& command) {
   // The Job's name comes from the run: a command delivered again adopts the Job it made.
   auto launched = launcher_.Launch(*request);
   if (!launched) {
-    std::fprintf(stderr, "berth-agent: run %s not launched: %s\n", request->run_id.c_str(),
-                 launched.error().ToString().c_str());
+    log_.Error("run not launched",
+               {{"run", request->run_id}, {"why", launched.error().ToString()}});
     // A passing fault (the API server away) is left to the lease: berthd delivers it again.
     if (Permanent(launched.error()))
       IgnoreError(client_.Settle(seq, "reject", receipt, launched.error().ToString()),
@@ -166,8 +166,7 @@ void Agent::SendReports() {
     if (sent || Permanent(sent.error()) || sent.error().kind == ErrorKind::kNotFound ||
         sent.error().kind == ErrorKind::kConflict) {
       if (!sent)
-        std::fprintf(stderr, "berth-agent: report for run %s refused: %s\n", report.run_id.c_str(),
-                     sent.error().ToString().c_str());
+        log_.Warn("report refused", {{"run", report.run_id}, {"why", sent.error().ToString()}});
       reports_.pop_front();
       delay = options_.retry;
       continue;

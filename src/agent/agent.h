@@ -16,6 +16,7 @@
 #include "core/mutex.h"
 #include "kube/kube_api.h"
 #include "launch/kubernetes/kubernetes_launcher.h"
+#include "sys/logger.h"
 
 namespace berth::agent {
 
@@ -57,6 +58,7 @@ class Agent final : public launch::RunObserver {
 
   AgentClient& client_;
   const AgentOptions options_;
+  sys::Logger log_;  // on stderr, as every berth program logs
   launch::KubernetesLauncher launcher_;
 
   Mutex mutex_;

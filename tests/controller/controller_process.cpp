@@ -39,7 +39,7 @@ Result<std::unique_ptr<ControllerProcess>> ControllerProcess::Start(kube::KubeAp
   options.output_path = log.string();
   auto child = sys::Subprocess::Spawn(options);
   if (!child) return child.error();
-  const std::string marker = "serving metrics on 127.0.0.1:";
+  const std::string marker = "serving metrics address=127.0.0.1:";
   for (;;) {  // test setup: it says where it serves once it is ready
     auto seen = sys::ReadFile(log);
     const size_t at = seen ? seen->find(marker) : std::string::npos;
