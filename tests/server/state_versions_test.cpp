@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "api_fixture.h"
 
@@ -125,6 +126,35 @@ TEST_F(StateVersionsApi, AKeptStateIsPushedAsTheNewestVersionWithItsReason) {
   ASSERT_EQ(history.size(), 1u);
   EXPECT_EQ(history[0]["action"], "push");
   EXPECT_EQ(history[0]["detail"], "pushed as version 2: apply lost its backend");
+}
+
+// An environment whose runner keeps its state in s3 has no state in berthd: showing an empty
+// history, keeping a pushed state no run reads or unlocking nothing would mislead, so each
+// route says where the state is instead, and berthd's backend is left as it was.
+TEST_F(StateVersionsApi, AnEnvironmentWhoseStateIsElsewhereIsToldWhereNotShownNothing) {
+  auto saved = Call("POST", "/orgs/acme/runners",
+                    R"({"id":"buckets","runner_configuration":{"type":"local"},)"
+                    R"("state_storage_configuration":{"type":"s3","bucket":"states",)"
+                    R"("region":"eu-west-1"}})");
+  ASSERT_EQ(saved.status, 201) << saved.body;
+  auto env = store_->Get(store::Kind::kEnvironment, "acme", "web", "dev");
+  ASSERT_TRUE(env);
+  env->columns["runner_id"] = "buckets";
+  ASSERT_TRUE(store_->Update(*env, env->version));
+  const std::string base = "/orgs/acme/projects/web/envs/dev/state";
+  const json kept = {{"version", 4}, {"serial", 7}, {"lineage", "l"}, {"resources", json::array()}};
+  for (const auto& [method, path, body] :
+       {std::tuple{"GET", base, ""}, std::tuple{"GET", base + "/versions", ""},
+        std::tuple{"POST", base + "/unlock", R"({"reason":"stuck"})"},
+        std::tuple{"POST", base + "/rollback", R"({"version":1})"}}) {
+    auto told = Call(method, path, body);
+    EXPECT_EQ(told.status, 409) << path << ": " << told.body;
+    EXPECT_NE(told.body.find("in the s3 storage of runner buckets"), std::string::npos)
+        << told.body;
+  }
+  auto push = Call("POST", base + "/versions", json{{"state", kept}, {"reason", "x"}}.dump());
+  EXPECT_EQ(push.status, 409) << push.body;
+  EXPECT_TRUE(store_->States().Versions("acme/web/dev")->empty()) << "a refused push wrote";
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/schema.h"
+#include "core/state_storage.h"
 #include "core/time_format.h"
 
 namespace berth::server {
@@ -60,13 +61,29 @@ Schema StateDocumentSchema() {
   }));
 }
 
-// The state key of the environment in the path, or why there is none.
+// The state key of the environment in the path, or why there is none. An environment whose
+// runner keeps its state in other storage has none in berthd: an empty history shown, a push
+// kept where no run reads it or an unlock of nothing would mislead, so each is refused,
+// saying where the state is.
 Result<std::string> StateKeyOf(store::Store& store, const RouteRequest& r, const Caller& c) {
   const std::string& project = r.params.at("project");
   const std::string& env = r.params.at("env");
   auto found = store.Get(store::Kind::kEnvironment, c.org, project, env);
   if (!found) return found.error();
-  return EnvironmentRef{c.org, project, env}.Key();
+  const std::string key = EnvironmentRef{c.org, project, env}.Key();
+  const auto linked = found->columns.find("runner_id");
+  if (linked == found->columns.end() || !linked->second || linked->second->empty()) return key;
+  auto runner = store.Get(store::Kind::kRunner, c.org, "", *linked->second);
+  if (!runner) return runner.error();
+  auto storage = ParseStateStorage(runner->body.value("state_storage_configuration", json()));
+  if (!storage) return storage.error();
+  if (std::holds_alternative<BerthStateStorage>(*storage)) return key;
+  return MakeError(ErrorKind::kFailedPrecondition,
+                   "the state of " + key + " is in the " +
+                       std::string(StateStorageTypeName(TypeOf(*storage))) + " storage of runner " +
+                       *linked->second +
+                       ", not in berthd: read, unlock or push it there (tofu state pull, "
+                       "tofu force-unlock, tofu state push)");
 }
 
 }  // namespace
