@@ -366,7 +366,8 @@ int Main(int argc, char** argv) {
                        "where its time went: the queue, its runner's launch, each run and its TF "
                        "steps, the wait for approval");
 
-  auto* state = app.add_subcommand("state", "an environment's TF state in berth's backend");
+  auto* state = app.add_subcommand(
+      "state", "an environment's TF state in berth's backend (show and unlock: or its s3 bucket)");
   state->require_subcommand(1);
   auto* state_show =
       state->add_subcommand("show", "its versions, the newest, who holds the lock, its history");

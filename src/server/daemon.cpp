@@ -25,7 +25,7 @@
 #include "server/api/api.h"
 #include "server/change_feed.h"
 #include "server/dispatch/dispatcher.h"
-#include "server/dispatch/s3_state_locks.h"
+#include "server/dispatch/s3_states.h"
 #include "server/gateway/run_gateway.h"
 #include "server/metrics.h"
 #include "server/oidc/oidc_issuer.h"
@@ -381,21 +381,6 @@ Result<Foundations> LayFoundations(const DaemonOptions& options) {
   return f;
 }
 
-// What breaks the state locks dead runs left, in each storage berthd can reach: s3 with the
-// storage's role assumed by berthd's own ID token, kubernetes through cluster (null: none).
-std::unique_ptr<LeftStateLocks> LeftLocksBreaker(kube::KubeApi* cluster, net::HttpClient& http,
-                                                 OidcIssuer& oidc) {
-  auto each = std::make_unique<StateLocksOfEachStorage>();
-  each->Add(std::make_unique<S3StateLocks>(
-      http,
-      [&oidc](const nlohmann::json& claims, std::chrono::seconds lifetime) {
-        return oidc.Mint(claims, lifetime);
-      },
-      SystemClock::Instance()));
-  if (cluster != nullptr) each->Add(std::make_unique<KubernetesStateLocks>(*cluster));
-  return each;
-}
-
 // What every local run may see of berthd's environment: where programs are, the TF CLI
 // configuration (provider mirrors), and the cluster of kubernetes state storage; nothing else.
 std::vector<std::string> LocalRunEnvironment() {
@@ -429,7 +414,12 @@ class Berthd {
                                       .events = &dispatcher_,
                                       .commands = &agent_commands_,
                                       .ends = &agent_ends_}),
-        left_locks_(LeftLocksBreaker(base_.kube_client.get(), *storage_http_, oidc_)),
+        s3_states_(
+            *storage_http_,
+            [this](const nlohmann::json& claims, std::chrono::seconds lifetime) {
+              return oidc_.Mint(claims, lifetime);
+            },
+            SystemClock::Instance()),
         dispatcher_(*base_.store, launchers_, base_.signer,
                     DispatcherOptions{
                         .url = options.advertise_url.empty() ? base_.url : options.advertise_url,
@@ -438,7 +428,7 @@ class Berthd {
                         .providers = options.providers,
                         .replica = base_.replica.id,
                         .metrics = &metrics_,
-                        .left_locks = left_locks_.get(),
+                        .left_locks = &left_locks_,
                         .logs = &log_feed_,
                         .wake = &dispatch_feed_,
                         .log = &log_}),
@@ -473,9 +463,13 @@ class Berthd {
                            }),
                  .secure_cookies =
                      !options.tls_cert_file.empty() || options.public_url.starts_with("https://"),
-                 .environment_metrics = [&store = *base_.store](const std::string& org) {
-                   return BerthdMetrics::ScrapeEnvironments(store, org);
-                 }}) {
+                 .environment_metrics =
+                     [&store = *base_.store](const std::string& org) {
+                       return BerthdMetrics::ScrapeEnvironments(store, org);
+                     },
+                 .states_elsewhere = &s3_states_}) {
+    left_locks_.Add(s3_states_);
+    if (base_.kube_client) left_locks_.Add(kubernetes_locks_.emplace(*base_.kube_client));
     if (base_.kube_client) {
       launch::KubernetesSettings elsewhere = *base_.kube_settings;
       elsewhere.container_backend_url.clear();  // the router names berthd's URL there
@@ -744,9 +738,13 @@ class Berthd {
   Launchers launchers_;  // filled in the constructor's body, before the dispatcher's first use
   // What berthd reaches object storages with (its own requests, never a run's).
   std::unique_ptr<net::HttpClient> storage_http_ = net::MakeCurlHttpClient();
+  // Object storage as berthd reaches it with its own ID token (the storage's role assumed):
+  // dead runs' locks, and `berth state show|unlock`.
+  S3States s3_states_;
   // The locks dead runs left: s3's lock objects, and with a cluster the kubernetes storage's
-  // Leases.
-  std::unique_ptr<LeftStateLocks> left_locks_;
+  // Leases (added in the constructor's body, before the dispatcher's first tick).
+  std::optional<KubernetesStateLocks> kubernetes_locks_;
+  StateLocksOfEachStorage left_locks_;
   Dispatcher dispatcher_;
   Retention retention_;
   Api api_;

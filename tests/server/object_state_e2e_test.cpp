@@ -11,7 +11,7 @@
 #include "core/clock.h"
 #include "moto_server.h"
 #include "net/http_client.h"
-#include "server/dispatch/s3_state_locks.h"
+#include "server/dispatch/s3_states.h"
 #include "sys/files.h"
 #include "test_tools.h"
 
@@ -169,7 +169,7 @@ TEST_F(ObjectStateE2e, ALockADeadRunLeftIsDeletedByBerthdAndTheNextDeploymentRun
 // What berthd reads in a bucket is the module's to write: a lock another run holds, or one that
 // is no lock at all, is left alone; a storage without a role is refused, naming it.
 TEST_F(ObjectStateE2e, BerthdDeletesOnlyALockItsDeadRunHolds) {
-  S3StateLocks locks(
+  S3States locks(
       *http_,
       [](const json&, std::chrono::seconds) -> Result<std::string> {
         return std::string("header.claims.signature");  // moto trusts any token
@@ -207,6 +207,43 @@ TEST_F(ObjectStateE2e, BerthdDeletesOnlyALockItsDeadRunHolds) {
   EXPECT_NE(refused.error().message.find("role_arn"), std::string::npos);
   EXPECT_FALSE(*locks.BreakIfHeldBy(GcsStateStorage{.bucket = kBucket}, env, "dead-run"))
       << "not its storage";
+}
+
+// An operator sees the state where it is (the object, its size, who holds its lock) and breaks
+// a lock no run will release, through berthd with berthd's own credentials for the environment:
+// the reason stays in berthd's history of the state, and a second unlock finds nothing.
+TEST_F(ObjectStateE2e, StateShowAndUnlockReachTheBucketWithBerthdsOwnCredentials) {
+  Applied(testenv::SourceDir() / "examples/hello", {{"name", "shown"}}, "dev");
+  const std::string state = "/projects/web/envs/dev/state";
+  auto shown = api_.Call("GET", state);
+  ASSERT_EQ(shown.status, 200) << shown.body;
+  json show = json::parse(shown.body);
+  EXPECT_EQ(show["storage"], "s3");
+  EXPECT_EQ(show["where"], "s3://" + std::string(kBucket) + "/" + StateKey("dev"));
+  EXPECT_EQ(show["latest"]["size"], moto_->Object(kBucket, StateKey("dev")).value().size());
+  EXPECT_TRUE(show["lock"].is_null());
+  EXPECT_EQ(api_.Call("POST", state + "/unlock", R"({"reason":"stuck"})").status, 409);
+
+  const std::string lock = StateKey("dev") + ".tflock";
+  ASSERT_TRUE(moto_->PutObject(
+      kBucket, lock,
+      R"({"ID":"9f1","Operation":"OperationTypeApply","Who":"runner@lost-node","Created":"2026-12-08T00:00:00Z"})"));
+  show = json::parse(api_.Call("GET", state).body);
+  EXPECT_EQ(show["lock"]["id"], "9f1");
+  EXPECT_EQ(show["lock"]["who"], "runner@lost-node");
+  EXPECT_EQ(show["lock"]["operation"], "OperationTypeApply");
+
+  auto unlocked = api_.Call("POST", state + "/unlock", R"({"reason":"its node is gone"})");
+  ASSERT_EQ(unlocked.status, 200) << unlocked.body;
+  EXPECT_EQ(json::parse(unlocked.body)["unlocked"]["id"], "9f1");
+  EXPECT_EQ(moto_->Object(kBucket, lock).error().kind, ErrorKind::kNotFound);
+  EXPECT_TRUE(moto_->Object(kBucket, StateKey("dev"))) << "the state itself stays";
+  auto history = json::parse(api_.Call("GET", state).body)["history"];
+  ASSERT_EQ(history.size(), 1u);
+  EXPECT_NE(history[0]["detail"].get<std::string>().find("its node is gone"), std::string::npos);
+  EXPECT_EQ(api_.Call("POST", state + "/unlock", R"({"reason":"again"})").status, 409);
+  // Its versions are the bucket's: berthd keeps none to list, push or roll back.
+  EXPECT_EQ(api_.Call("GET", state + "/versions").status, 409);
 }
 
 // berthd's own AWS credentials never reach a run: a run whose environment gives it no ID token

@@ -498,7 +498,7 @@ class ApiHandlers {
                  return authorized_(r, Scope::kConfigure,
                                     [&](const Caller& c) { return RefreshRunner(r, c); });
                });
-    states_ = std::make_unique<StateRoutes>(router, store, authorized_);
+    states_ = std::make_unique<StateRoutes>(router, store, authorized_, options.states_elsewhere);
     runner_status_ = std::make_unique<RunnerStatusRoutes>(
         router, store, authorized_, options.clock ? *options.clock : SystemClock::Instance(),
         options.check_cluster);

@@ -16,6 +16,7 @@
 #include "server/api/deployment_control.h"
 #include "server/api/router.h"
 #include "server/change_feed.h"
+#include "server/dispatch/states_elsewhere.h"
 #include "store/store.h"
 
 namespace berth::server {
@@ -49,6 +50,8 @@ struct ApiOptions {
   // An organization's per-environment metrics (GET /orgs/{org}/metrics), in the Prometheus
   // text format; empty: the route answers 404.
   std::function<std::string(const std::string& org)> environment_metrics;
+  // State in object storage, as `berth state show|unlock` reach it (null: refused there too).
+  StatesElsewhere* states_elsewhere = nullptr;
 };
 
 class ApiHandlers;

@@ -8,6 +8,15 @@
 #include "core/time_format.h"
 
 namespace berth::server {
+
+// Where the environment in the path keeps its state: berthd's backend (no runner linked yet,
+// or berth storage), or its runner's other storage.
+struct StateHome {
+  EnvironmentRef env;
+  std::string runner_id;
+  std::optional<StateStorage> elsewhere;  // nullopt: berthd's own backend
+};
+
 namespace {
 
 using nlohmann::json;
@@ -61,35 +70,66 @@ Schema StateDocumentSchema() {
   }));
 }
 
-// The state key of the environment in the path, or why there is none. An environment whose
-// runner keeps its state in other storage has none in berthd: an empty history shown, a push
-// kept where no run reads it or an unlock of nothing would mislead, so each is refused,
-// saying where the state is.
-Result<std::string> StateKeyOf(store::Store& store, const RouteRequest& r, const Caller& c) {
+Result<StateHome> HomeOf(store::Store& store, const RouteRequest& r, const Caller& c) {
   const std::string& project = r.params.at("project");
   const std::string& env = r.params.at("env");
   auto found = store.Get(store::Kind::kEnvironment, c.org, project, env);
   if (!found) return found.error();
-  const std::string key = EnvironmentRef{c.org, project, env}.Key();
+  StateHome home{.env = {c.org, project, env}};
   const auto linked = found->columns.find("runner_id");
-  if (linked == found->columns.end() || !linked->second || linked->second->empty()) return key;
-  auto runner = store.Get(store::Kind::kRunner, c.org, "", *linked->second);
+  if (linked == found->columns.end() || !linked->second || linked->second->empty()) return home;
+  home.runner_id = *linked->second;
+  auto runner = store.Get(store::Kind::kRunner, c.org, "", home.runner_id);
   if (!runner) return runner.error();
   auto storage = ParseStateStorage(runner->body.value("state_storage_configuration", json()));
   if (!storage) return storage.error();
-  if (std::holds_alternative<BerthStateStorage>(*storage)) return key;
+  if (!std::holds_alternative<BerthStateStorage>(*storage)) home.elsewhere = std::move(*storage);
+  return home;
+}
+
+Error NotInBerthd(const StateHome& home, const std::string& what) {
   return MakeError(ErrorKind::kFailedPrecondition,
-                   "the state of " + key + " is in the " +
-                       std::string(StateStorageTypeName(TypeOf(*storage))) + " storage of runner " +
-                       *linked->second +
-                       ", not in berthd: read, unlock or push it there (tofu state pull, "
-                       "tofu force-unlock, tofu state push)");
+                   "the state of " + home.env.Key() + " is in the " +
+                       std::string(StateStorageTypeName(TypeOf(*home.elsewhere))) +
+                       " storage of runner " + home.runner_id + ", not in berthd: " + what);
+}
+
+// The state key of the environment in the path in berthd's backend, or why it has none there.
+// An environment whose runner keeps its state elsewhere has no versions in berthd: a list, a
+// version, a push (kept where no run reads it) or a rollback is refused, saying where it is.
+Result<std::string> StateKeyOf(store::Store& store, const RouteRequest& r, const Caller& c) {
+  auto home = HomeOf(store, r, c);
+  if (!home) return home.error();
+  if (home->elsewhere)
+    return NotInBerthd(*home, "its versions are that storage's (tofu state pull, tofu state push)");
+  return home->env.Key();
+}
+
+// What was done by hand to a state, newest first.
+json HistoryJson(const std::vector<store::StateHistoryEntry>& history) {
+  json out = json::array();
+  for (const store::StateHistoryEntry& e : history)
+    out.push_back(
+        {{"action", e.action}, {"actor", e.actor}, {"detail", e.detail}, {"at", ApiTime(e.at)}});
+  return out;
+}
+
+// The lock TF wrote in another storage, shaped as berthd's own lock is shown.
+json ElsewhereLockJson(const ElsewhereLock& lock) {
+  json out = {{"id", lock.id},
+              {"run_id", nullptr},
+              {"operation", lock.operation},
+              {"who", lock.who},
+              {"where", lock.where}};
+  if (!lock.created.empty()) out["created_at"] = lock.created;
+  return out;
 }
 
 }  // namespace
 
-StateRoutes::StateRoutes(Router& router, store::Store& store, const TokenGuard& authorized)
-    : store_(store), authorized_(authorized) {
+StateRoutes::StateRoutes(Router& router, store::Store& store, const TokenGuard& authorized,
+                         StatesElsewhere* elsewhere)
+    : store_(store), authorized_(authorized), elsewhere_(elsewhere) {
   auto add = [&](const std::string& method, const std::string& path, Scope needed,
                  net::ServerResponse (StateRoutes::*handler)(const RouteRequest&, const Caller&)
                      const) {
@@ -109,13 +149,15 @@ StateRoutes::StateRoutes(Router& router, store::Store& store, const TokenGuard& 
 }
 
 net::ServerResponse StateRoutes::Show(const RouteRequest& r, const Caller& c) const {
-  auto key = StateKeyOf(store_, r, c);
-  if (!key) return ErrorResponse(key.error());
-  auto versions = store_.States().Versions(*key);
+  auto home = HomeOf(store_, r, c);
+  if (!home) return ErrorResponse(home.error());
+  if (home->elsewhere) return ShowElsewhere(*home);
+  const std::string key = home->env.Key();
+  auto versions = store_.States().Versions(key);
   if (!versions) return ErrorResponse(versions.error());
-  auto history = store_.States().History(*key, kHistoryShown);
+  auto history = store_.States().History(key, kHistoryShown);
   if (!history) return ErrorResponse(history.error());
-  json out = {{"key", *key},
+  json out = {{"key", key},
               {"versions", versions->size()},
               {"latest", nullptr},
               {"lock", nullptr},
@@ -129,11 +171,8 @@ net::ServerResponse StateRoutes::Show(const RouteRequest& r, const Caller& c) co
                      {"created_at", ApiTime(v.created_at)},
                      {"deleted", v.deleted}};
   }
-  if (auto holder = store_.States().Holder(*key)) out["lock"] = LockJson(*holder);
-  for (const store::StateHistoryEntry& e : *history) {
-    out["history"].push_back(
-        {{"action", e.action}, {"actor", e.actor}, {"detail", e.detail}, {"at", ApiTime(e.at)}});
-  }
+  if (auto holder = store_.States().Holder(key)) out["lock"] = LockJson(*holder);
+  out["history"] = HistoryJson(*history);
   return JsonResponse(200, out.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
@@ -221,27 +260,66 @@ net::ServerResponse StateRoutes::Rollback(const RouteRequest& r, const Caller& c
 // Breaks the lock whoever holds it, when an operator has judged that no run will release it
 // (a runner lost with its node). Only the lock read here is broken: one taken meanwhile stays.
 net::ServerResponse StateRoutes::Unlock(const RouteRequest& r, const Caller& c) const {
-  auto key = StateKeyOf(store_, r, c);
-  if (!key) return ErrorResponse(key.error());
+  auto home = HomeOf(store_, r, c);
+  if (!home) return ErrorResponse(home.error());
   auto body = ParseJsonBody(r);
   if (!body) return body.error();
   static const Schema kSchema = Schema::Object({Required("reason", ReasonSchema())});
   auto valid = ValidateWith(kSchema, std::move(*body));
   if (!valid) return ErrorResponse(valid.error());
-  auto holder = store_.States().Holder(*key);
+  if (home->elsewhere) return UnlockElsewhere(*home, c, (*valid)["reason"]);
+  const std::string key = home->env.Key();
+  auto holder = store_.States().Holder(key);
   if (!holder && holder.error().kind == ErrorKind::kNotFound)
-    return ErrorResponse(409, "FailedPrecondition", "the state of " + *key + " is not locked");
+    return ErrorResponse(409, "FailedPrecondition", "the state of " + key + " is not locked");
   if (!holder) return ErrorResponse(holder.error());
-  if (auto unlocked = store_.States().Unlock(*key, holder->id); !unlocked)
+  if (auto unlocked = store_.States().Unlock(key, holder->id); !unlocked)
     return ErrorResponse(unlocked.error());
   std::string reason = (*valid)["reason"];
   std::string detail = "lock " + holder->id +
                        (holder->run_id.empty() ? "" : " of run " + holder->run_id) +
                        " broken: " + reason;
-  if (auto recorded = store_.States().Record(*key, {"unlock", "token " + c.token_id, detail});
+  if (auto recorded = store_.States().Record(key, {"unlock", "token " + c.token_id, detail});
       !recorded)
     return ErrorResponse(recorded.error());
   return JsonResponse(200, json{{"unlocked", LockJson(*holder)}, {"reason", reason}}.dump(
+                               -1, ' ', false, json::error_handler_t::replace));
+}
+
+net::ServerResponse StateRoutes::ShowElsewhere(const StateHome& home) const {
+  if (elsewhere_ == nullptr)
+    return ErrorResponse(NotInBerthd(home, "read it there (tofu state pull)"));
+  auto state = elsewhere_->Show(*home.elsewhere, home.env);
+  if (!state) return ErrorResponse(state.error());
+  const std::string key = home.env.Key();
+  auto history = store_.States().History(key, kHistoryShown);
+  if (!history) return ErrorResponse(history.error());
+  json out = {{"key", key},
+              {"storage", StateStorageTypeName(TypeOf(*home.elsewhere))},
+              {"where", state->where},
+              {"versions", 0},  // berthd keeps none of them: the storage does
+              {"latest", nullptr},
+              {"lock", state->lock ? ElsewhereLockJson(*state->lock) : json(nullptr)},
+              {"history", HistoryJson(*history)}};
+  if (state->size)
+    out["latest"] = {
+        {"size", *state->size}, {"etag", state->etag}, {"last_modified", state->last_modified}};
+  return JsonResponse(200, out.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+net::ServerResponse StateRoutes::UnlockElsewhere(const StateHome& home, const Caller& c,
+                                                 const std::string& reason) const {
+  if (elsewhere_ == nullptr)
+    return ErrorResponse(NotInBerthd(home, "unlock it there (tofu force-unlock)"));
+  auto lock = elsewhere_->Unlock(*home.elsewhere, home.env);
+  if (!lock) return ErrorResponse(lock.error());
+  const std::string detail =
+      "lock " + lock->id + " (" + lock->who + ") in " + lock->where + " broken: " + reason;
+  if (auto recorded =
+          store_.States().Record(home.env.Key(), {"unlock", "token " + c.token_id, detail});
+      !recorded)
+    return ErrorResponse(recorded.error());
+  return JsonResponse(200, json{{"unlocked", ElsewhereLockJson(*lock)}, {"reason", reason}}.dump(
                                -1, ' ', false, json::error_handler_t::replace));
 }
 

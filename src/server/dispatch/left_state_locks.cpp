@@ -46,7 +46,7 @@ Result<std::optional<std::string>> KubernetesStateLocks::BreakIfHeldBy(const Sta
 
 Result<std::optional<std::string>> StateLocksOfEachStorage::BreakIfHeldBy(
     const StateStorage& storage, const EnvironmentRef& env, const std::string& run_id) {
-  for (const auto& locks : each_) {
+  for (LeftStateLocks* locks : each_) {
     auto broken = locks->BreakIfHeldBy(storage, env, run_id);
     if (!broken || *broken) return broken;
   }

@@ -41,16 +41,17 @@ class KubernetesStateLocks final : public LeftStateLocks {
   kube::KubeApi& api_;
 };
 
-// Each storage type's breaker in turn (each answers nothing for a storage not its own).
+// Each storage type's breaker in turn (each answers nothing for a storage not its own); the
+// breakers are their owner's, and outlive this.
 class StateLocksOfEachStorage final : public LeftStateLocks {
  public:
-  void Add(std::unique_ptr<LeftStateLocks> locks) { each_.push_back(std::move(locks)); }
+  void Add(LeftStateLocks& locks) { each_.push_back(&locks); }
   Result<std::optional<std::string>> BreakIfHeldBy(const StateStorage& storage,
                                                    const EnvironmentRef& env,
                                                    const std::string& run_id) override;
 
  private:
-  std::vector<std::unique_ptr<LeftStateLocks>> each_;
+  std::vector<LeftStateLocks*> each_;
 };
 
 }  // namespace berth::server

@@ -1,8 +1,9 @@
-#include "server/dispatch/s3_state_locks.h"
+#include "server/dispatch/s3_states.h"
 
 #include <regex>
 
 #include "core/bounded_json.h"
+#include "core/decimal.h"
 #include "core/http_url.h"
 #include "server/dispatch/backend_config.h"
 
@@ -47,8 +48,8 @@ Result<Target> At(const std::string& endpoint, const std::string& bucket, const 
 
 }  // namespace
 
-Result<crypto::AwsCredentials> S3StateLocks::Credentials(const S3StateStorage& storage,
-                                                         const EnvironmentRef& env) {
+Result<crypto::AwsCredentials> S3States::Credentials(const S3StateStorage& storage,
+                                                     const EnvironmentRef& env) {
   const std::string& role = storage.role_arn;
   if (role.empty())
     return MakeError(ErrorKind::kFailedPrecondition,
@@ -88,52 +89,157 @@ Result<crypto::AwsCredentials> S3StateLocks::Credentials(const S3StateStorage& s
   return credentials;
 }
 
-Result<std::optional<std::string>> S3StateLocks::BreakIfHeldBy(const StateStorage& storage,
-                                                               const EnvironmentRef& env,
-                                                               const std::string& run_id) {
+class S3States::Session {
+ public:
+  Session(net::HttpClient& http, Clock& clock, const S3StateStorage& storage,
+          crypto::AwsCredentials credentials)
+      : http_(http), clock_(clock), storage_(storage), credentials_(std::move(credentials)) {}
+
+  // s3://bucket/key, as people name it.
+  std::string Where(const std::string& key) const { return "s3://" + storage_.bucket + "/" + key; }
+
+  Result<net::HttpResponse> Send(const std::string& method, const std::string& key,
+                                 const Headers& headers = {}) {
+    auto object = At(storage_.endpoint.empty() ? "https://s3." + storage_.region + ".amazonaws.com"
+                                               : storage_.endpoint,
+                     storage_.bucket, key, storage_.use_path_style);
+    if (!object) return object.error();
+    net::HttpRequest request{.method = method, .url = object->url, .headers = headers};
+    for (auto& header : crypto::SignAwsRequest(
+             {.method = method, .host = object->host, .path = object->path, .headers = headers},
+             credentials_, storage_.region, "s3", clock_.Wall()))
+      request.headers.push_back(std::move(header));
+    return http_.Send(request);
+  }
+
+ private:
+  net::HttpClient& http_;
+  Clock& clock_;
+  const S3StateStorage& storage_;
+  const crypto::AwsCredentials credentials_;
+};
+
+Result<std::optional<S3States::ReadLock>> S3States::LockOf(Session& session,
+                                                           const std::string& key) {
+  auto lock = session.Send("GET", key);
+  if (!lock) return lock.error();
+  if (lock->status == 404) return std::optional<ReadLock>();
+  if (lock->status != 200)
+    return MakeError(ErrorKind::kUnavailable,
+                     session.Where(key) + " cannot be read: " + std::to_string(lock->status));
+  return std::optional<ReadLock>(
+      ReadLock{.info = ParseBoundedJsonOrNull(lock->body), .etag = lock->headers["etag"]});
+}
+
+Result<void> S3States::DeleteAsRead(Session& session, const std::string& key,
+                                    const ReadLock& lock) {
+  // Only the lock as read: one tofu took again meanwhile has another ETag.
+  auto deleted =
+      session.Send("DELETE", key, lock.etag.empty() ? Headers{} : Headers{{"If-Match", lock.etag}});
+  if (!deleted) return deleted.error();
+  if (deleted->status == 412)
+    return MakeError(ErrorKind::kConflict,
+                     session.Where(key) + " changed since it was read: a run took the lock again");
+  if (deleted->status != 204 && deleted->status != 200)
+    return MakeError(ErrorKind::kUnavailable,
+                     session.Where(key) + " cannot be deleted: " + std::to_string(deleted->status));
+  return {};
+}
+
+Result<std::optional<std::string>> S3States::BreakIfHeldBy(const StateStorage& storage,
+                                                           const EnvironmentRef& env,
+                                                           const std::string& run_id) {
   const auto* s3 = std::get_if<S3StateStorage>(&storage);
   if (s3 == nullptr) return std::optional<std::string>();
   auto credentials = Credentials(*s3, env);
   if (!credentials) return credentials.error();
-  const std::string& bucket = s3->bucket;
+  Session session(http_, clock_, *s3, std::move(*credentials));
   const std::string key = S3StateKey(*s3, env) + ".tflock";
-  auto object =
-      At(s3->endpoint.empty() ? "https://s3." + s3->region + ".amazonaws.com" : s3->endpoint,
-         bucket, key, s3->use_path_style);
-  if (!object) return object.error();
-  auto send = [&](const std::string& method,
-                  const std::vector<std::pair<std::string, std::string>>& headers)
-      -> Result<net::HttpResponse> {
-    net::HttpRequest request{.method = method, .url = object->url, .headers = headers};
-    for (auto& header : crypto::SignAwsRequest(
-             {.method = method, .host = object->host, .path = object->path, .headers = headers},
-             *credentials, s3->region, "s3", clock_.Wall()))
-      request.headers.push_back(std::move(header));
-    return http_.Send(request);
-  };
-  auto lock = send("GET", {});
+  auto lock = LockOf(session, key);
   if (!lock) return lock.error();
-  if (lock->status == 404) return std::optional<std::string>();
-  if (lock->status != 200)
-    return MakeError(ErrorKind::kUnavailable, "s3://" + bucket + "/" + key + " cannot be read: " +
-                                                  std::to_string(lock->status));
-  const json info = ParseBoundedJsonOrNull(lock->body);
   // user@host: the host is the run's when the run took it.
-  if (!info.is_object() || !info.value("Who", "").ends_with("@" + run_id))
+  if (!*lock || !(*lock)->info.is_object() ||
+      !(*lock)->info.value("Who", "").ends_with("@" + run_id))
     return std::optional<std::string>();
-  // Only the lock as read: one tofu took again meanwhile has another ETag.
-  const std::string etag = lock->headers["etag"];
-  auto deleted =
-      send("DELETE", etag.empty()
-                         ? std::vector<std::pair<std::string, std::string>>{}
-                         : std::vector<std::pair<std::string, std::string>>{{"If-Match", etag}});
-  if (!deleted) return deleted.error();
-  if (deleted->status != 204 && deleted->status != 200)
+  if (auto deleted = DeleteAsRead(session, key, **lock); !deleted) return deleted.error();
+  return std::optional<std::string>("the lock object " + session.Where(key) + " (lock " +
+                                    (*lock)->info.value("ID", "") + ")");
+}
+
+namespace {
+
+// TF's LockInfo as an operator reads it; a lock that is no JSON object names only its place.
+ElsewhereLock LockFrom(const nlohmann::json& info, std::string where) {
+  ElsewhereLock lock{.where = std::move(where)};
+  if (!info.is_object()) return lock;
+  auto text = [&info](const char* field) {
+    auto it = info.find(field);
+    return it != info.end() && it->is_string() ? it->get<std::string>().substr(0, 1024)
+                                               : std::string();
+  };
+  lock.id = text("ID");
+  lock.who = text("Who");
+  lock.operation = text("Operation");
+  lock.created = text("Created");
+  return lock;
+}
+
+// The whole size of an object from a ranged answer's "Content-Range: bytes 0-0/SIZE".
+std::optional<int64_t> TotalSize(const std::string& content_range) {
+  const size_t slash = content_range.rfind('/');
+  if (slash == std::string::npos) return std::nullopt;
+  return ParseDecimal<int64_t>(content_range.substr(slash + 1));
+}
+
+}  // namespace
+
+Result<ElsewhereState> S3States::Show(const StateStorage& storage, const EnvironmentRef& env) {
+  const auto* s3 = std::get_if<S3StateStorage>(&storage);
+  if (s3 == nullptr)
     return MakeError(
-        ErrorKind::kUnavailable,
-        "s3://" + bucket + "/" + key + " cannot be deleted: " + std::to_string(deleted->status));
-  return std::optional<std::string>("the lock object s3://" + bucket + "/" + key + " (lock " +
-                                    info.value("ID", "") + ")");
+        ErrorKind::kFailedPrecondition,
+        "berthd does not read " + std::string(StateStorageTypeName(TypeOf(storage))) + " storage");
+  auto credentials = Credentials(*s3, env);
+  if (!credentials) return credentials.error();
+  Session session(http_, clock_, *s3, std::move(*credentials));
+  const std::string key = S3StateKey(*s3, env);
+  ElsewhereState state{.where = session.Where(key)};
+  // One byte of it: its size, ETag and date without reading a state of many megabytes.
+  auto head = session.Send("GET", key, {{"Range", "bytes=0-0"}});
+  if (!head) return head.error();
+  if (head->status == 206) {
+    state.size = TotalSize(head->headers["content-range"]);
+  } else if (head->status == 416) {
+    state.size = 0;  // an empty object has no first byte
+  } else if (head->status != 404) {
+    return MakeError(ErrorKind::kUnavailable,
+                     state.where + " cannot be read: " + std::to_string(head->status));
+  }
+  state.etag = head->headers["etag"];
+  state.last_modified = head->headers["last-modified"];
+  auto lock = LockOf(session, key + ".tflock");
+  if (!lock) return lock.error();
+  if (*lock) state.lock = LockFrom((*lock)->info, session.Where(key + ".tflock"));
+  return state;
+}
+
+Result<ElsewhereLock> S3States::Unlock(const StateStorage& storage, const EnvironmentRef& env) {
+  const auto* s3 = std::get_if<S3StateStorage>(&storage);
+  if (s3 == nullptr)
+    return MakeError(ErrorKind::kFailedPrecondition,
+                     "berthd does not unlock " +
+                         std::string(StateStorageTypeName(TypeOf(storage))) + " storage");
+  auto credentials = Credentials(*s3, env);
+  if (!credentials) return credentials.error();
+  Session session(http_, clock_, *s3, std::move(*credentials));
+  const std::string key = S3StateKey(*s3, env) + ".tflock";
+  auto lock = LockOf(session, key);
+  if (!lock) return lock.error();
+  if (!*lock)
+    return MakeError(ErrorKind::kFailedPrecondition,
+                     "the state in " + session.Where(S3StateKey(*s3, env)) + " is not locked");
+  if (auto deleted = DeleteAsRead(session, key, **lock); !deleted) return deleted.error();
+  return LockFrom((*lock)->info, session.Where(key));
 }
 
 }  // namespace berth::server
