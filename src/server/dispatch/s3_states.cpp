@@ -46,6 +46,11 @@ Result<Target> At(const std::string& endpoint, const std::string& bucket, const 
   return Target{url->scheme + "://" + host + path, host, path};
 }
 
+// tofu's use_lockfile lock object: beside the state, ".tflock" appended.
+std::string LockKey(const S3StateStorage& storage, const EnvironmentRef& env) {
+  return S3StateKey(storage, env) + ".tflock";
+}
+
 }  // namespace
 
 Result<crypto::AwsCredentials> S3States::Credentials(const S3StateStorage& storage,
@@ -119,6 +124,12 @@ class S3States::Session {
   const crypto::AwsCredentials credentials_;
 };
 
+Result<S3States::Session> S3States::Open(const S3StateStorage& storage, const EnvironmentRef& env) {
+  auto credentials = Credentials(storage, env);
+  if (!credentials) return credentials.error();
+  return Session(http_, clock_, storage, std::move(*credentials));
+}
+
 Result<std::optional<S3States::ReadLock>> S3States::LockOf(Session& session,
                                                            const std::string& key) {
   auto lock = session.Send("GET", key);
@@ -151,10 +162,10 @@ Result<std::optional<std::string>> S3States::BreakIfHeldBy(const StateStorage& s
                                                            const std::string& run_id) {
   const auto* s3 = std::get_if<S3StateStorage>(&storage);
   if (s3 == nullptr) return std::optional<std::string>();
-  auto credentials = Credentials(*s3, env);
-  if (!credentials) return credentials.error();
-  Session session(http_, clock_, *s3, std::move(*credentials));
-  const std::string key = S3StateKey(*s3, env) + ".tflock";
+  auto opened = Open(*s3, env);
+  if (!opened) return opened.error();
+  Session& session = *opened;
+  const std::string key = LockKey(*s3, env);
   auto lock = LockOf(session, key);
   if (!lock) return lock.error();
   // user@host: the host is the run's when the run took it.
@@ -199,9 +210,9 @@ Result<ElsewhereState> S3States::Show(const StateStorage& storage, const Environ
     return MakeError(
         ErrorKind::kFailedPrecondition,
         "berthd does not read " + std::string(StateStorageTypeName(TypeOf(storage))) + " storage");
-  auto credentials = Credentials(*s3, env);
-  if (!credentials) return credentials.error();
-  Session session(http_, clock_, *s3, std::move(*credentials));
+  auto opened = Open(*s3, env);
+  if (!opened) return opened.error();
+  Session& session = *opened;
   const std::string key = S3StateKey(*s3, env);
   ElsewhereState state{.where = session.Where(key)};
   // One byte of it: its size, ETag and date without reading a state of many megabytes.
@@ -217,9 +228,9 @@ Result<ElsewhereState> S3States::Show(const StateStorage& storage, const Environ
   }
   state.etag = head->headers["etag"];
   state.last_modified = head->headers["last-modified"];
-  auto lock = LockOf(session, key + ".tflock");
+  auto lock = LockOf(session, LockKey(*s3, env));
   if (!lock) return lock.error();
-  if (*lock) state.lock = LockFrom((*lock)->info, session.Where(key + ".tflock"));
+  if (*lock) state.lock = LockFrom((*lock)->info, session.Where(LockKey(*s3, env)));
   return state;
 }
 
@@ -229,10 +240,10 @@ Result<ElsewhereLock> S3States::Unlock(const StateStorage& storage, const Enviro
     return MakeError(ErrorKind::kFailedPrecondition,
                      "berthd does not unlock " +
                          std::string(StateStorageTypeName(TypeOf(storage))) + " storage");
-  auto credentials = Credentials(*s3, env);
-  if (!credentials) return credentials.error();
-  Session session(http_, clock_, *s3, std::move(*credentials));
-  const std::string key = S3StateKey(*s3, env) + ".tflock";
+  auto opened = Open(*s3, env);
+  if (!opened) return opened.error();
+  Session& session = *opened;
+  const std::string key = LockKey(*s3, env);
   auto lock = LockOf(session, key);
   if (!lock) return lock.error();
   if (!*lock)

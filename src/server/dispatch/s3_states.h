@@ -47,6 +47,8 @@ class S3States final : public LeftStateLocks, public StatesElsewhere {
 
   Result<crypto::AwsCredentials> Credentials(const S3StateStorage& storage,
                                              const EnvironmentRef& env);
+  // A session on storage's bucket with berthd's credentials for env.
+  Result<Session> Open(const S3StateStorage& storage, const EnvironmentRef& env);
   Result<std::optional<ReadLock>> LockOf(Session& session, const std::string& key);
   Result<void> DeleteAsRead(Session& session, const std::string& key, const ReadLock& lock);
 
