@@ -80,9 +80,6 @@ struct RunOutcome {
   }
 };
 
-// A failed outcome: how the runner ended, and why in words.
-RunOutcome RunnerEnded(RunnerEnd end, std::string message);
-
 // How a runner ended, as its launcher saw it: never whether its run succeeded. The run-end
 // join (run_outcome.h) decides that, once, from this and the result the runner posted.
 struct RunnerExit {

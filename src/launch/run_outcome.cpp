@@ -40,6 +40,13 @@ std::string_view RunOutcome::FailureName() const {
   return {};
 }
 
+RunnerExit RunnerStopped(RunnerEnd end, std::string message) {
+  return RunnerExit{.ended_as = end, .message = std::move(message)};
+}
+
+namespace {
+
+// A failed outcome: how the runner ended, and why in words.
 RunOutcome RunnerEnded(RunnerEnd end, std::string message) {
   RunOutcome outcome;
   outcome.failure = end;
@@ -47,20 +54,14 @@ RunOutcome RunnerEnded(RunnerEnd end, std::string message) {
   return outcome;
 }
 
-RunnerExit RunnerStopped(RunnerEnd end, std::string message) {
-  return RunnerExit{.ended_as = end, .message = std::move(message)};
-}
-
-namespace {
-
 // The outcome of a runner that exited with exit_code (nullopt: nobody saw it exit) and left
-// result_text (possibly empty or cut short) for a run of expected_op.
+// result_text (possibly empty or cut short), which the parser read as result, for a run of
+// expected_op.
 RunOutcome OutcomeFromResult(std::optional<int> exit_code, std::string_view result_text,
-                             std::string_view expected_op) {
+                             Result<RunResult> result, std::string_view expected_op) {
   RunOutcome outcome;
   outcome.exit_code = exit_code.value_or(-1);
   outcome.failure = RunnerEnd::kFailed;
-  auto result = ParseRunResult(result_text);
   if (!result) {
     if (result_text.empty()) {
       outcome.message = exit_code ? fmt::format("the runner exited {} without a result", *exit_code)
@@ -89,16 +90,14 @@ RunOutcome OutcomeFromResult(std::optional<int> exit_code, std::string_view resu
   return outcome;
 }
 
-bool IsValidResult(std::string_view text, std::string_view expected_op) {
-  auto result = ParseRunResult(text);
-  return result && result->op == expected_op;
-}
-
 }  // namespace
 
 RunOutcome JoinRunEnd(const RunnerExit& exit, std::optional<std::string_view> posted_result,
                       std::string_view expected_op) {
-  const bool posted_valid = posted_result && IsValidResult(*posted_result, expected_op);
+  // Each text is parsed once, here.
+  std::optional<Result<RunResult>> posted;
+  if (posted_result) posted = ParseRunResult(*posted_result);
+  const bool posted_valid = posted && *posted && (*posted)->op == expected_op;
   const bool launcher_knows =
       exit.ended_as && *exit.ended_as != RunnerEnd::kLost && *exit.ended_as != RunnerEnd::kFailed;
   RunOutcome outcome;
@@ -108,10 +107,11 @@ RunOutcome JoinRunEnd(const RunnerExit& exit, std::optional<std::string_view> po
   } else {
     // The posted result when it is one of this run's; else what the runner wrote, whose
     // refusal is the clearer message when the posted text was refused too.
-    std::string_view text = posted_valid || (posted_result && exit.written_result.empty())
-                                ? *posted_result
-                                : std::string_view(exit.written_result);
-    outcome = OutcomeFromResult(exit.exit_code, text, expected_op);
+    outcome =
+        posted_valid || (posted_result && exit.written_result.empty())
+            ? OutcomeFromResult(exit.exit_code, *posted_result, std::move(*posted), expected_op)
+            : OutcomeFromResult(exit.exit_code, exit.written_result,
+                                ParseRunResult(exit.written_result), expected_op);
     if (!outcome.result && exit.stop_requested) {
       outcome.failure = RunnerEnd::kCancelled;
       outcome.message = "cancelled";
