@@ -242,6 +242,23 @@ TEST_F(ObjectStateE2e, StateShowAndUnlockReachTheBucketWithBerthdsOwnCredentials
   ASSERT_EQ(history.size(), 1u);
   EXPECT_NE(history[0]["detail"].get<std::string>().find("its node is gone"), std::string::npos);
   EXPECT_EQ(api_.Call("POST", state + "/unlock", R"({"reason":"again"})").status, 409);
+
+  // The lock object is a module's to write too (its run holds the bucket's credentials): what
+  // is no LockInfo shows only where the lock is, a huge one is cut, and either still unlocks.
+  for (const std::string& hostile :
+       {std::string("not json"), std::string(100000, '['),
+        json{{"ID", 7}, {"Who", std::string(100000, 'w')}, {"Created", json::array()}}.dump()}) {
+    ASSERT_TRUE(moto_->PutObject(kBucket, lock, hostile));
+    auto seen = api_.Call("GET", state);
+    ASSERT_EQ(seen.status, 200) << seen.body.substr(0, 300);
+    const json held = json::parse(seen.body)["lock"];
+    EXPECT_EQ(held["where"], "s3://" + std::string(kBucket) + "/" + lock);
+    EXPECT_EQ(held["id"], "") << hostile.substr(0, 40);
+    EXPECT_LE(held["who"].get<std::string>().size(), 1024u);
+    EXPECT_FALSE(held.contains("created_at"));
+    EXPECT_EQ(api_.Call("POST", state + "/unlock", R"({"reason":"junk"})").status, 200);
+    EXPECT_EQ(moto_->Object(kBucket, lock).error().kind, ErrorKind::kNotFound);
+  }
   // Its versions are the bucket's: berthd keeps none to list, push or roll back.
   EXPECT_EQ(api_.Call("GET", state + "/versions").status, 409);
 }
