@@ -94,6 +94,13 @@ void DefaultCaughtSignals() {
   }
   signal(SIGPIPE, SIG_DFL);
   for (int stop : {SIGTERM, SIGINT}) signal(stop, options.ignore_stop_signals ? SIG_IGN : SIG_DFL);
+  if (options.ignore_stop_signals) {
+    sigset_t stops;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGTERM);
+    sigaddset(&stops, SIGINT);
+    sigprocmask(SIG_BLOCK, &stops, nullptr);
+  }
   // Nothing of the parent's but stdin, stdout and stderr reaches the program: libraries open
   // descriptors without O_CLOEXEC (Asio's listening socket among them), and a runner holding
   // berthd's socket would keep its port after berthd died.

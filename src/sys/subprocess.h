@@ -34,8 +34,11 @@ struct SpawnOptions {
   std::vector<std::string> join_cgroups;
   // Descriptors of ours the program inherits at the same numbers (all others are closed).
   std::vector<int> inherited_fds;
-  // SIGTERM and SIGINT ignored from the start (they are otherwise at their defaults): for a
-  // wrapper (the sandbox) that must outlive a stop signal that its program handles.
+  // SIGTERM and SIGINT ignored and blocked from the start (they are otherwise at their
+  // defaults): for a wrapper (the sandbox, the run's network) that must outlive a stop signal
+  // that its program handles. Blocked as well, so that a wrapper that handles them itself (pasta
+  // ends at SIGTERM) never sees them either; the program reads them from a signalfd, for which
+  // a blocked signal stays pending even while ignored.
   bool ignore_stop_signals = false;
 };
 
