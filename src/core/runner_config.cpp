@@ -371,19 +371,19 @@ Schema Build(RunnerType type) {
                       AbsolutePath("where this runner's run folders are made (default: runs/ in "
                                    "berthd's data folder); saved by an admin token only")),
                   Optional("limits", LocalRunLimits()),
-                  Optional(
-                      "network",
-                      std::move(Schema::String()
-                                    .OneOf({"full", "berthd_only"})
-                                    .Doc("full (default): the run shares the machine's network, "
-                                         "but for what network_allow opens; berthd_only: a "
-                                         "network of its own in which only berthd (its gateway and "
-                                         "state backend) can be reached"))),
+                  Optional("network",
+                           std::move(
+                               Schema::String()
+                                   .OneOf({"full", "berthd_only"})
+                                   .Doc("full (default): the run reaches what the machine "
+                                        "reaches, but for what network_allow opens; berthd_only: a "
+                                        "network of its own in which only berthd (its gateway and "
+                                        "state backend) can be reached"))),
                   Optional(
                       "network_allow",
                       std::move(Schema::ArrayOf(Schema::String().OneOf({"metadata", "loopback"}))
-                                    .Doc("what a run with network: full reaches that a root "
-                                         "berthd's runs otherwise cannot: metadata (the cloud "
+                                    .Doc("what a run with network: full reaches that berthd's "
+                                         "runs otherwise cannot: metadata (the cloud "
                                          "metadata services, 169.254.169.254, 169.254.170.2, "
                                          "100.100.100.200, fd00:ec2::254), loopback (this "
                                          "machine's ports other than berthd's and DNS)"))),

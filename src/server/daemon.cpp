@@ -537,8 +537,7 @@ class Berthd {
         if (sandbox) local.sandbox = *sandbox;
         if (!sandbox) local.refusal = "local runs are refused: " + sandbox.error().message;
       }
-      InstallLocalRunFirewall(local.sandbox, options);
-      local.firewall = local_firewall_;
+      HoldLocalRunNetwork(local, options);
       local_isolation_ = local.sandbox ? "sandboxed" : local.insecure ? "INSECURE" : "refused";
       local_refusal_ = local.refusal;
       local.cgroups = base_.cgroups;
@@ -657,12 +656,13 @@ class Berthd {
     };
   }
 
-  // What local runs with network: full cannot reach (launch/local/run_firewall.h): only a root
-  // berthd's runs have users of their own to match, and the rules need iptables.
-  void InstallLocalRunFirewall(const std::optional<launch::Sandbox>& sandbox,
-                               const DaemonOptions& options) {
-    if (!sandbox || sandbox->RunUids().empty()) {
-      local_network_ = "unfiltered (berthd is not root: runs have no users of their own)";
+  // What local runs with network: full cannot reach: a root berthd's runs have users of their
+  // own for its firewall to match (launch/local/run_firewall.h, with iptables); the runs of a
+  // berthd that is not root get networks of their own (launch/local/user_mode_network.h, with
+  // pasta).
+  void HoldLocalRunNetwork(launch::LocalLauncherOptions& local, const DaemonOptions& options) {
+    if (!local.sandbox) {
+      local_network_ = "unfiltered (runs have no sandbox)";
       return;
     }
     std::vector<uint16_t> ports = {static_cast<uint16_t>(base_.server->Port())};
@@ -674,13 +674,37 @@ class Berthd {
         if (auto api = PortOf(config->Server())) ports.push_back(*api);
       }
     }
-    auto firewall = launch::RunFirewall::Install(sandbox->RunUids(), ports);
+    if (local.sandbox->RunUids().empty()) {
+      const std::string runs_url =
+          options.advertise_url.empty() ? base_.url : options.advertise_url;
+      auto url = HttpUrl::Parse(runs_url);
+      if (url && !launch::ReachableAtLoopback(url->host)) {
+        local_network_ =
+            "unfiltered (berthd is not root, and its runs in networks of their own "
+            "could not reach it at " +
+            url->host +
+            ": give --advertise-url a host "
+            "name)";
+        return;
+      }
+      auto network = launch::UserModeNetwork::Probe(std::move(ports));
+      if (!network) {
+        local_network_ = "unfiltered (" + network.error().message + ")";
+        return;
+      }
+      local_network_ = "filtered (a network of its own per run)";
+      local.user_mode_network =
+          std::make_shared<const launch::UserModeNetwork>(std::move(*network));
+      return;
+    }
+    auto firewall = launch::RunFirewall::Install(local.sandbox->RunUids(), ports);
     if (!firewall) {
       local_network_ = "unfiltered (" + firewall.error().message + ")";
       return;
     }
     local_network_ = "filtered";
     local_firewall_ = *firewall;
+    local.firewall = local_firewall_;
   }
 
   net::ServerResponse Handle(const net::ServerRequest& r) {

@@ -50,6 +50,8 @@ resource "terraform_data" "greedy" {
 // Recovery where no other berthd tracks a run.
 const RunIsHeld kNoneHeld = [](const std::string&) { return false; };
 
+struct ReachProbe;
+
 class LocalLauncherTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -127,6 +129,13 @@ class LocalLauncherTest : public ::testing::Test {
     ASSERT_TRUE(launcher_->Launch(TakingRequest(run_id, take, runner, runner_configuration)));
   }
 
+  std::map<std::string, bool> ReachedBy(const ReachProbe& probe, const std::string& run_id,
+                                        const nlohmann::json& runner, std::string& log_seen);
+  // A run of a runner with network: full reaches berthd's port alone of probe's listeners; one
+  // whose network_allow names metadata and loopback reaches them all. What the first reached.
+  std::map<std::string, bool> ExpectHeldUnlessAllowed(const ReachProbe& probe,
+                                                      std::string& log_seen);
+
   bool WaitUntilLogSays(const std::string& run_id, const std::string& text) {
     for (int i = 0; i < 1200; ++i) {
       auto log = sys::ReadFile(dir_->Path() / "runs" / run_id / "runner.log");
@@ -134,6 +143,19 @@ class LocalLauncherTest : public ::testing::Test {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     return false;
+  }
+
+  // An apply of examples/slow cancelled once it started: the runner stopped TF itself and said
+  // so in the result it wrote on its way out, not the launcher.
+  void ExpectACancelStopsTheRunner(const std::string& run_id) {
+    ASSERT_TRUE(launcher_->Launch(Request(run_id, "apply", Example("slow"))));
+    ASSERT_TRUE(WaitUntilLogSays(run_id, "berth-slow-started"));
+    ASSERT_TRUE(launcher_->Cancel(run_id));
+    auto outcome = outcomes_.WaitFor(run_id);
+    ASSERT_TRUE(outcome);
+    EXPECT_TRUE(outcome->Cancelled() && std::holds_alternative<RunErrorKind>(outcome->failure))
+        << outcome->FailureName() << ": " << outcome->message;
+    EXPECT_TRUE(outcome->result) << "the runner wrote no result on its way out";
   }
 
   std::optional<sys::TempDir> dir_;
@@ -217,15 +239,7 @@ TEST_F(LocalLauncherTest, ARunnersMaxParallelAndWorkDirAct) {
 
 TEST_F(LocalLauncherTest, CancelLetsTheRunnerStopCleanly) {
   Start(Options());
-  ASSERT_TRUE(launcher_->Launch(Request("c1", "apply", Example("slow"))));
-  ASSERT_TRUE(WaitUntilLogSays("c1", "berth-slow-started"));
-  ASSERT_TRUE(launcher_->Cancel("c1"));
-  auto outcome = outcomes_.WaitFor("c1");
-  ASSERT_TRUE(outcome);
-  // The runner stopped TF itself and said so in its result, not the launcher.
-  EXPECT_TRUE(outcome->Cancelled() && std::holds_alternative<RunErrorKind>(outcome->failure))
-      << outcome->FailureName() << ": " << outcome->message;
-  ASSERT_TRUE(outcome->result);  // the runner wrote its result on the way out
+  ExpectACancelStopsTheRunner("c1");
 }
 
 TEST_F(LocalLauncherTest, ARunnerThatDiesIsAFailureWithoutAResult) {
@@ -524,33 +538,86 @@ Listener ListenOn(const std::string& address) {
   return listener;
 }
 
+// Listeners at the addresses a run with network: full may try (the metadata services, the
+// machine's loopback as berthd's port and another daemon's), and a probe for a module's
+// local-exec that says which it reaches.
+struct ReachProbe {
+  std::map<std::string, std::pair<std::string, Listener>> listening;  // name: address, listener
+
+  void Listen(const std::string& name, const std::string& address) {
+    listening.emplace(name, std::make_pair(address, ListenOn(address)));
+  }
+  uint16_t Port(const std::string& name) const {
+    return static_cast<uint16_t>(listening.at(name).second.port);
+  }
+  std::string Command() const {
+    std::string probe = "python3 -c 'import socket\n";
+    for (const auto& [name, where] : listening) {
+      probe += "try:\n  socket.create_connection((\"" + where.first + "\", " +
+               std::to_string(where.second.port) + "), timeout=5).close(); print(\"reach " + name +
+               ": yes\")\nexcept OSError as e: print(\"reach " + name + ": no\", e)\n";
+    }
+    return probe + "'";
+  }
+  // What the run's log says it reached, by name.
+  std::map<std::string, bool> Reached(const std::string& log) const {
+    std::map<std::string, bool> reach;
+    for (const auto& [name, _] : listening) {
+      // What the probe printed, not its command line that the log quotes too.
+      const std::string said = "(local-exec): reach " + name + ": ";
+      if (log.find(said + "yes") != std::string::npos) reach[name] = true;
+      if (log.find(said + "no") != std::string::npos) reach[name] = false;
+    }
+    return reach;
+  }
+  std::map<std::string, bool> All(bool reached) const {
+    std::map<std::string, bool> all;
+    for (const auto& [name, _] : listening) all[name] = reached;
+    return all;
+  }
+};
+
+// What a probe run of runner reached, with its log for the failures' messages.
+std::map<std::string, bool> LocalLauncherTest::ReachedBy(const ReachProbe& probe,
+                                                         const std::string& run_id,
+                                                         const nlohmann::json& runner,
+                                                         std::string& log_seen) {
+  LaunchTaking(run_id, probe.Command(), run_id, runner);
+  auto outcome = outcomes_.WaitFor(run_id);
+  EXPECT_TRUE(outcome && outcome->succeeded);
+  auto log = sys::ReadFile(dir_->Path() / "runs" / run_id / "runner.log");
+  log_seen = log ? *log : "no log";
+  return probe.Reached(log_seen);
+}
+
+std::map<std::string, bool> LocalLauncherTest::ExpectHeldUnlessAllowed(const ReachProbe& probe,
+                                                                       std::string& log_seen) {
+  std::map<std::string, bool> held = probe.All(false);
+  held["berthd"] = true;
+  EXPECT_EQ(ReachedBy(probe, "held", {{"type", "local"}}, log_seen), held) << log_seen;
+  EXPECT_EQ(ReachedBy(probe, "allowed",
+                      {{"type", "local"}, {"network_allow", {"metadata", "loopback"}}}, log_seen),
+            probe.All(true))
+      << log_seen;
+  return held;
+}
+
 // A root berthd's runs with network: full reach of this machine berthd's ports alone (and
 // DNS), and no cloud metadata service, over IPv4 or IPv6; a runner's network_allow opens them
 // for its runs, and only while they run: the same user's next run is held again.
 TEST_F(LocalLauncherTest, ARunReachesNoMetadataServiceNorTheMachinesOtherPortsUnlessAllowed) {
   if (!testenv::InOwnNetwork())
     GTEST_SKIP() << "runs are held by a root berthd's firewall, tested in a network of its own";
-  std::map<std::string, Listener> listening;
-  listening.emplace("metadata", ListenOn("169.254.169.254"));
-  listening.emplace("metadata6", ListenOn("fd00:ec2::254"));
-  listening.emplace("ecs", ListenOn("169.254.170.2"));
-  listening.emplace("database", ListenOn("127.0.0.1"));
-  listening.emplace("berthd", ListenOn("127.0.0.1"));
-  std::string probe = "python3 -c 'import socket\n";
-  for (const auto& [name, listener] : listening) {
-    std::string address = name == "metadata"    ? "169.254.169.254"
-                          : name == "metadata6" ? "fd00:ec2::254"
-                          : name == "ecs"       ? "169.254.170.2"
-                                                : "127.0.0.1";
-    probe += "try:\n  socket.create_connection((\"" + address + "\", " +
-             std::to_string(listener.port) + "), timeout=5).close(); print(\"reach " + name +
-             ": yes\")\nexcept OSError as e: print(\"reach " + name + ": no\", e)\n";
-  }
-  probe += "'";
+  ReachProbe probe;
+  probe.Listen("metadata", "169.254.169.254");
+  probe.Listen("metadata6", "fd00:ec2::254");
+  probe.Listen("ecs", "169.254.170.2");
+  probe.Listen("database", "127.0.0.1");
+  probe.Listen("berthd", "127.0.0.1");
 
   LocalLauncherOptions options = Options(1);  // one user for all three runs
   ASSERT_TRUE(options.sandbox && !options.sandbox->RunUids().empty());
-  const auto berthd_port = static_cast<uint16_t>(listening.at("berthd").port);
+  const uint16_t berthd_port = probe.Port("berthd");
   ASSERT_TRUE(RunFirewall::Install(options.sandbox->RunUids(), {berthd_port}));
   auto firewall = RunFirewall::Install(options.sandbox->RunUids(), {berthd_port});
   ASSERT_TRUE(firewall) << firewall.error().ToString();
@@ -562,33 +629,8 @@ TEST_F(LocalLauncherTest, ARunReachesNoMetadataServiceNorTheMachinesOtherPortsUn
   Start(options);
 
   std::string log_seen;  // the last run's, for the failures' messages
-  auto reached = [&](const std::string& run_id, const nlohmann::json& runner) {
-    LaunchTaking(run_id, probe, run_id, runner);
-    auto outcome = outcomes_.WaitFor(run_id);
-    EXPECT_TRUE(outcome && outcome->succeeded);
-    auto log = sys::ReadFile(dir_->Path() / "runs" / run_id / "runner.log");
-    std::map<std::string, bool> reach;
-    for (const auto& [name, _] : listening) {
-      // What the probe printed, not its command line that the log quotes too.
-      const std::string said = "(local-exec): reach " + name + ": ";
-      if (log && log->find(said + "yes") != std::string::npos) reach[name] = true;
-      if (log && log->find(said + "no") != std::string::npos) reach[name] = false;
-    }
-    log_seen = log ? *log : "no log";
-    EXPECT_EQ(reach.size(), listening.size()) << log_seen;
-    return reach;
-  };
-  const std::map<std::string, bool> held = {{"berthd", true},
-                                            {"database", false},
-                                            {"ecs", false},
-                                            {"metadata", false},
-                                            {"metadata6", false}};
-  EXPECT_EQ(reached("held", {{"type", "local"}}), held) << log_seen;
-  const std::map<std::string, bool> open = {
-      {"berthd", true}, {"database", true}, {"ecs", true}, {"metadata", true}, {"metadata6", true}};
-  EXPECT_EQ(reached("allowed", {{"type", "local"}, {"network_allow", {"metadata", "loopback"}}}),
-            open);
-  EXPECT_EQ(reached("held-again", {{"type", "local"}}), held)
+  const std::map<std::string, bool> held = ExpectHeldUnlessAllowed(probe, log_seen);
+  EXPECT_EQ(ReachedBy(probe, "held-again", {{"type", "local"}}, log_seen), held)
       << "the allowance outlived its run: " << log_seen;
   // A berthd that stops with no run left takes its rules with it.
   ASSERT_TRUE((*firewall)->Remove());
@@ -597,6 +639,93 @@ TEST_F(LocalLauncherTest, ARunReachesNoMetadataServiceNorTheMachinesOtherPortsUn
     ASSERT_TRUE(rules);
     EXPECT_EQ(rules->output.find("BERTH-RUNS-"), std::string::npos) << rules->output;
   }
+}
+
+// The network the unprivileged test below runs in, made by root and entered before it drops to
+// a user that is not root: loopback with the metadata addresses and a second address of "the
+// machine" on it; a way out for pasta to copy (a veth whose gateway answers nothing, enough for
+// connections to this namespace's own addresses); a /dev/net/tun that user may open (as
+// Debian's udev makes it; this machine's is root's alone); the test tools' cache it can reach.
+constexpr const char* kUnprivilegedNetworkSetup = R"(set -e
+ip link set lo up
+for a in 169.254.169.254 169.254.170.2 100.100.100.200 198.51.100.7; do ip addr add $a/32 dev lo; done
+ip -6 addr add fd00:ec2::254/128 dev lo
+ip link add berth-out type veth peer name berth-out-peer
+ip link set berth-out up
+ip link set berth-out-peer up
+ip addr add 192.0.2.2/24 dev berth-out
+ip route add default via 192.0.2.1 dev berth-out
+ip -6 addr add fd00:b::2/64 dev berth-out nodad
+ip -6 route add default via fd00:b::1 dev berth-out
+mknod -m 0666 "$SCRATCH/tun" c 10 200
+mount --bind "$SCRATCH/tun" /dev/net/tun
+# The test tools are in root's cache, in a home only root may enter: the cache alone is shown.
+mkdir "$SCRATCH/cache"
+mount --bind "$HOME/.cache" "$SCRATCH/cache"
+mount -t tmpfs -o mode=0755 berth-home "$HOME"
+mkdir "$HOME/.cache"
+mount --bind "$SCRATCH/cache" "$HOME/.cache"
+exec setpriv --reuid=60400 --regid=60400 --clear-groups "$@"
+)";
+
+// A berthd that is not root has no user per run to hold with a firewall: each run with
+// network: full gets a network of its own (pasta), where the metadata services and the
+// machine's other addresses are routed nowhere and of its loopback only berthd's port is
+// forwarded; the run cannot change its routes. network_allow opens them for its run alone.
+TEST_F(LocalLauncherTest, AnUnprivilegedBerthdsRunsReachNoMetadataServiceNorTheMachinesPorts) {
+  if (geteuid() == 0) {
+    auto self = sys::SelfExecutable();
+    ASSERT_TRUE(self);
+    sys::SpawnOptions again{
+        .argv = {"/usr/bin/unshare", "--mount", "--net", "--", "/bin/sh", "-c",
+                 kUnprivilegedNetworkSetup, "setup", self->string(),
+                 "--gtest_filter=LocalLauncherTest."
+                 "AnUnprivilegedBerthdsRunsReachNoMetadataServiceNorTheMachinesPorts"}};
+    again.env = std::vector<std::string>{"SCRATCH=" + dir_->Path().string(),
+                                         "BERTH_TEST_UNPRIVILEGED_NETWORK=1"};
+    for (char** entry = environ; *entry != nullptr; ++entry) again.env->emplace_back(*entry);
+    auto done = sys::RunToCompletion(std::move(again));
+    ASSERT_TRUE(done) << done.error().ToString();
+    EXPECT_EQ(done->exit_code, 0) << done->output;
+    EXPECT_NE(done->output.find("[  PASSED  ] 1 test"), std::string::npos) << done->output;
+    return;
+  }
+  if (std::getenv("BERTH_TEST_UNPRIVILEGED_NETWORK") == nullptr)
+    GTEST_SKIP() << "root makes this test's network, then runs it as a user that is not root";
+  ReachProbe probe;
+  probe.Listen("metadata", "169.254.169.254");
+  probe.Listen("metadata6", "fd00:ec2::254");
+  probe.Listen("ecs", "169.254.170.2");
+  probe.Listen("machine", "198.51.100.7");
+  probe.Listen("database", "127.0.0.1");
+  probe.Listen("berthd", "127.0.0.1");
+
+  LocalLauncherOptions options = Options(1);
+  ASSERT_TRUE(options.sandbox && options.sandbox->RunUids().empty());
+  auto network = UserModeNetwork::Probe({probe.Port("berthd")});
+  ASSERT_TRUE(network) << network.error().ToString();
+  options.user_mode_network = std::make_shared<const UserModeNetwork>(std::move(*network));
+  Start(options);
+
+  std::string log_seen;
+  const std::map<std::string, bool> held = ExpectHeldUnlessAllowed(probe, log_seen);
+  std::map<std::string, bool> metadata_only = held;
+  for (const char* name : {"metadata", "metadata6", "ecs"}) metadata_only[name] = true;
+  EXPECT_EQ(
+      ReachedBy(probe, "metadata", {{"type", "local"}, {"network_allow", {"metadata"}}}, log_seen),
+      metadata_only)
+      << log_seen;
+  // The run is root of nothing: its routes stay as they were written.
+  LaunchTaking("unroute", "ip route del prohibit 169.254.169.254/32", "unroute",
+               {{"type", "local"}});
+  auto unrouted = outcomes_.WaitFor("unroute");
+  ASSERT_TRUE(unrouted);
+  EXPECT_FALSE(unrouted->succeeded);
+  auto unroute_log = sys::ReadFile(dir_->Path() / "runs/unroute/runner.log");
+  ASSERT_TRUE(unroute_log);
+  EXPECT_NE(unroute_log->find("Operation not permitted"), std::string::npos) << *unroute_log;
+  // pasta ends at SIGTERM: a cancel reaches the runner, which stops TF, and not its network.
+  ExpectACancelStopsTheRunner("stopped");
 }
 
 // Empty files fill no disk limit, but counting millions of them held up the launcher at each

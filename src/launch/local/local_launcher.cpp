@@ -353,6 +353,7 @@ SandboxMounts LocalLauncher::MountsOf(const Run& run, const RunnerInvocation& in
     mounts.hosts = dir / "hosts";
     mounts.read_only.push_back(dir / "relay");  // a socket connects on a read-only mount
   }
+  if (InUserModeNetwork(run) && fs::exists(dir / "hosts")) mounts.hosts = dir / "hosts";
   return mounts;
 }
 
@@ -374,6 +375,10 @@ Result<void> LocalLauncher::Start(Run& run) {
               " sets network: berthd_only, which needs the sandbox: " + options_.refusal);
     if (auto relayed = StartRelay(run); !relayed) return relayed.error();
     invocation.berthd_relay = RelaySocket(dir).string();
+  }
+  if (InUserModeNetwork(run)) {
+    if (auto pointed = PointBerthdAtLoopback(run, "network: full"); !pointed)
+      return pointed.error();
   }
   invocation.ns = "local";
   invocation.name = run_id;
@@ -439,6 +444,8 @@ Result<void> LocalLauncher::Start(Run& run) {
     seccomp = std::move(*filter);
     spawn.argv = options_.sandbox->Wrap(MountsOf(run, invocation), spawn.argv, seccomp.Get(),
                                         run.uid.value_or(0), options_.max_processes);
+    if (InUserModeNetwork(run))
+      spawn.argv = options_.user_mode_network->Wrap(SettingsOf(run.request).allowance, spawn.argv);
     spawn.inherited_fds = {seccomp.Get()};
     // The sandbox's own processes outlive SIGTERM; the runner inside reads it and stops TF.
     spawn.ignore_stop_signals = true;
@@ -536,19 +543,37 @@ void LocalLauncher::CheckLimits(Run& run, std::chrono::steady_clock::time_point 
     kill(-run.adopted_pid, SIGTERM);
 }
 
+bool LocalLauncher::InUserModeNetwork(const Run& run) const {
+  return options_.user_mode_network && options_.sandbox && !run.uid && !CutsNetwork(run.request);
+}
+
+Result<void> LocalLauncher::PointBerthdAtLoopback(const Run& run,
+                                                  const std::string& network) const {
+  if (run.request.invocation.gateway.empty()) return {};  // the run reaches no berthd
+  auto berthd = HttpUrl::Parse(run.request.invocation.gateway);
+  if (!berthd) return berthd.error();
+  // Inside, berthd is at the run's own 127.0.0.1 and the run's /etc/hosts names it: a name or
+  // 127.0.0.1 can be pointed there (0.0.0.0 is 127.0.0.1 to connect), another address cannot.
+  if (!ReachableAtLoopback(berthd->host))
+    return MakeError(ErrorKind::kFailedPrecondition,
+                     "runner " + run.request.runner_id + " sets " + network +
+                         ", which needs runs to reach berthd by a host name or 127.0.0.1, not " +
+                         berthd->host + " (berthd's --advertise-url)");
+  std::string hosts = "127.0.0.1 localhost\n::1 localhost\n";
+  if (!IsIpAddress(berthd->host)) hosts += "127.0.0.1 " + berthd->host + "\n";
+  if (auto written = sys::WriteFileAtomicUnsynced(run.dir / "hosts", hosts); !written)
+    return written.error();
+  std::error_code ec;
+  fs::permissions(run.dir / "hosts",
+                  fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read, ec);
+  return {};
+}
+
 Result<void> LocalLauncher::StartRelay(Run& run) const {
   auto berthd = HttpUrl::Parse(run.request.invocation.gateway);
   if (!berthd) return berthd.error();
-  // Inside, the runner listens on 127.0.0.1 and the run's /etc/hosts names it: a name or
-  // 127.0.0.1 can be pointed there, another address cannot.
-  const bool ip = berthd->host.find_first_not_of("0123456789.") == std::string::npos ||
-                  berthd->host.find(':') != std::string::npos;
-  if (ip && berthd->host != "127.0.0.1")
-    return MakeError(ErrorKind::kFailedPrecondition,
-                     "runner " + run.request.runner_id +
-                         " sets network: berthd_only, which needs runs to reach berthd by a host "
-                         "name or 127.0.0.1, not " +
-                         berthd->host + " (berthd's --advertise-url)");
+  if (auto pointed = PointBerthdAtLoopback(run, "network: berthd_only"); !pointed)
+    return pointed.error();
   // The runner, not root, listens at berthd's port in the run's network: one it may take.
   if (berthd->port < 1024)
     return MakeError(ErrorKind::kFailedPrecondition,
@@ -557,13 +582,7 @@ Result<void> LocalLauncher::StartRelay(Run& run) const {
                          "from 1024 (berthd's --advertise-url names " +
                          std::to_string(berthd->port) + ")");
   const fs::path& dir = run.dir;
-  std::string hosts = "127.0.0.1 localhost\n::1 localhost\n";
-  if (!ip) hosts += "127.0.0.1 " + berthd->host + "\n";
-  if (auto written = sys::WriteFileAtomicUnsynced(dir / "hosts", hosts); !written)
-    return written.error();
   std::error_code ec;
-  fs::permissions(dir / "hosts",
-                  fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read, ec);
   // The folder is berthd's and the run sees it read-only, so the run cannot put a link where
   // the socket goes for a root berthd to chown (a berthd before this one gave the folder to the
   // run: it is taken back first). Only the run's user may connect: the socket is its own.

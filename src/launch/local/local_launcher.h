@@ -28,6 +28,7 @@
 #include "launch/local/run_firewall.h"
 #include "launch/local/run_limits.h"
 #include "launch/local/sandbox.h"
+#include "launch/local/user_mode_network.h"
 #include "sys/exit_waiter.h"
 #include "sys/stream_relay.h"
 #include "sys/subprocess.h"
@@ -58,6 +59,9 @@ struct LocalLauncherOptions {
   // What runs with network: full cannot reach (run_firewall.h), when berthd could install it
   // (root, iptables); a runner's network_allow opens it for its runs.
   std::shared_ptr<const RunFirewall> firewall;
+  // The same for a berthd that is not root (user_mode_network.h): each sandboxed run with
+  // network: full gets a network of its own, held by its routes, opened by network_allow.
+  std::shared_ptr<const UserModeNetwork> user_mode_network;
   // Where each runner's shared provider cache is (a folder per org and runner), which its
   // sandboxed runs borrow providers from and berthd adds the ones they fetch to
   // (provider_harvest.h); empty: none, each run fetches its own.
@@ -122,6 +126,12 @@ class LocalLauncher final : public Launcher {
   // The relay of a run whose network is cut: relay/berthd.sock in its folder, to berthd's URL,
   // and the /etc/hosts that points berthd's host name at the runner's end of it.
   Result<void> StartRelay(Run& run) const;
+  // The run's /etc/hosts (its folder's `hosts`) naming berthd's host 127.0.0.1, for a run in a
+  // network of its own that reaches berthd at its own loopback; what sets it (network) is named
+  // when berthd's URL names an address that cannot be pointed there.
+  Result<void> PointBerthdAtLoopback(const Run& run, const std::string& network) const;
+  // Whether the run has a user-mode network of its own (network: full, a berthd not root).
+  bool InUserModeNetwork(const Run& run) const;
   // What its runner's network_allow opens, for its user, from before its first process; and
   // closed again once it has ended (or could not start).
   Result<void> OpenNetwork(Run& run) const;
