@@ -353,7 +353,7 @@ SandboxMounts LocalLauncher::MountsOf(const Run& run, const RunnerInvocation& in
     mounts.hosts = dir / "hosts";
     mounts.read_only.push_back(dir / "relay");  // a socket connects on a read-only mount
   }
-  if (InUserModeNetwork(run) && fs::exists(dir / "hosts")) mounts.hosts = dir / "hosts";
+  if (InUserModeNetwork(run)) mounts.hosts = dir / "hosts";
   return mounts;
 }
 
@@ -549,18 +549,20 @@ bool LocalLauncher::InUserModeNetwork(const Run& run) const {
 
 Result<void> LocalLauncher::PointBerthdAtLoopback(const Run& run,
                                                   const std::string& network) const {
-  if (run.request.invocation.gateway.empty()) return {};  // the run reaches no berthd
-  auto berthd = HttpUrl::Parse(run.request.invocation.gateway);
-  if (!berthd) return berthd.error();
-  // Inside, berthd is at the run's own 127.0.0.1 and the run's /etc/hosts names it: a name or
-  // 127.0.0.1 can be pointed there (0.0.0.0 is 127.0.0.1 to connect), another address cannot.
-  if (!ReachableAtLoopback(berthd->host))
-    return MakeError(ErrorKind::kFailedPrecondition,
-                     "runner " + run.request.runner_id + " sets " + network +
-                         ", which needs runs to reach berthd by a host name or 127.0.0.1, not " +
-                         berthd->host + " (berthd's --advertise-url)");
   std::string hosts = "127.0.0.1 localhost\n::1 localhost\n";
-  if (!IsIpAddress(berthd->host)) hosts += "127.0.0.1 " + berthd->host + "\n";
+  if (!run.request.invocation.gateway.empty()) {  // empty: the run reaches no berthd
+    auto berthd = HttpUrl::Parse(run.request.invocation.gateway);
+    if (!berthd) return berthd.error();
+    // Inside, berthd is at the run's own 127.0.0.1 and the run's /etc/hosts names it: a name
+    // or 127.0.0.1 can be pointed there (0.0.0.0 is 127.0.0.1 to connect), another address
+    // cannot.
+    if (!ReachableAtLoopback(berthd->host))
+      return MakeError(ErrorKind::kFailedPrecondition,
+                       "runner " + run.request.runner_id + " sets " + network +
+                           ", which needs runs to reach berthd by a host name or 127.0.0.1, not " +
+                           berthd->host + " (berthd's --advertise-url)");
+    if (!IsIpAddress(berthd->host)) hosts += "127.0.0.1 " + berthd->host + "\n";
+  }
   if (auto written = sys::WriteFileAtomicUnsynced(run.dir / "hosts", hosts); !written)
     return written.error();
   std::error_code ec;

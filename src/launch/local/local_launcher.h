@@ -126,9 +126,9 @@ class LocalLauncher final : public Launcher {
   // The relay of a run whose network is cut: relay/berthd.sock in its folder, to berthd's URL,
   // and the /etc/hosts that points berthd's host name at the runner's end of it.
   Result<void> StartRelay(Run& run) const;
-  // The run's /etc/hosts (its folder's `hosts`) naming berthd's host 127.0.0.1, for a run in a
-  // network of its own that reaches berthd at its own loopback; what sets it (network) is named
-  // when berthd's URL names an address that cannot be pointed there.
+  // The run's /etc/hosts (its folder's `hosts`), written for every run in a network of its own:
+  // localhost, and berthd's host name at 127.0.0.1, where the run reaches berthd; what sets it
+  // (network) is named when berthd's URL names an address that cannot be pointed there.
   Result<void> PointBerthdAtLoopback(const Run& run, const std::string& network) const;
   // Whether the run has a user-mode network of its own (network: full, a berthd not root).
   bool InUserModeNetwork(const Run& run) const;
